@@ -1,0 +1,99 @@
+"""Code that runs inside a debugged process: ``breakpoint()``, post-mortem, the hub link.
+
+Importing this package is cheap (no debugpy, no sockets): the work starts at the first pause.
+Every entry point catches its own failures: a user's program sees one line on stderr from
+raydebug, never a traceback, and continues.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from types import TracebackType
+from typing import Any
+
+from ..errors import RaydebugError
+from .config import AgentConfig
+from .link import say
+
+_agent_lock = threading.Lock()
+_agent: Any = None  # the process's Agent, created on first use
+
+
+def get_agent() -> Any:
+    """Return this process's :class:`~raydebug.agent.agent.Agent`, creating it once.
+
+    Raises :class:`~raydebug.errors.ConfigurationError` when the environment is incomplete.
+    """
+    global _agent
+    with _agent_lock:
+        if _agent is None:
+            from .agent import Agent
+
+            _agent = Agent(AgentConfig.from_env())
+        return _agent
+
+
+def set_trace(*args: Any, **kwargs: Any) -> None:
+    """Pause here and wait for a debugger through the hub (``PYTHONBREAKPOINT`` target).
+
+    Returns at once when raydebug cannot work (the reason is printed); otherwise the calling
+    thread stops at the next line, as with ``pdb.set_trace()``.
+    """
+    frame = sys._getframe(1)  # the caller's frame: breakpoint() calls us directly
+    _guarded(lambda: get_agent().pause_at(frame))
+
+
+def post_mortem(error: BaseException | TracebackType | None = None) -> None:
+    """Freeze in the frame where ``error`` (default: the exception being handled) was raised,
+    until a debugger attached through the hub resumes it."""
+    exc_info = _exc_info(error)
+    if exc_info is None:
+        say("post_mortem() called with no exception to inspect; continuing")
+        return
+    _guarded(lambda: get_agent().pause_on_exception(exc_info))
+
+
+def install_excepthook() -> None:
+    """Freeze on uncaught exceptions, in the main thread and in threads (then report them
+    as Python would)."""
+    previous_hook = sys.excepthook
+    previous_thread_hook = threading.excepthook
+
+    def excepthook(kind: type[BaseException], value: BaseException,
+                   tb: TracebackType | None) -> None:
+        if not isinstance(value, (KeyboardInterrupt, SystemExit)):
+            post_mortem(value)
+        previous_hook(kind, value, tb)
+
+    def thread_excepthook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is not None and not isinstance(args.exc_value, SystemExit):
+            post_mortem(args.exc_value)
+        previous_thread_hook(args)
+
+    sys.excepthook = excepthook
+    threading.excepthook = thread_excepthook
+
+
+def _exc_info(
+    error: BaseException | TracebackType | None,
+) -> tuple[type[BaseException], BaseException, TracebackType] | None:
+    if error is None:
+        error = sys.exc_info()[1]
+    if isinstance(error, TracebackType):
+        value = sys.exc_info()[1]
+        if value is None or value.__traceback__ is not error:
+            return None  # a bare traceback without its exception: nothing to show
+        error = value
+    if error is None or error.__traceback__ is None:
+        return None
+    return type(error), error, error.__traceback__
+
+
+def _guarded(pause: Any) -> None:
+    try:
+        pause()
+    except RaydebugError as error:
+        say(f"{error}; continuing without debugging")
+    except Exception as error:  # raydebug must never break the user's program
+        say(f"internal error ({type(error).__name__}: {error}); continuing without debugging")

@@ -1,0 +1,150 @@
+"""The agent: what ``breakpoint()`` does inside a process, and the bookkeeping of its pauses.
+
+Theory of operation. A paused thread first waits *in raydebug*, not in pydevd, until a
+client has attached to this process through the hub and finished its configuration: pydevd
+cannot suspend a thread before its first client (it has nowhere to send ``stopped``), and a
+client needs its breakpoints set before the thread moves. When the hub says ``ClientReady``
+the agent releases every waiting thread; each then suspends in pydevd, which tells the client.
+A thread that was already suspended in pydevd when an earlier client dropped is announced
+again (:meth:`Debugger.replay_stops`).
+
+A session ends when its thread runs again with no client attached (the client detached
+cleanly and pydevd resumed everything, or the wait timed out), when the same thread pauses
+somewhere else, or when the process exits (the hub sees the connection close).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from types import FrameType
+
+from ..protocol.worker import SessionEnded, SessionStarted
+from ..session import SessionRecord
+from .config import AgentConfig
+from .debugger import Debugger, ExcInfo
+from .link import HubLink, say
+from .metadata import innermost_frame, record_for_frame
+
+
+@dataclass
+class LocalSession:
+    record: SessionRecord
+    thread_ident: int
+    released: threading.Event = field(default_factory=threading.Event)
+    has_stopped: bool = False  # suspended in pydevd at least once since release
+
+
+class Agent:
+    """One per process; created on the first pause."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._sessions: dict[str, LocalSession] = {}
+        self._client_attached = False
+        self._client_ready = False
+        self.debugger = Debugger(on_suspended=self._on_thread_suspended,
+                                 on_resumed=self._on_thread_resumed)
+        self.link = HubLink(config, self)
+
+    # -- entry points (called on the pausing thread) ----------------------------------------
+
+    def pause_at(self, frame: FrameType) -> None:
+        """``breakpoint()``: stop at ``frame``'s next line once a client is ready."""
+        record = record_for_frame(frame)
+        if self._wait_for_client(record):
+            self.debugger.stop_at(frame)
+
+    def pause_on_exception(self, exc_info: ExcInfo) -> None:
+        """Post-mortem: freeze in the frame that raised; return when the client resumes."""
+        frame = innermost_frame(exc_info[1]) or sys._getframe(1)
+        record = record_for_frame(frame, exception=exc_info[1])
+        if self._wait_for_client(record):
+            self.debugger.stop_on_exception(exc_info)
+            self._end_session(record.id)
+
+    def _wait_for_client(self, record: SessionRecord) -> bool:
+        """Register ``record`` and block until a client is ready; False if we gave up."""
+        self.debugger.ensure_listening()
+        self.link.start()
+        ident = threading.get_ident()
+        session = LocalSession(record, ident)
+        with self._lock:
+            for other in [s for s in self._sessions.values() if s.thread_ident == ident]:
+                self._end_session_locked(other.record.id)  # this thread is elsewhere now
+            self._sessions[record.id] = session
+            if self._client_ready:
+                session.released.set()
+        self.link.post(SessionStarted(session=record.to_dict()))
+        if session.released.is_set():
+            return True
+        timeout = self.config.wait_timeout
+        say(f"session {record.id} paused at {record.file}:{record.line}, waiting for a "
+            f"debugger via the hub at {self.config.hub_address}"
+            + (f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""))
+        started = time.monotonic()
+        if session.released.wait(timeout):
+            return True
+        self._end_session(record.id)
+        say(f"no debugger attached to session {record.id} within {time.monotonic() - started:.0f}s "
+            f"(RAYDEBUG_WAIT_TIMEOUT); continuing")
+        return False
+
+    # -- session bookkeeping ----------------------------------------------------------------
+
+    def _end_session(self, session_id: str) -> None:
+        with self._lock:
+            self._end_session_locked(session_id)
+
+    def _end_session_locked(self, session_id: str) -> None:
+        if self._sessions.pop(session_id, None) is not None:
+            self.link.post(SessionEnded(session_id=session_id))
+
+    def _on_thread_suspended(self, ident: int) -> None:
+        with self._lock:
+            for session in self._sessions.values():
+                if session.thread_ident == ident:
+                    session.has_stopped = True
+
+    def _on_thread_resumed(self, ident: int) -> None:
+        with self._lock:
+            if self._client_attached:
+                return  # stepping or continuing under a client: the session goes on
+            for session in [s for s in self._sessions.values() if s.thread_ident == ident]:
+                self._end_session_locked(session.record.id)
+
+    # -- LinkHandler: called on the link thread ---------------------------------------------
+
+    def live_sessions(self) -> list[SessionStarted]:
+        with self._lock:
+            return [SessionStarted(session=s.record.to_dict()) for s in self._sessions.values()]
+
+    def pydevd_port(self) -> int:
+        return self.debugger.ensure_listening()
+
+    def on_client_attached(self) -> None:
+        with self._lock:
+            self._client_attached = True
+
+    def on_client_ready(self) -> None:
+        # Snapshot the already-suspended threads *before* releasing the waiting ones, so a
+        # released thread that suspends quickly is not announced twice.
+        suspended = self.debugger.suspended_threads()
+        with self._lock:
+            self._client_ready = True
+            for session in self._sessions.values():
+                session.released.set()
+        self.debugger.replay_stops(suspended)
+
+    def on_client_detached(self) -> None:
+        with self._lock:
+            self._client_attached = False
+            self._client_ready = False
+            for session in list(self._sessions.values()):
+                ran_on = session.has_stopped and not self.debugger.is_suspended(
+                    session.thread_ident)
+                if ran_on:
+                    self._end_session_locked(session.record.id)

@@ -1,0 +1,87 @@
+"""The agent's settings, read from environment variables when a breakpoint is hit.
+
+``RAYDEBUG_HUB``          host:port of the hub's worker listener
+``RAYDEBUG_TOKEN``        the hub's worker token
+``RAYDEBUG_WAIT_TIMEOUT`` seconds a paused thread waits for a hub and a client before it
+                          gives up and continues (default: forever; 600 when ``CI`` is set,
+                          so a forgotten ``breakpoint()`` cannot hang a pipeline)
+``RAYDEBUG_POST_MORTEM``  ``1`` freezes the process on an uncaught exception
+``RAYDEBUG_LABELS``       ``key=value,key=value`` shown with every session of the process
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..errors import ConfigurationError
+
+CI_WAIT_TIMEOUT = 600.0
+TRUTHY = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    hub_host: str
+    hub_port: int
+    token: str
+    wait_timeout: float | None
+    post_mortem: bool = False
+
+    @property
+    def hub_address(self) -> str:
+        return f"{self.hub_host}:{self.hub_port}"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> AgentConfig:
+        """Read the settings; raises :class:`ConfigurationError` naming the variable."""
+        hub = environ.get("RAYDEBUG_HUB", "").strip()
+        if not hub:
+            raise ConfigurationError(
+                "RAYDEBUG_HUB is not set: start `raydebug hub` and set RAYDEBUG_HUB=host:port "
+                "and RAYDEBUG_TOKEN as it prints"
+            )
+        host, port = parse_address(hub, "RAYDEBUG_HUB")
+        token = environ.get("RAYDEBUG_TOKEN", "")
+        if not token:
+            raise ConfigurationError(
+                "RAYDEBUG_TOKEN is not set: use the token `raydebug hub` prints")
+        return cls(
+            hub_host=host,
+            hub_port=port,
+            token=token,
+            wait_timeout=_wait_timeout(environ),
+            post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY,
+        )
+
+
+def parse_address(text: str, what: str) -> tuple[str, int]:
+    """Split ``host:port`` (``[v6]:port`` too); raises :class:`ConfigurationError`."""
+    host, colon, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigurationError(f"{what}={text!r} is not host:port")
+    return host, int(port)
+
+
+def _wait_timeout(environ: Mapping[str, str]) -> float | None:
+    text = environ.get("RAYDEBUG_WAIT_TIMEOUT", "").strip()
+    if not text:
+        return CI_WAIT_TIMEOUT if environ.get("CI") else None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigurationError(
+            f"RAYDEBUG_WAIT_TIMEOUT={text!r} is not a number of seconds") from None
+    return None if value <= 0 else value
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    """``"a=1,b=2"`` -> ``{"a": "1", "b": "2"}``; items without ``=`` are ignored."""
+    labels = {}
+    for item in text.split(","):
+        key, equals, value = item.partition("=")
+        if equals and key.strip():
+            labels[key.strip()] = value.strip()
+    return labels

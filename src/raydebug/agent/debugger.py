@@ -1,0 +1,145 @@
+"""The process's pydevd, started on first use and watched while threads are paused.
+
+debugpy is imported here and nowhere else in the agent, and only when a thread pauses:
+importing it at worker start would slow every Ray worker (DESIGN.md: tracing costs 3-11x on
+Python <= 3.11 once installed). pydevd runs with its in-process DAP adapter on 127.0.0.1 only;
+the hub link connects to it locally and splices bytes.
+
+pydevd offers no notification when a thread suspends or resumes, so :class:`Debugger`
+wraps the debugger's ``do_wait_suspend`` (every stop of every thread goes through it, from
+the Cython tracer, the sys.monitoring tracer and post-mortem alike) to keep a set of
+suspended threads and call ``on_resumed`` when one runs again.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType, TracebackType
+from typing import Any
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType]
+
+
+class Debugger:
+    """pydevd inside this process. Thread-safe; :meth:`ensure_listening` is idempotent."""
+
+    def __init__(
+        self, on_suspended: Callable[[int], None], on_resumed: Callable[[int], None]
+    ) -> None:
+        self._on_suspended = on_suspended
+        self._on_resumed = on_resumed
+        self._lock = threading.Lock()
+        self._py_db: Any = None
+        self._port = 0
+        self._suspended: set[int] = set()  # thread idents inside do_wait_suspend
+
+    @property
+    def port(self) -> int:
+        """The loopback port pydevd listens on (0 before :meth:`ensure_listening`)."""
+        return self._port
+
+    def ensure_listening(self) -> int:
+        """Start pydevd on 127.0.0.1 if it is not running; return its port."""
+        with self._lock:
+            if self._py_db is None:
+                self._start()
+            return self._port
+
+    def _start(self) -> None:
+        hook = sys.breakpointhook
+        import debugpy
+
+        # Without this every forked child (a DataLoader worker) would wait for a debugger.
+        debugpy.configure(subProcess=False)
+        _host, self._port = debugpy.listen(("127.0.0.1", 0), in_process_debug_adapter=True)
+        # Importing pydevd replaced sys.breakpointhook with its own; keep raydebug's.
+        sys.breakpointhook = hook
+        # Importable only now: debugpy puts its vendored pydevd on sys.path in listen().
+        from _pydevd_bundle.pydevd_constants import get_global_debugger
+
+        py_db = get_global_debugger()
+        _set_nodelay_on_listener(py_db)
+        original = py_db.do_wait_suspend
+
+        def do_wait_suspend(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
+            ident = thread.ident or 0
+            with self._lock:
+                self._suspended.add(ident)
+            self._on_suspended(ident)
+            try:
+                return original(thread, *args, **kwargs)
+            finally:
+                with self._lock:
+                    self._suspended.discard(ident)
+                self._on_resumed(ident)
+
+        py_db.do_wait_suspend = do_wait_suspend
+        self._py_db = py_db
+
+    def is_suspended(self, thread_ident: int) -> bool:
+        with self._lock:
+            return thread_ident in self._suspended
+
+    def stop_at(self, frame: FrameType) -> None:
+        """Make the current thread stop at the next line ``frame`` runs (like pdb.set_trace).
+
+        Returns at once; the stop happens when the caller's frame executes its next line.
+        """
+        import pydevd
+
+        pydevd.settrace(
+            suspend=True,
+            trace_only_current_thread=True,
+            patch_multiprocessing=False,
+            stop_at_frame=frame,
+            notify_stdin=False,
+        )
+
+    def stop_on_exception(self, exc_info: ExcInfo) -> None:
+        """Suspend the current thread post-mortem in the frame that raised; block until resumed."""
+        self._py_db.trigger_exception_handler(exc_info, as_uncaught=False)
+
+    def suspended_threads(self) -> set[int]:
+        with self._lock:
+            return set(self._suspended)
+
+    def replay_stops(self, idents: set[int]) -> int:
+        """Tell the connected client about threads that stayed suspended from an earlier client.
+
+        pydevd sends ``stopped`` only when a thread suspends; a client that connects later
+        sees none (DESIGN.md), so we ask pydevd's own command factory for the same event.
+        ``idents`` are threads suspended before the client became ready (a snapshot taken
+        before releasing new pauses, so none is announced twice). Returns how many were.
+        """
+        from _pydevd_bundle.pydevd_constants import get_thread_id
+
+        py_db = self._py_db
+        threads = [t for t in threading.enumerate() if t.ident in idents]
+        for thread in threads:
+            reason = getattr(thread, "stop_reason", None)
+            command = py_db.cmd_factory.make_thread_suspend_single_notification(
+                py_db, get_thread_id(thread), thread, reason
+            )
+            py_db.writer.add_command(command)
+        return len(threads)
+
+
+def mark_invisible(thread: threading.Thread) -> None:
+    """Hide a raydebug thread from pydevd (must run before ``thread.start()``).
+
+    pydevd suspends every thread it traces: an unmarked relay thread would be suspended while
+    holding the undelivered ``stopped`` event and deadlock the worker (DESIGN.md).
+    """
+    thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
+    thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
+
+
+def _set_nodelay_on_listener(py_db: Any) -> None:
+    """Accepted sockets inherit TCP_NODELAY on Linux: without it every response waits ~44 ms."""
+    waiter = getattr(py_db, "_waiting_for_connection_thread", None)
+    server = getattr(waiter, "_server_socket", None)
+    if server is not None:
+        server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -1,0 +1,314 @@
+"""The process's connection to the hub: one thread, invisible to pydevd, serving all sockets.
+
+It keeps a *control* connection to the hub (reconnecting with backoff when it drops, then
+registering every live session again), and for each client that attaches a *data* connection
+spliced byte for byte to pydevd's loopback port. Blocking sockets and one ``selectors`` loop:
+the paused threads are parked anyway, and nothing here may touch an actor's event loop.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import selectors
+import socket
+import sys
+import threading
+import time
+from typing import Protocol
+
+from ..errors import AuthenticationError, HubUnreachableError, RaydebugError
+from ..protocol import NEED_DATA
+from ..protocol.worker import (
+    ROLE_CONTROL,
+    ROLE_DATA,
+    Challenge,
+    ChannelFailed,
+    ClientReady,
+    ControlMessage,
+    ControlStream,
+    Hello,
+    OpenChannel,
+    Refused,
+    SessionStarted,
+    Welcome,
+    compute_mac,
+    encode_control,
+)
+from .config import AgentConfig
+from .debugger import mark_invisible
+from .metadata import process_info
+
+CONNECT_TIMEOUT = 5.0
+HANDSHAKE_TIMEOUT = 5.0
+RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
+RECV_SIZE = 256 * 1024
+
+
+class LinkHandler(Protocol):
+    """What the link asks of the agent; called on the link thread."""
+
+    def live_sessions(self) -> list[SessionStarted]: ...
+    def pydevd_port(self) -> int: ...
+    def on_client_attached(self) -> None: ...
+    def on_client_ready(self) -> None: ...
+    def on_client_detached(self) -> None: ...
+
+
+def say(message: str) -> None:
+    """One line on the worker's stderr, where its log is."""
+    print(f"raydebug: {message}", file=sys.stderr, flush=True)
+
+
+def _nodelay(sock: socket.socket) -> socket.socket:
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+class HubLink:
+    """Owns every socket between this process and the hub. Thread-safe :meth:`post`."""
+
+    def __init__(self, config: AgentConfig, handler: LinkHandler) -> None:
+        self._config = config
+        self._handler = handler
+        self._outbox: collections.deque[ControlMessage] = collections.deque()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._connected = threading.Event()
+        self._control: socket.socket | None = None
+        self._control_stream = ControlStream()
+        self._channel: tuple[int, socket.socket, socket.socket] | None = None
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.last_error: str | None = None
+
+    # -- called from any thread -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the link thread once; it connects in the background."""
+        with self._start_lock:
+            if self._thread is None:
+                thread = threading.Thread(target=self._run, name="raydebug-link", daemon=True)
+                mark_invisible(thread)
+                thread.start()
+                self._thread = thread
+
+    def post(self, message: ControlMessage) -> None:
+        """Queue a message for the hub; sent in order once connected, dropped while not
+        (the agent re-registers its live sessions after every reconnect)."""
+        self._outbox.append(message)
+        self._wake()
+
+    def wait_connected(self, timeout: float | None) -> bool:
+        return self._connected.wait(timeout)
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is already pending
+
+    # -- the link thread --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        attempt = 0
+        while True:
+            if self._control is None:
+                if self._connect_control():
+                    attempt = 0
+                else:
+                    delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
+                    attempt += 1
+                    self._serve(timeout=delay, until=time.monotonic() + delay)
+                    continue
+            self._serve(timeout=None, until=None)
+
+    def _connect_control(self) -> bool:
+        address = self._config.hub_address
+        try:
+            sock, leftover = self.handshake(ROLE_CONTROL, process=process_info())
+        except RaydebugError as error:
+            if str(error) != self.last_error:
+                say(f"{error}; retrying in the background (pid {os.getpid()})")
+            self.last_error = str(error)
+            return False
+        if self.last_error is not None:
+            say(f"connected to the hub at {address}")
+        self.last_error = None
+        self._control = sock
+        self._control_stream = ControlStream()
+        if leftover:
+            self._control_stream.receive_data(leftover)
+        self._selector.register(sock, selectors.EVENT_READ, "control")
+        self._outbox.clear()
+        try:
+            for message in self._handler.live_sessions():
+                sock.sendall(encode_control(message))
+        except OSError:
+            self._drop_control()
+            return False
+        self._connected.set()
+        self._handle_control_input()
+        return True
+
+    def handshake(self, role: str, *, process: dict[str, object] | None = None,
+                  channel: int = 0) -> tuple[socket.socket, bytes]:
+        """Connect to the hub and authenticate; return the socket and bytes read past Welcome.
+
+        Raises :class:`HubUnreachableError` or :class:`AuthenticationError`.
+        """
+        address = self._config.hub_address
+        try:
+            sock = _nodelay(socket.create_connection(
+                (self._config.hub_host, self._config.hub_port), timeout=CONNECT_TIMEOUT))
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise HubUnreachableError(f"cannot reach the hub at {address} ({reason})") from None
+        try:
+            sock.settimeout(HANDSHAKE_TIMEOUT)
+            stream = ControlStream()
+            challenge = _read_message(sock, stream)
+            if not isinstance(challenge, Challenge):
+                raise HubUnreachableError(f"{address} is not a raydebug hub worker port")
+            mac = compute_mac(self._config.token, challenge.nonce, role)
+            sock.sendall(encode_control(Hello(role=role, mac=mac, process=process or {},
+                                              channel=channel)))
+            reply = _read_message(sock, stream)
+            if isinstance(reply, Refused):
+                raise AuthenticationError(f"the hub at {address} refused us: {reply.reason}")
+            if not isinstance(reply, Welcome):
+                raise HubUnreachableError(f"unexpected {reply.TYPE!r} from the hub at {address}")
+            sock.settimeout(None)
+            return sock, stream.take_buffered()
+        except OSError as error:
+            sock.close()
+            raise HubUnreachableError(f"lost the hub at {address} during the handshake "
+                                      f"({error.strerror or type(error).__name__})") from None
+        except RaydebugError:
+            sock.close()
+            raise
+
+    def _serve(self, timeout: float | None, until: float | None) -> None:
+        """Serve sockets until the control connection drops (or ``until`` passes)."""
+        while True:
+            for key, _events in self._selector.select(timeout):
+                try:
+                    self._on_readable(key)
+                except OSError:
+                    if key.data == "control":
+                        self._drop_control()
+                    else:
+                        self._close_channel()
+            if self._control is None and until is None:
+                return
+            if until is not None and time.monotonic() >= until:
+                return
+            if until is not None:
+                timeout = max(0.0, until - time.monotonic())
+
+    def _on_readable(self, key: selectors.SelectorKey) -> None:
+        if key.data == "wake":
+            with contextlib.suppress(BlockingIOError):
+                self._wake_r.recv(4096)
+            self._flush_outbox()
+        elif key.data == "control":
+            assert self._control is not None
+            data = self._control.recv(RECV_SIZE)
+            if not data:
+                self._drop_control()
+                return
+            self._control_stream.receive_data(data)
+            self._handle_control_input()
+        else:
+            source, destination = key.data
+            data = source.recv(RECV_SIZE)
+            if not data:
+                self._close_channel()
+                return
+            destination.sendall(data)
+
+    def _flush_outbox(self) -> None:
+        if self._control is None:
+            return
+        try:
+            while self._outbox:
+                self._control.sendall(encode_control(self._outbox.popleft()))
+        except OSError:
+            self._drop_control()
+
+    def _handle_control_input(self) -> None:
+        try:
+            while True:
+                message = self._control_stream.next_event()
+                if message is NEED_DATA:
+                    return
+                if isinstance(message, OpenChannel):
+                    self._open_channel(message.channel)
+                elif isinstance(message, ClientReady):
+                    if self._channel is not None and self._channel[0] == message.channel:
+                        self._handler.on_client_ready()
+        except RaydebugError as error:
+            say(f"dropping the hub connection: {error}")
+            self._drop_control()
+
+    def _drop_control(self) -> None:
+        if self._control is None:
+            return
+        self._connected.clear()
+        self._selector.unregister(self._control)
+        self._control.close()
+        self._control = None
+        say(f"lost the connection to the hub at {self._config.hub_address}; reconnecting")
+        self.last_error = "lost"
+
+    def _open_channel(self, channel: int) -> None:
+        self._close_channel()  # pydevd serves one client at a time; the hub enforces it too
+        try:
+            hub_sock, leftover = self.handshake(ROLE_DATA, channel=channel)
+        except RaydebugError as error:
+            self.post(ChannelFailed(channel=channel, reason=str(error)))
+            return
+        try:
+            pydevd_sock = _nodelay(socket.create_connection(
+                ("127.0.0.1", self._handler.pydevd_port()), timeout=CONNECT_TIMEOUT))
+            pydevd_sock.settimeout(None)
+            if leftover:
+                pydevd_sock.sendall(leftover)
+        except OSError as error:
+            hub_sock.close()
+            self.post(ChannelFailed(channel=channel, reason=f"pydevd is not reachable: {error}"))
+            return
+        self._channel = (channel, hub_sock, pydevd_sock)
+        self._selector.register(hub_sock, selectors.EVENT_READ, (hub_sock, pydevd_sock))
+        self._selector.register(pydevd_sock, selectors.EVENT_READ, (pydevd_sock, hub_sock))
+        self._handler.on_client_attached()
+
+    def _close_channel(self) -> None:
+        if self._channel is None:
+            return
+        _channel, hub_sock, pydevd_sock = self._channel
+        self._channel = None
+        for sock in (hub_sock, pydevd_sock):
+            self._selector.unregister(sock)
+            sock.close()
+        self._handler.on_client_detached()
+
+
+def _read_message(sock: socket.socket, stream: ControlStream) -> ControlMessage:
+    while True:
+        message = stream.next_event()
+        if message is not NEED_DATA:
+            assert isinstance(message, ControlMessage)
+            return message
+        data = sock.recv(RECV_SIZE)
+        stream.receive_data(data)
+        if not data:
+            stream.next_event()  # raises on a partial message
+            raise HubUnreachableError("the hub closed the connection during the handshake")

@@ -1,0 +1,78 @@
+"""What a session says about itself: where it paused, in which process, on which host."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+import traceback
+from types import FrameType
+
+from ..session import REASON_BREAKPOINT, REASON_EXCEPTION, SessionRecord
+from .config import parse_labels
+
+# Environment variables that launchers (torchrun, Ray, SLURM) set to tell processes apart.
+LABEL_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "SLURM_PROCID")
+
+
+def new_session_id() -> str:
+    return secrets.token_hex(6)
+
+
+def process_labels() -> dict[str, str]:
+    labels = {name.lower(): os.environ[name] for name in LABEL_VARIABLES if name in os.environ}
+    labels.update(parse_labels(os.environ.get("RAYDEBUG_LABELS", "")))
+    return labels
+
+
+def process_info() -> dict[str, object]:
+    """Sent once per process in the control connection's Hello."""
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "argv": list(sys.argv),
+        "python": sys.version.split()[0],
+    }
+
+
+def record_for_frame(
+    frame: FrameType,
+    reason: str = REASON_BREAKPOINT,
+    exception: BaseException | None = None,
+) -> SessionRecord:
+    """Describe a pause at ``frame`` of the current thread."""
+    code = frame.f_code
+    line = frame.f_lineno or code.co_firstlineno
+    return SessionRecord(
+        id=new_session_id(),
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        file=code.co_filename,
+        line=line,
+        function=code.co_name,
+        reason=reason if exception is None else REASON_EXCEPTION,
+        exception=describe_exception(exception) if exception is not None else None,
+        source=linecache.getline(code.co_filename, line).strip(),
+        thread=threading.current_thread().name,
+        since=time.time(),
+        argv=list(sys.argv),
+        labels=process_labels(),
+    )
+
+
+def describe_exception(exception: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exception), exception)).strip()
+
+
+def innermost_frame(exception: BaseException) -> FrameType | None:
+    """The frame that raised ``exception``: where post-mortem should look first."""
+    tb = exception.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame

@@ -1,0 +1,135 @@
+"""The ``raydebug`` command. Each command builds plain data and hands it to :mod:`views`.
+
+A :class:`~raydebug.errors.RaydebugError` becomes one red line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from . import views
+from .agent.config import parse_address
+from .client.hub_api import DEFAULT_HUB, list_sessions
+from .errors import ConfigurationError, RaydebugError
+
+HUB_OPTION = click.option(
+    "--hub", "hub", default=DEFAULT_HUB, show_default=True, envvar="RAYDEBUG_CLIENT_ADDRESS",
+    help="host:port of the hub's client port (env RAYDEBUG_CLIENT_ADDRESS).")
+
+
+@click.group()
+@click.version_option(package_name="raydebug")
+def cli() -> None:
+    """One port to every paused Python process of a cluster."""
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address of the client port (DAP and HTTP). Loopback only.")
+@click.option("--port", default=5678, show_default=True, help="Client port (0: any free one).")
+@click.option("--worker-host", default="127.0.0.1", show_default=True,
+              help="Address workers dial; use the node's cluster address for other nodes.")
+@click.option("--worker-port", default=5679, show_default=True, help="Worker port (0: any).")
+@click.option("--token", envvar="RAYDEBUG_TOKEN", default=None,
+              help="Worker token (env RAYDEBUG_TOKEN); generated when not given.")
+@click.option("--allow-terminate", is_flag=True,
+              help="Let clients kill debuggees with terminate / terminateDebuggee.")
+@click.option("--max-sessions", default=10_000, show_default=True)
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | None,
+        allow_terminate: bool, max_sessions: int, log_level: str) -> None:
+    """Run the hub: list sessions and route debuggers to them."""
+    from .hub import Hub, HubConfig
+
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
+                        format="raydebug hub: %(message)s")
+    config = HubConfig(host=host, port=port, worker_host=worker_host, worker_port=worker_port,
+                       allow_terminate=allow_terminate, max_sessions=max_sessions)
+    if token:
+        config.token = token
+    asyncio.run(_serve_hub(Hub(config)))
+
+
+async def _serve_hub(hub: Any) -> None:
+    try:
+        await hub.start()
+    except OSError as error:
+        raise ConfigurationError(f"cannot listen: {error.strerror or error}") from None
+    client = "{}:{}".format(*hub.client_address)
+    worker = "{}:{}".format(*hub.worker_address)
+    click.echo(views.hub_banner(client, worker, hub.config.token), nl=False)
+    sys.stdout.flush()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    serving = asyncio.ensure_future(hub.serve_forever())
+    await stop.wait()
+    serving.cancel()
+    await hub.close()
+
+
+@cli.command("list")
+@HUB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
+def list_command(hub: str, as_json: bool) -> None:
+    """List paused sessions, oldest first."""
+    sessions = list_sessions(hub)
+    if as_json:
+        click.echo(json.dumps(sessions, indent=2))
+    else:
+        Console().print(views.sessions_table(sessions))
+
+
+@cli.command()
+@HUB_OPTION
+@click.option("--session", default=None, help="Attach to this session instead of the oldest.")
+@click.option("--write", "write", is_flag=True, help="Add it to .vscode/launch.json.")
+@click.option("--workspace", default=".", type=click.Path(file_okay=False, path_type=Path),
+              show_default=True, help="Folder whose .vscode/launch.json --write edits.")
+def vscode(hub: str, session: str | None, write: bool, workspace: Path) -> None:
+    """Print (or --write) VS Code's stock debugpy attach config for the hub."""
+    host, port = parse_address(hub, "--hub")
+    config = views.vscode_config(host, port, session)
+    if not write:
+        click.echo(json.dumps(config, indent=4))
+        return
+    path = workspace / ".vscode" / "launch.json"
+    existing = path.read_text() if path.exists() else None
+    try:
+        text = views.merge_launch_json(existing, config)
+    except ValueError as error:
+        by_hand = json.dumps(config, indent=4)
+        raise ConfigurationError(f"cannot update {path}: {error}; fix it or add this "
+                                 f"configuration by hand:\n{by_hand}") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if existing is not None and views.has_comments(existing):
+        path.with_name("launch.json.bak").write_text(existing)
+        click.echo(f"kept the original (with its comments) as {path}.bak")
+    path.write_text(text)
+    click.echo(f"wrote {config['name']!r} to {path}")
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except RaydebugError as error:
+        Console(stderr=True).print(f"[red]raydebug: {error}[/red]", highlight=False)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)

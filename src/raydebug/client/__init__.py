@@ -1,0 +1,1 @@
+"""Clients of the hub: a DAP client library and the HTTP API."""

@@ -1,0 +1,162 @@
+"""An asyncio DAP client: requests with awaited responses, events waited on by name.
+
+Used by the demo, the tests and the benchmarks, and the base of the terminal debugger.
+Every wait has a timeout; a dropped connection fails every pending wait at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import socket
+from typing import Any
+
+from ..errors import HubUnreachableError, RaydebugError, RemoteProtocolError
+from ..protocol import NEED_DATA, DapConnection, Event, Request, Response
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class DapRequestError(RaydebugError):
+    """The debuggee answered a request with ``success: false``."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.message or f"{response.command} failed")
+        self.response = response
+
+
+class DapClient:
+    """One DAP connection. Create with :meth:`connect`; close with :meth:`close`."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._connection = DapConnection()
+        self._seq = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Response]] = {}
+        self._events: collections.deque[Event] = collections.deque()
+        self._event_arrived = asyncio.Condition()
+        self._closed: BaseException | None = None
+        self.reverse_requests: list[Request] = []
+        self._pump = asyncio.ensure_future(self._read_loop())
+
+    @classmethod
+    async def connect(cls, host: str, port: int, timeout: float = DEFAULT_TIMEOUT) -> DapClient:
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except (OSError, TimeoutError) as error:
+            raise HubUnreachableError(f"cannot connect to {host}:{port} ({error})") from None
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return cls(reader, writer)
+
+    async def request(self, command: str, arguments: dict[str, Any] | None = None,
+                      timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """Send a request and return the response body; raises :class:`DapRequestError`."""
+        response = await self.request_response(command, arguments, timeout)
+        if not response.success:
+            raise DapRequestError(response)
+        return response.body
+
+    async def request_response(self, command: str, arguments: dict[str, Any] | None = None,
+                               timeout: float = DEFAULT_TIMEOUT) -> Response:
+        future = self.send_request(command, arguments)
+        return await asyncio.wait_for(future, timeout)
+
+    def send_request(self, command: str,
+                     arguments: dict[str, Any] | None = None) -> asyncio.Future[Response]:
+        """Send without waiting; the returned future gets the response."""
+        if self._closed is not None:
+            raise RemoteProtocolError(f"connection closed: {self._closed}")
+        seq = next(self._seq)
+        data = self._connection.send(Request(seq=seq, command=command, arguments=arguments or {}))
+        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self._pending[seq] = future
+        self._writer.write(data)
+        return future
+
+    async def wait_event(self, name: str, timeout: float = DEFAULT_TIMEOUT,
+                         **match: Any) -> Event:
+        """Return (and consume) the first event called ``name`` whose body matches ``match``."""
+        async def find() -> Event:
+            async with self._event_arrived:
+                while True:
+                    for event in self._events:
+                        if event.event == name and all(event.body.get(k) == v
+                                                       for k, v in match.items()):
+                            self._events.remove(event)
+                            return event
+                    if self._closed is not None:
+                        raise RemoteProtocolError(
+                            f"connection closed while waiting for {name!r}: {self._closed}")
+                    await self._event_arrived.wait()
+        return await asyncio.wait_for(find(), timeout)
+
+    def events(self, name: str) -> list[Event]:
+        """Events received so far with that name (not consumed)."""
+        return [event for event in self._events if event.event == name]
+
+    async def initialize(self, **arguments: Any) -> dict[str, Any]:
+        return await self.request("initialize", {
+            "clientID": "raydebug", "adapterID": "debugpy", "pathFormat": "path",
+            "linesStartAt1": True, "columnsStartAt1": True, **arguments})
+
+    async def attach(self, session: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                     **arguments: Any) -> Event:
+        """attach + configurationDone as IDEs do; return the ``stopped`` event."""
+        if session is not None:
+            arguments["raydebug"] = {"session": session}
+        attach = self.send_request("attach", arguments)
+        initialized = asyncio.ensure_future(self.wait_event("initialized", timeout))
+        pending: set[asyncio.Future[Any]] = {attach, initialized}
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        if attach.done() and not attach.result().success:
+            initialized.cancel()
+            raise DapRequestError(attach.result())
+        await initialized
+        await self.request("setExceptionBreakpoints", {"filters": []}, timeout)
+        await self.request("configurationDone", timeout=timeout)
+        response = await asyncio.wait_for(attach, timeout)
+        if not response.success:
+            raise DapRequestError(response)
+        return await self.wait_event("stopped", timeout)
+
+    async def close(self) -> None:
+        self._writer.close()
+        self._pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._pump
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                data = await self._reader.read(256 * 1024)
+                self._connection.receive_data(data)
+                while (message := self._connection.next_event()) is not NEED_DATA:
+                    await self._dispatch(message)
+                if not data:
+                    raise RemoteProtocolError("the peer closed the connection")
+        except (RaydebugError, OSError) as error:
+            self._closed = error
+        finally:
+            if self._closed is None:
+                self._closed = RemoteProtocolError("client closed")
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(RemoteProtocolError(f"connection closed: {self._closed}"))
+            async with self._event_arrived:
+                self._event_arrived.notify_all()
+
+    async def _dispatch(self, message: Any) -> None:
+        if isinstance(message, Response):
+            future = self._pending.pop(message.request_seq, None)
+            if future is not None and not future.done():
+                future.set_result(message)
+        elif isinstance(message, Event):
+            async with self._event_arrived:
+                self._events.append(message)
+                self._event_arrived.notify_all()
+        elif isinstance(message, Request):
+            self.reverse_requests.append(message)

@@ -1,0 +1,36 @@
+"""Blocking access to the hub's HTTP API (for the CLI: one request, then exit)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ..errors import HubUnreachableError, RemoteProtocolError
+
+DEFAULT_HUB = "127.0.0.1:5678"
+
+
+def get_json(hub: str, path: str, timeout: float = 10.0) -> Any:
+    """GET ``path`` from the hub at ``host:port``; raises :class:`HubUnreachableError`."""
+    url = f"http://{hub}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise RemoteProtocolError(f"{url}: HTTP {error.code}") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise HubUnreachableError(
+            f"no hub at {hub} ({reason}); start one with `raydebug hub` or pass --hub HOST:PORT"
+        ) from None
+    except ValueError as error:
+        raise RemoteProtocolError(f"{url} did not answer JSON: {error}") from None
+
+
+def list_sessions(hub: str) -> list[dict[str, Any]]:
+    sessions = get_json(hub, "/api/sessions")
+    if not isinstance(sessions, list):
+        raise RemoteProtocolError(f"unexpected answer from {hub}/api/sessions")
+    return sessions

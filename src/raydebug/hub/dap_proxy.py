@@ -1,0 +1,356 @@
+"""One DAP client connection: choose a session, then relay to that process's pydevd.
+
+Theory of operation. Until ``attach`` the hub is the debug adapter: it answers
+``initialize`` itself (with pydevd's capabilities) because it does not yet know which process
+the client wants. ``attach`` names a session (``"raydebug": {"session": id}``) or takes the
+oldest waiting one, waiting for the next breakpoint if there is none. The hub then asks the
+agent for a data channel, replays the client's ``initialize`` to pydevd (dropping the answer
+the client already has) and forwards ``attach``. From there bytes are relayed unchanged,
+except that:
+
+- the answer to ``configurationDone`` is followed by ``ClientReady`` to the agent, which
+  releases the paused threads (pydevd then sends ``stopped``) or replays old stops;
+- requests from the debuggee side (reverse requests such as ``runInTerminal``) are refused,
+  never passed to the client (security: the client may run them);
+- ``terminate`` and ``disconnect{terminateDebuggee: true}`` never kill the process unless
+  the hub was started with ``--allow-terminate``;
+- when the process dies or its channel drops, the client gets ``terminated``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import replace
+from typing import Any
+
+from ..errors import RaydebugError, SessionBusyError, SessionNotFoundError
+from ..protocol import DapConnection, Event, Message, Request, Response
+from ..protocol.framing import NeedData
+from ..protocol.worker import ClientReady, OpenChannel
+from .net import RECV_SIZE
+from .registry import HubSession, Process, Registry
+from .workers import DataChannel, PendingChannels
+
+log = logging.getLogger("raydebug.hub")
+
+CHANNEL_TIMEOUT = 10.0
+AFTER_END_TIMEOUT = 5.0
+
+# pydevd's own answer to initialize (debugpy 1.8, in-process adapter), so that clients see
+# the same debugger through the hub as they would directly.
+PYDEVD_CAPABILITIES: dict[str, Any] = {
+    "supportsConfigurationDoneRequest": True,
+    "supportsConditionalBreakpoints": True,
+    "supportsHitConditionalBreakpoints": True,
+    "supportsEvaluateForHovers": True,
+    "supportsSetVariable": True,
+    "supportsGotoTargetsRequest": True,
+    "supportsCompletionsRequest": True,
+    "supportsModulesRequest": True,
+    "supportsExceptionOptions": True,
+    "supportsValueFormattingOptions": True,
+    "supportsExceptionInfoRequest": True,
+    "supportsDelayedStackTraceLoading": True,
+    "supportsLogPoints": True,
+    "supportsSetExpression": True,
+    "supportsClipboardContext": True,
+    "supportsFunctionBreakpoints": True,
+    "supportsStepInTargetsRequest": True,
+    "exceptionBreakpointFilters": [
+        {"filter": "raised", "label": "Raised Exceptions", "default": False},
+        {"filter": "uncaught", "label": "Uncaught Exceptions", "default": True},
+        {"filter": "userUnhandled", "label": "User Uncaught Exceptions", "default": False},
+    ],
+}
+
+
+class ClientGone(Exception):
+    """The client closed its connection."""
+
+
+class ClientSession:
+    """Serves one DAP client connection from its first bytes to its close."""
+
+    def __init__(self, registry: Registry, channels: PendingChannels, allow_terminate: bool,
+                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 first_bytes: bytes, peer: str) -> None:
+        self._registry = registry
+        self._channels = channels
+        self._allow_terminate = allow_terminate
+        self._reader = reader
+        self._writer = writer
+        self._peer = peer
+        self._client = DapConnection()
+        self._client.receive_data(first_bytes)
+        self._worker = DapConnection()
+        self._initialize: Request | None = None
+        self._process: Process | None = None
+        self._channel: DataChannel | None = None
+        self._channel_id = 0
+        self._configuration_done_seq: int | None = None
+
+    async def run(self) -> None:
+        """Serve the client until it leaves; always releases the process and the channel."""
+        try:
+            session = await self._until_attach()
+            if session is not None:
+                await self._relay()
+        except ClientGone:
+            pass
+        except RaydebugError as error:
+            log.warning("client %s: %s; connection closed", self._peer, error)
+            await self._say(f"raydebug hub: {error}; closing the connection")
+        finally:
+            await self._release()
+
+    # -- before attach: the hub is the adapter ----------------------------------------------
+
+    async def _until_attach(self) -> HubSession | None:
+        while True:
+            message = await self._next_client_message()
+            if not isinstance(message, Request):
+                continue
+            if message.command == "initialize":
+                self._initialize = message
+                self._respond(message, body=self._capabilities())
+            elif message.command == "attach":
+                session = await self._attach(message)
+                if session is not None:
+                    return session
+            elif message.command in ("disconnect", "terminate"):
+                self._respond(message)
+                return None
+            elif message.command == "launch":
+                self._fail(message, "raydebug attaches to paused processes: use "
+                                    '"request": "attach" with the hub\'s host and port')
+            else:
+                self._fail(message, f"{message.command!r} before attach: attach to a session first")
+
+    def _capabilities(self) -> dict[str, Any]:
+        capabilities = dict(PYDEVD_CAPABILITIES)
+        capabilities["supportTerminateDebuggee"] = self._allow_terminate
+        capabilities["supportsTerminateRequest"] = self._allow_terminate
+        return capabilities
+
+    async def _attach(self, request: Request) -> HubSession | None:
+        """Bind to the chosen session and open its channel; None (after an error response)
+        when that is impossible."""
+        key = request.arguments.get("raydebug")
+        wanted = key.get("session") if isinstance(key, dict) else None
+        while True:
+            try:
+                session = await self._choose(wanted)
+                await self._registry.attach(session, self)
+                break
+            except SessionBusyError as error:
+                if wanted is not None:
+                    self._fail(request, str(error))
+                    return None
+                # Someone else took the oldest waiting session between our look and our
+                # attach: look again.
+            except SessionNotFoundError as error:
+                self._fail(request, str(error))
+                return None
+        self._process = session.process
+        self._process.on_lost.append(self._on_process_lost)
+        try:
+            await self._open_channel(request)
+        except (RaydebugError, TimeoutError, OSError) as error:
+            self._fail(request, f"cannot reach session {session.record.id}: "
+                                f"{error or type(error).__name__}")
+            await self._registry.detach(session.process, self)
+            self._process = None
+            return None
+        log.info("client %s: attached to session %s (pid %s)", self._peer, session.record.id,
+                 session.record.pid)
+        return session
+
+    async def _choose(self, wanted: object) -> HubSession:
+        if wanted is not None:
+            return self._registry.get(str(wanted))
+        session = self._registry.oldest_waiting()
+        if session is not None:
+            return session
+        await self._say("raydebug: waiting for a breakpoint...")
+        return await self._until_client_gone(self._registry.wait_for_waiting())
+
+    async def _open_channel(self, attach: Request) -> None:
+        assert self._process is not None
+        self._channel_id, future = self._channels.expect()
+        try:
+            self._process.send(OpenChannel(channel=self._channel_id))
+            self._channel = await asyncio.wait_for(future, CHANNEL_TIMEOUT)
+        finally:
+            self._channels.forget(self._channel_id)
+        if self._channel.leftover:
+            self._worker.receive_data(self._channel.leftover)
+        initialize = self._initialize or Request(seq=0, command="initialize",
+                                                 arguments={"adapterID": "raydebug"})
+        self._to_worker(initialize)
+        await asyncio.wait_for(self._drop_initialize_response(initialize), CHANNEL_TIMEOUT)
+        self._to_worker(attach)
+
+    async def _drop_initialize_response(self, initialize: Request) -> None:
+        while True:
+            message = await self._next_worker_message()
+            if message is None:
+                raise SessionNotFoundError("the process closed its channel")
+            if isinstance(message, Response) and message.request_seq == initialize.seq:
+                return
+
+    # -- after attach: relay ----------------------------------------------------------------
+
+    async def _relay(self) -> None:
+        from_client = asyncio.ensure_future(self._client_to_worker())
+        from_worker = asyncio.ensure_future(self._worker_to_client())
+        try:
+            done, _ = await asyncio.wait({from_client, from_worker},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if from_worker in done and not from_client.done():
+                # The debuggee is gone; answer the client's goodbye, then close.
+                self._send_client(Event(seq=0, event="terminated"))
+                await asyncio.wait({from_client}, timeout=AFTER_END_TIMEOUT)
+            for task in done:
+                task.result()  # re-raise a protocol error
+        finally:
+            for task in (from_client, from_worker):
+                task.cancel()
+            await asyncio.gather(from_client, from_worker, return_exceptions=True)
+
+    async def _client_to_worker(self) -> None:
+        while True:
+            try:
+                message = await self._next_client_message()
+            except ClientGone:
+                return
+            if self._channel is None or self._channel.writer.is_closing():
+                self._answer_after_end(message)
+                continue
+            if isinstance(message, Request):
+                request = self._police(message)
+                if request is None:
+                    continue
+                if request.command == "configurationDone":
+                    self._configuration_done_seq = request.seq
+                message = request
+            self._to_worker(message)
+            await self._channel.writer.drain()
+
+    def _police(self, request: Request) -> Request | None:
+        """Apply the hub's rules to a client request; None when the hub answered it."""
+        if self._allow_terminate:
+            return request
+        if request.command == "terminate":
+            self._fail(request, "this hub does not terminate debuggees (start it with "
+                                "--allow-terminate); disconnect to let the process run on")
+            return None
+        if request.command == "disconnect" and request.arguments.get("terminateDebuggee"):
+            arguments = {**request.arguments, "terminateDebuggee": False}
+            return replace(request, arguments=arguments, raw=None)
+        return request
+
+    def _answer_after_end(self, message: Message) -> None:
+        if isinstance(message, Request):
+            if message.command == "disconnect":
+                self._respond(message)
+            else:
+                self._fail(message, "the debugged process has gone")
+
+    async def _worker_to_client(self) -> None:
+        assert self._process is not None and self._channel is not None
+        while True:
+            message = await self._next_worker_message()
+            if message is None:
+                return
+            if isinstance(message, Request):
+                self._to_worker(Response(seq=0, request_seq=message.seq, command=message.command,
+                                         success=False, message="refused by the raydebug hub"))
+                continue
+            self._send_client(message, renumber=False)
+            if (isinstance(message, Response) and message.command == "configurationDone"
+                    and message.request_seq == self._configuration_done_seq):
+                self._process.send(ClientReady(channel=self._channel_id))
+            await self._writer.drain()
+
+    def _on_process_lost(self) -> None:
+        if self._channel is not None:
+            self._channel.writer.close()
+
+    # -- I/O helpers ------------------------------------------------------------------------
+
+    async def _next_client_message(self) -> Message:
+        while True:
+            message = self._client.next_event()
+            if not isinstance(message, NeedData):
+                return message
+            data = await self._reader.read(RECV_SIZE)
+            self._client.receive_data(data)
+            if not data:
+                self._client.next_event()  # raises on a partial message
+                raise ClientGone
+
+    async def _next_worker_message(self) -> Message | None:
+        assert self._channel is not None
+        while True:
+            message = self._worker.next_event()
+            if not isinstance(message, NeedData):
+                return message
+            try:
+                data = await self._channel.reader.read(RECV_SIZE)
+            except OSError:
+                data = b""
+            if not data:
+                return None
+            self._worker.receive_data(data)
+
+    async def _until_client_gone(self, waiting: Any) -> HubSession:
+        """Await ``waiting`` unless the client leaves first (then raise :class:`ClientGone`)."""
+        wait_task = asyncio.ensure_future(waiting)
+        read_task = asyncio.ensure_future(self._reader.read(RECV_SIZE))
+        try:
+            while True:
+                await asyncio.wait({wait_task, read_task}, return_when=asyncio.FIRST_COMPLETED)
+                if wait_task.done():
+                    return wait_task.result()  # type: ignore[no-any-return]
+                data = read_task.result()
+                if not data:
+                    raise ClientGone
+                self._client.receive_data(data)  # kept for after the attach
+                read_task = asyncio.ensure_future(self._reader.read(RECV_SIZE))
+        finally:
+            for task in (wait_task, read_task):
+                task.cancel()
+
+    def _to_worker(self, message: Message) -> None:
+        assert self._channel is not None
+        self._channel.writer.write(self._worker.send(message))
+
+    def _send_client(self, message: Message, renumber: bool = True) -> None:
+        if not self._writer.is_closing():
+            self._writer.write(self._client.send(message, renumber=renumber))
+
+    def _respond(self, request: Request, body: dict[str, Any] | None = None) -> None:
+        self._send_client(Response(seq=0, request_seq=request.seq, command=request.command,
+                                   body=body or {}))
+
+    def _fail(self, request: Request, text: str) -> None:
+        self._send_client(Response(
+            seq=0, request_seq=request.seq, command=request.command, success=False,
+            message=text, body={"error": {"id": 1, "format": text, "showUser": True}}))
+
+    async def _say(self, text: str) -> None:
+        self._send_client(Event(seq=0, event="output",
+                                body={"category": "console", "output": text + "\n"}))
+        with contextlib.suppress(OSError):
+            await self._writer.drain()
+
+    async def _release(self) -> None:
+        if self._process is not None:
+            if self._on_process_lost in self._process.on_lost:
+                self._process.on_lost.remove(self._on_process_lost)
+            await self._registry.detach(self._process, self)
+        if self._channel is not None:
+            self._channel.writer.close()
+            self._channel.done.set()

@@ -1,0 +1,73 @@
+"""The hub's HTTP side, on the same port as DAP: a small read-only JSON API.
+
+``GET /api/sessions``  every session (see :class:`raydebug.session.SessionRecord`) + ``state``
+``GET /api/health``    ``{"status": "ok", ...statistics}``
+
+One request per connection (``Connection: close``); requests are bounded in size and time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+MAX_REQUEST_HEAD = 16 * 1024
+HEAD_TIMEOUT = 10.0
+
+Routes = dict[str, Callable[[], Any]]
+
+
+async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter, routes: Routes) -> None:
+    """Answer one HTTP request whose first bytes were already read."""
+    head = bytearray(first_bytes)
+    try:
+        await asyncio.wait_for(_read_head(reader, head), HEAD_TIMEOUT)
+    except TimeoutError:
+        _respond(writer, HTTPStatus.REQUEST_TIMEOUT, {"error": "request head not received"})
+        return
+    except ValueError as error:
+        _respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(error)})
+        return
+    request_line = bytes(head).split(b"\r\n", 1)[0].decode("latin-1")
+    parts = request_line.split()
+    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+        _respond(writer, HTTPStatus.BAD_REQUEST, {"error": "malformed request line"})
+        return
+    method, target, _version = parts
+    path = target.split("?", 1)[0]
+    route = routes.get(path)
+    if route is None:
+        _respond(writer, HTTPStatus.NOT_FOUND,
+                 {"error": f"no such resource {path!r}", "resources": sorted(routes)})
+    elif method not in ("GET", "HEAD"):
+        _respond(writer, HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"{method} is not supported"})
+    else:
+        _respond(writer, HTTPStatus.OK, route(), head_only=method == "HEAD")
+    await writer.drain()
+
+
+async def _read_head(reader: asyncio.StreamReader, head: bytearray) -> None:
+    while b"\r\n\r\n" not in head:
+        if len(head) > MAX_REQUEST_HEAD:
+            raise ValueError(f"request head larger than {MAX_REQUEST_HEAD} bytes")
+        data = await reader.read(4096)
+        if not data:
+            raise ValueError("connection closed before the end of the request head")
+        head += data
+
+
+def _respond(writer: asyncio.StreamWriter, status: HTTPStatus, payload: Any,
+             head_only: bool = False) -> None:
+    body = json.dumps(payload).encode()
+    writer.write(
+        f"HTTP/1.1 {status.value} {status.phrase}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Cache-Control: no-store\r\n"
+        "Connection: close\r\n\r\n".encode()
+        + (b"" if head_only else body)
+    )

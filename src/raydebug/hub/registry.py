@@ -1,0 +1,168 @@
+"""The hub's one place for state: connected processes, their sessions, who is attached.
+
+Every state change goes through :func:`raydebug.session.next_state`. Waiters
+(:meth:`Registry.wait_for_waiting`) are woken by an :class:`asyncio.Condition`, never by
+polling. A session belongs to a process; pydevd is per process, so attaching binds a client
+to the process and marks all its sessions attached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SessionBusyError, SessionNotFoundError
+from ..protocol.worker import ControlMessage
+from ..session import SessionEvent, SessionRecord, SessionState, next_state
+
+
+@dataclass
+class HubSession:
+    record: SessionRecord
+    process: Process
+    state: SessionState = SessionState.WAITING
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.record.to_dict(), "state": self.state.value,
+                "process": self.process.id, "peer": self.process.peer}
+
+
+@dataclass(eq=False)
+class Process:
+    """A debugged process, alive as long as its control connection."""
+
+    id: str
+    info: dict[str, Any]
+    peer: str
+    send: Callable[[ControlMessage], None]
+    sessions: dict[str, HubSession] = field(default_factory=dict)
+    client: object | None = None  # the ClientSession attached to it, if any
+    on_lost: list[Callable[[], None]] = field(default_factory=list)
+
+
+class Registry:
+    def __init__(self, max_sessions: int = 10_000) -> None:
+        self.max_sessions = max_sessions
+        self._processes: dict[str, Process] = {}
+        self._sessions: dict[str, HubSession] = {}
+        self._changed = asyncio.Condition()
+        self._process_ids = itertools.count(1)
+        self.registered_total = 0
+
+    # -- processes --------------------------------------------------------------------------
+
+    def add_process(self, info: dict[str, Any], peer: str,
+                    send: Callable[[ControlMessage], None]) -> Process:
+        process = Process(id=f"p{next(self._process_ids)}", info=info, peer=peer, send=send)
+        self._processes[process.id] = process
+        return process
+
+    async def remove_process(self, process: Process) -> None:
+        """Forget a process whose connection closed; its client is told via ``on_lost``."""
+        self._processes.pop(process.id, None)
+        for session_id in list(process.sessions):
+            self._drop_session(process, session_id)
+        for callback in process.on_lost:
+            callback()
+        await self._notify()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    async def add_session(self, process: Process, record: SessionRecord) -> None:
+        """Register (or, for a re-sent id of the same process, refresh) a session.
+
+        Raises :class:`SessionBusyError` when the hub is full, :class:`SessionNotFoundError`
+        style collisions are refused the same way: another process owns that id.
+        """
+        existing = self._sessions.get(record.id)
+        if existing is not None and existing.process is not process:
+            raise SessionBusyError(f"session id {record.id} is already used by another process")
+        if existing is None and len(self._sessions) >= self.max_sessions:
+            raise SessionBusyError(f"the hub holds {self.max_sessions} sessions already "
+                                   "(raise it with `raydebug hub --max-sessions`)")
+        session = HubSession(record, process)
+        if process.client is not None:
+            session.state = next_state(session.state, SessionEvent.CLIENT_ATTACHED)
+        process.sessions[record.id] = session
+        self._sessions[record.id] = session
+        if existing is None:
+            self.registered_total += 1
+        await self._notify()
+
+    async def end_session(self, process: Process, session_id: str) -> None:
+        if session_id in process.sessions:
+            self._drop_session(process, session_id)
+            await self._notify()
+
+    def _drop_session(self, process: Process, session_id: str) -> None:
+        session = process.sessions.pop(session_id)
+        session.state = next_state(session.state, SessionEvent.ENDED)
+        self._sessions.pop(session_id, None)
+
+    def get(self, session_id: str) -> HubSession:
+        """Raises :class:`SessionNotFoundError` naming the sessions that exist."""
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            known = ", ".join(sorted(self._sessions)) or "none"
+            raise SessionNotFoundError(
+                f"no session {session_id!r} on this hub (sessions: {known})") from None
+
+    def oldest_waiting(self) -> HubSession | None:
+        waiting = [s for s in self._sessions.values() if s.state is SessionState.WAITING]
+        return min(waiting, key=lambda s: s.record.since, default=None)
+
+    async def wait_for_waiting(self) -> HubSession:
+        """Return the oldest waiting session, waiting for one to appear (cancellable)."""
+        async with self._changed:
+            while True:
+                session = self.oldest_waiting()
+                if session is not None:
+                    return session
+                await self._changed.wait()
+
+    # -- attachment -------------------------------------------------------------------------
+
+    async def attach(self, session: HubSession, client: object) -> None:
+        """Bind ``client`` to the session's process; raises :class:`SessionBusyError`."""
+        process = session.process
+        if process.client is not None:
+            raise SessionBusyError(
+                f"session {session.record.id} (pid {session.record.pid}) is already being "
+                "debugged by another client; detach that one first")
+        if process.id not in self._processes:
+            raise SessionNotFoundError(f"session {session.record.id} has ended")
+        process.client = client
+        for each in process.sessions.values():
+            each.state = next_state(each.state, SessionEvent.CLIENT_ATTACHED)
+        await self._notify()
+
+    async def detach(self, process: Process, client: object) -> None:
+        if process.client is not client:
+            return
+        process.client = None
+        for each in process.sessions.values():
+            each.state = next_state(each.state, SessionEvent.CLIENT_DETACHED)
+        await self._notify()
+
+    # -- views ------------------------------------------------------------------------------
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every session as JSON-ready dicts, oldest first."""
+        ordered = sorted(self._sessions.values(), key=lambda s: s.record.since)
+        return [session.to_dict() for session in ordered]
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "processes": len(self._processes),
+            "sessions": len(self._sessions),
+            "attached": sum(1 for p in self._processes.values() if p.client is not None),
+            "registered_total": self.registered_total,
+        }
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()

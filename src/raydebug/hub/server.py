@@ -1,0 +1,146 @@
+"""The hub: one object that owns the listeners and all state (a test can run two).
+
+The worker listener takes agents' connections (token-authenticated). The client listener
+(127.0.0.1 by default) serves DAP and HTTP on one port: both protocols speak first, so the
+first bytes decide (``Content-Length`` -> DAP, an HTTP method -> HTTP).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigurationError
+from .dap_proxy import ClientSession
+from .http_api import serve_http
+from .net import is_loopback, peer_name, set_nodelay
+from .registry import Registry
+from .workers import PendingChannels, WorkerListener
+
+log = logging.getLogger("raydebug.hub")
+
+SNIFF_TIMEOUT = 30.0
+_HTTP_REQUEST = re.compile(rb"^(GET|HEAD|POST|PUT|DELETE|OPTIONS|PATCH) ")
+_DAP_PREFIX = b"content-length"
+
+
+@dataclass
+class HubConfig:
+    host: str = "127.0.0.1"
+    port: int = 5678
+    worker_host: str = "127.0.0.1"
+    worker_port: int = 5679
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    allow_terminate: bool = False
+    max_sessions: int = 10_000
+
+
+def sniff(data: bytes) -> str | None:
+    """``"dap"``, ``"http"``, ``"unknown"``, or None when more bytes are needed."""
+    if _HTTP_REQUEST.match(data):
+        return "http"
+    prefix = data[: len(_DAP_PREFIX)].lower()
+    if prefix == _DAP_PREFIX:
+        return "dap"
+    if _DAP_PREFIX.startswith(prefix) or (len(data) < 8 and data.isalpha() and data.isupper()):
+        return None
+    return "unknown"
+
+
+class Hub:
+    def __init__(self, config: HubConfig | None = None) -> None:
+        self.config = config or HubConfig()
+        if not is_loopback(self.config.host):
+            raise ConfigurationError(
+                f"refusing to serve debug clients on {self.config.host}: every evaluate is "
+                "remote code execution. Listen on 127.0.0.1 and use an SSH tunnel.")
+        self.registry = Registry(max_sessions=self.config.max_sessions)
+        self.channels = PendingChannels()
+        self.workers = WorkerListener(self.config.token, self.registry, self.channels)
+        self._servers: list[asyncio.Server] = []
+        self.client_address: tuple[str, int] = (self.config.host, self.config.port)
+        self.worker_address: tuple[str, int] = (self.config.worker_host, self.config.worker_port)
+        self._connections: set[asyncio.Task[Any]] = set()
+
+    async def start(self) -> None:
+        """Bind both listeners; raises OSError when a port is taken."""
+        workers = await asyncio.start_server(self._track(self.workers.handle),
+                                             self.config.worker_host, self.config.worker_port)
+        self._servers.append(workers)
+        clients = await asyncio.start_server(self._track(self._handle_client),
+                                             self.config.host, self.config.port)
+        self._servers.append(clients)
+        self.worker_address = workers.sockets[0].getsockname()[:2]
+        self.client_address = clients.sockets[0].getsockname()[:2]
+
+    async def serve_forever(self) -> None:
+        await asyncio.gather(*(server.serve_forever() for server in self._servers))
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+
+    def statistics(self) -> dict[str, Any]:
+        return {**self.registry.statistics(), "refused_workers": self.workers.refused}
+
+    def _track(self, handler: Any) -> Any:
+        async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._connections.add(task)
+            try:
+                await handler(reader, writer)
+            except asyncio.CancelledError:
+                writer.close()  # the hub is closing
+            finally:
+                self._connections.discard(task)
+        return tracked
+
+    async def _handle_client(self, reader: asyncio.StreamReader,
+                             writer: asyncio.StreamWriter) -> None:
+        set_nodelay(writer)
+        peer = peer_name(writer)
+        try:
+            first = await asyncio.wait_for(self._sniffed_bytes(reader), SNIFF_TIMEOUT)
+            kind = sniff(first) if first else None
+            if kind == "dap":
+                session = ClientSession(self.registry, self.channels,
+                                        self.config.allow_terminate, reader, writer, first, peer)
+                await session.run()
+            elif kind == "http":
+                await serve_http(first, reader, writer, self._routes())
+            elif first:
+                log.warning("client %s: neither DAP nor HTTP; connection closed", peer)
+                writer.write(b"raydebug hub: speak DAP (Content-Length framing) or HTTP\r\n")
+        except (TimeoutError, OSError):
+            pass
+        except Exception:
+            log.exception("client %s: unexpected error", peer)
+        finally:
+            writer.close()
+
+    @staticmethod
+    async def _sniffed_bytes(reader: asyncio.StreamReader) -> bytes:
+        data = b""
+        while True:
+            chunk = await reader.read(4096)
+            if not chunk:
+                return data
+            data += chunk
+            if sniff(data) is not None:
+                return data
+
+    def _routes(self) -> dict[str, Any]:
+        return {
+            "/api/sessions": self.registry.sessions,
+            "/api/health": lambda: {"status": "ok", **self.statistics()},
+        }

@@ -1,0 +1,22 @@
+"""Sans-IO protocols: DAP framing and messages, and raydebug's worker channel.
+
+Nothing here imports sockets, threads, asyncio or ray: it turns bytes into messages and
+messages into bytes, so that the blocking agent and the asyncio hub share one implementation.
+"""
+
+from .connection import DapConnection
+from .framing import NEED_DATA, Framer, frame
+from .messages import Event, Message, Request, Response, encode_message, parse_message
+
+__all__ = [
+    "NEED_DATA",
+    "DapConnection",
+    "Event",
+    "Framer",
+    "Message",
+    "Request",
+    "Response",
+    "encode_message",
+    "frame",
+    "parse_message",
+]

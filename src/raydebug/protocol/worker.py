@@ -1,0 +1,187 @@
+"""The worker channel: how an agent inside a paused process talks to the hub.
+
+Theory of operation. A worker dials *out* to the hub's worker listener; nothing listens on
+the worker's side beyond loopback. Every connection opens with a challenge-response, so the
+token never crosses the wire::
+
+    hub   -> agent   Challenge(nonce)
+    agent -> hub     Hello(role, mac=HMAC-SHA256(token, "raydebug-v1|role|nonce"), ...)
+    hub   -> agent   Welcome()  or  Refused(reason), then close
+
+A *control* connection (one per process) then carries session bookkeeping both ways::
+
+    agent -> hub     SessionStarted(session)    a thread paused: breakpoint() or exception
+    agent -> hub     SessionEnded(session_id)   it resumed with no client, or gave up
+    hub   -> agent   OpenChannel(channel)       a client wants to debug this process
+    hub   -> agent   ClientReady(channel)       its configurationDone has been answered
+    agent -> hub     ChannelFailed(channel, reason)
+
+A *data* connection (``Hello.role == "data"``, one per attached client) is answered with
+``Welcome`` and then carries raw DAP bytes between the hub and the process's pydevd.
+
+Messages are JSON objects framed like DAP (Content-Length), with a ``type`` field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+from ..errors import LocalProtocolError, RemoteProtocolError
+from .framing import NEED_DATA, Framer, NeedData, frame
+
+PROTOCOL_VERSION = 1
+MAX_CONTROL_MESSAGE = 1024 * 1024
+
+ROLE_CONTROL = "control"
+ROLE_DATA = "data"
+
+
+def compute_mac(token: str, nonce: str, role: str) -> str:
+    """The proof that a peer knows ``token``, bound to this connection's nonce and role."""
+    text = f"raydebug-v{PROTOCOL_VERSION}|{role}|{nonce}".encode()
+    return hmac.new(token.encode(), text, hashlib.sha256).hexdigest()
+
+
+def verify_mac(token: str, nonce: str, role: str, mac: str) -> bool:
+    """Constant-time check of a :func:`compute_mac` answer."""
+    return hmac.compare_digest(compute_mac(token, nonce, role), mac)
+
+
+@dataclass(frozen=True)
+class ControlMessage:
+    """Base of worker-channel messages; ``TYPE`` is the wire name."""
+
+    TYPE: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Challenge(ControlMessage):
+    TYPE: ClassVar[str] = "challenge"
+    nonce: str
+    version: int = PROTOCOL_VERSION
+
+
+@dataclass(frozen=True)
+class Hello(ControlMessage):
+    TYPE: ClassVar[str] = "hello"
+    role: str
+    mac: str
+    version: int = PROTOCOL_VERSION
+    process: dict[str, Any] = field(default_factory=dict)  # control: who is calling
+    channel: int = 0  # data: which OpenChannel this answers
+
+
+@dataclass(frozen=True)
+class Welcome(ControlMessage):
+    TYPE: ClassVar[str] = "welcome"
+
+
+@dataclass(frozen=True)
+class Refused(ControlMessage):
+    TYPE: ClassVar[str] = "refused"
+    reason: str
+
+
+@dataclass(frozen=True)
+class SessionStarted(ControlMessage):
+    TYPE: ClassVar[str] = "session_started"
+    session: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SessionEnded(ControlMessage):
+    TYPE: ClassVar[str] = "session_ended"
+    session_id: str
+
+
+@dataclass(frozen=True)
+class OpenChannel(ControlMessage):
+    TYPE: ClassVar[str] = "open_channel"
+    channel: int
+
+
+@dataclass(frozen=True)
+class ClientReady(ControlMessage):
+    TYPE: ClassVar[str] = "client_ready"
+    channel: int
+
+
+@dataclass(frozen=True)
+class ChannelFailed(ControlMessage):
+    TYPE: ClassVar[str] = "channel_failed"
+    channel: int
+    reason: str
+
+
+_MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
+    cls.TYPE: cls
+    for cls in (Challenge, Hello, Welcome, Refused, SessionStarted, SessionEnded,
+                OpenChannel, ClientReady, ChannelFailed)
+}
+_JSON_TYPES = {"str": str, "int": int, "dict[str, Any]": dict}
+
+
+def decode_control(body: bytes) -> ControlMessage:
+    """Parse one worker-channel message; raises :class:`RemoteProtocolError`."""
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise RemoteProtocolError(f"worker message is not valid JSON: {error}") from error
+    if not isinstance(data, dict):
+        raise RemoteProtocolError("worker message is not a JSON object")
+    cls = _MESSAGE_TYPES.get(data.get("type"))  # type: ignore[arg-type]
+    if cls is None:
+        raise RemoteProtocolError(f"unknown worker message type {data.get('type')!r}")
+    kwargs = {}
+    for spec in fields(cls):
+        if spec.name not in data:
+            continue  # a missing field with no default fails in the constructor below
+        value = data[spec.name]
+        kind = _JSON_TYPES[str(spec.type)]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a {kind.__name__}")
+        kwargs[spec.name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as error:
+        raise RemoteProtocolError(f"incomplete {cls.TYPE} message: {error}") from error
+
+
+def encode_control(message: ControlMessage) -> bytes:
+    """Return the framed bytes of ``message``."""
+    try:
+        body = json.dumps(message.to_dict(), separators=(",", ":")).encode()
+    except (TypeError, ValueError) as error:
+        raise LocalProtocolError(f"cannot encode {message.TYPE}: {error}") from error
+    return frame(body, MAX_CONTROL_MESSAGE)
+
+
+class ControlStream:
+    """Sans-IO reader of worker-channel messages (same three verbs as DapConnection)."""
+
+    def __init__(self) -> None:
+        self._framer = Framer(max_body_size=MAX_CONTROL_MESSAGE)
+
+    def receive_data(self, data: bytes) -> None:
+        self._framer.receive_data(data)
+
+    def next_event(self) -> ControlMessage | NeedData:
+        body = self._framer.next_body()
+        if body is NEED_DATA:
+            return NEED_DATA
+        assert isinstance(body, bytes)
+        return decode_control(body)
+
+    def send(self, message: ControlMessage) -> bytes:
+        return encode_control(message)
+
+    def take_buffered(self) -> bytes:
+        """Hand over bytes received past the last message (a data channel's first DAP bytes)."""
+        return self._framer.take_buffered()

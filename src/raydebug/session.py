@@ -1,0 +1,113 @@
+"""What a session is, and the one table of how its state changes.
+
+Theory of operation. A *session* is one pause of one thread: a ``breakpoint()`` or an
+uncaught exception (post-mortem). The agent inside the process creates it and ends it; the
+hub lists it and routes debuggers to it. pydevd is per process, so a DAP client that attaches
+to a session is attached to its whole process: every session of that process is ``attached``
+while that client stays.
+
+    waiting  --client attached-->  attached
+    attached --client detached-->  waiting      (dropped client: the thread is still paused)
+    waiting  --resumed---------->  gone         (no client; e.g. the wait timed out)
+    attached --resumed---------->  attached     (stepping, continue: the client still has it)
+    any      --ended / lost------>  gone        (the agent ended it, or the worker died)
+
+The agent ends a session when its thread runs again with no client attached; a client that
+detaches cleanly makes pydevd resume every thread, which ends every session of the process.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from .errors import LocalProtocolError, RemoteProtocolError
+
+
+class SessionState(str, enum.Enum):
+    WAITING = "waiting"
+    ATTACHED = "attached"
+    GONE = "gone"
+
+
+class SessionEvent(enum.Enum):
+    CLIENT_ATTACHED = "client attached"
+    CLIENT_DETACHED = "client detached"
+    RESUMED = "resumed"
+    ENDED = "ended"
+
+
+_TRANSITIONS: dict[tuple[SessionState, SessionEvent], SessionState] = {
+    (SessionState.WAITING, SessionEvent.CLIENT_ATTACHED): SessionState.ATTACHED,
+    (SessionState.ATTACHED, SessionEvent.CLIENT_DETACHED): SessionState.WAITING,
+    (SessionState.WAITING, SessionEvent.RESUMED): SessionState.GONE,
+    (SessionState.ATTACHED, SessionEvent.RESUMED): SessionState.ATTACHED,
+    (SessionState.WAITING, SessionEvent.ENDED): SessionState.GONE,
+    (SessionState.ATTACHED, SessionEvent.ENDED): SessionState.GONE,
+}
+
+
+def next_state(state: SessionState, event: SessionEvent) -> SessionState:
+    """Return the state after ``event``; raises :class:`LocalProtocolError` if illegal."""
+    try:
+        return _TRANSITIONS[(state, event)]
+    except KeyError:
+        raise LocalProtocolError(f"a {state.value} session cannot be {event.value}") from None
+
+
+REASON_BREAKPOINT = "breakpoint"
+REASON_EXCEPTION = "exception"
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """Everything a user sees about a session, as the agent reported it.
+
+    ``to_dict``/``from_dict`` are the JSON shape of ``raydebug list --json`` and of
+    ``GET /api/sessions`` (plus ``state``, which the hub adds).
+    """
+
+    id: str
+    pid: int
+    host: str
+    file: str
+    line: int
+    function: str
+    reason: str = REASON_BREAKPOINT
+    exception: str | None = None
+    source: str = ""
+    thread: str = ""
+    since: float = field(default_factory=time.time)
+    argv: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionRecord:
+        """Validate a session sent by a worker; raises :class:`RemoteProtocolError`."""
+        known = {spec.name for spec in fields(cls)}
+        try:
+            record = cls(**{key: value for key, value in data.items() if key in known})
+        except TypeError as error:
+            raise RemoteProtocolError(f"incomplete session record: {error}") from error
+        checks = {
+            "id": isinstance(record.id, str) and 0 < len(record.id) <= 64,
+            "pid": isinstance(record.pid, int),
+            "line": isinstance(record.line, int),
+            "host": isinstance(record.host, str),
+            "file": isinstance(record.file, str),
+            "function": isinstance(record.function, str),
+            "reason": record.reason in (REASON_BREAKPOINT, REASON_EXCEPTION),
+            "exception": record.exception is None or isinstance(record.exception, str),
+            "since": isinstance(record.since, (int, float)),
+            "argv": isinstance(record.argv, list),
+            "labels": isinstance(record.labels, dict),
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise RemoteProtocolError(f"invalid session record field(s): {', '.join(bad)}")
+        return record

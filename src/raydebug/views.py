@@ -1,0 +1,116 @@
+"""Pure functions from plain data to what the CLI shows: tables, configs, launch.json text.
+
+No printing and no I/O here, so tests compare rendered text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import Any
+
+from rich.table import Table
+
+LAUNCH_CONFIG_NAME = "raydebug: attach to the cluster"
+
+
+def format_age(since: float, now: float | None = None) -> str:
+    seconds = max(0, int((now or time.time()) - since))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+def short_path(path: str, width: int = 40) -> str:
+    home = os.path.expanduser("~")
+    if path.startswith(home + os.sep):
+        path = "~" + path[len(home):]
+    return path if len(path) <= width else "…" + path[-(width - 1):]
+
+
+def sessions_table(sessions: list[dict[str, Any]], now: float | None = None) -> Table:
+    """The ``raydebug list`` table, oldest session first."""
+    table = Table(title=f"{len(sessions)} paused session(s)", title_justify="left")
+    for column in ("id", "state", "host", "pid", "where", "reason", "age", "labels"):
+        table.add_column(column, overflow="fold")
+    for session in sessions:
+        reason = session.get("reason", "")
+        if session.get("exception"):
+            reason = f"{reason}: {session['exception']}"
+        labels = ", ".join(f"{k}={v}" for k, v in sorted((session.get("labels") or {}).items()))
+        table.add_row(
+            str(session.get("id", "")),
+            str(session.get("state", "")),
+            str(session.get("host", "")),
+            str(session.get("pid", "")),
+            f"{short_path(str(session.get('file', '')))}:{session.get('line', '')} "
+            f"in {session.get('function', '')}",
+            reason,
+            format_age(float(session.get("since", 0)), now),
+            labels,
+        )
+    return table
+
+
+def vscode_config(host: str, port: int, session: str | None = None,
+                  name: str = LAUNCH_CONFIG_NAME) -> dict[str, Any]:
+    """VS Code's stock debugpy attach configuration pointing at the hub."""
+    config: dict[str, Any] = {
+        "name": name,
+        "type": "debugpy",
+        "request": "attach",
+        "connect": {"host": host, "port": port},
+        "justMyCode": False,
+    }
+    if session:
+        config["raydebug"] = {"session": session}
+    return config
+
+
+def merge_launch_json(existing: str | None, config: dict[str, Any]) -> str:
+    """Return launch.json text with ``config`` added, or replacing one of the same name.
+
+    ``existing`` may be VS Code's JSON with comments and trailing commas; other
+    configurations and keys are kept (comments are not: the caller keeps a backup).
+    Raises ValueError when ``existing`` cannot be understood.
+    """
+    data: dict[str, Any] = {"version": "0.2.0", "configurations": []}
+    if existing and existing.strip():
+        parsed = json.loads(strip_jsonc(existing))
+        if not isinstance(parsed, dict):
+            raise ValueError("launch.json is not a JSON object")
+        data = parsed
+    configurations = data.setdefault("configurations", [])
+    if not isinstance(configurations, list):
+        raise ValueError('launch.json "configurations" is not a list')
+    configurations[:] = [c for c in configurations
+                         if not (isinstance(c, dict) and c.get("name") == config["name"])]
+    configurations.append(config)
+    return json.dumps(data, indent=4) + "\n"
+
+
+_JSONC_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DOTALL)
+
+
+def strip_jsonc(text: str) -> str:
+    """Remove comments and trailing commas, leaving strings alone."""
+    return _JSONC_TOKENS.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text)
+
+
+def has_comments(text: str) -> bool:
+    return strip_jsonc(text) != text
+
+
+def hub_banner(client: str, worker: str, token: str) -> str:
+    """What ``raydebug hub`` prints once it listens. The first line is parsed by tools."""
+    return (
+        f"raydebug hub ready: clients {client} workers {worker}\n"
+        "Point Python processes at it:\n"
+        f"  export PYTHONBREAKPOINT=raydebug.set_trace RAYDEBUG_HUB={worker} "
+        f"RAYDEBUG_TOKEN={token}\n"
+        f"Then attach a DAP client to {client}, or run: raydebug list --hub {client}\n"
+    )
