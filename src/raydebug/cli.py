@@ -82,9 +82,12 @@ async def _serve_hub(hub: Any) -> None:
 @cli.command("list")
 @HUB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
-def list_command(hub: str, as_json: bool) -> None:
+@click.option("--wait", "wait_for", default=0, metavar="N",
+              help="First wait until at least N sessions exist (see --timeout).")
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds --wait waits at most.")
+def list_command(hub: str, as_json: bool, wait_for: int, timeout: float) -> None:
     """List paused sessions, oldest first."""
-    sessions = list_sessions(hub)
+    sessions = list_sessions(hub, wait_for, timeout)
     if as_json:
         click.echo(json.dumps(sessions, indent=2))
     else:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import RaydebugError
 from .config import AgentConfig
-from .link import say
+from .report import say
 
 _agent_lock = threading.Lock()
 _agent: Any = None  # the process's Agent, created on first use

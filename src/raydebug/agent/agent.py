@@ -25,8 +25,9 @@ from ..protocol.worker import SessionEnded, SessionStarted
 from ..session import SessionRecord
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
-from .link import HubLink, say
+from .link import HubLink
 from .metadata import innermost_frame, record_for_frame
+from .report import say
 
 
 @dataclass

@@ -13,7 +13,6 @@ import contextlib
 import os
 import selectors
 import socket
-import sys
 import threading
 import time
 from typing import Protocol
@@ -39,6 +38,7 @@ from ..protocol.worker import (
 from .config import AgentConfig
 from .debugger import mark_invisible
 from .metadata import process_info
+from .report import say
 
 CONNECT_TIMEOUT = 5.0
 HANDSHAKE_TIMEOUT = 5.0
@@ -54,11 +54,6 @@ class LinkHandler(Protocol):
     def on_client_attached(self) -> None: ...
     def on_client_ready(self) -> None: ...
     def on_client_detached(self) -> None: ...
-
-
-def say(message: str) -> None:
-    """One line on the worker's stderr, where its log is."""
-    print(f"raydebug: {message}", file=sys.stderr, flush=True)
 
 
 def _nodelay(sock: socket.socket) -> socket.socket:

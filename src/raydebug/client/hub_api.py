@@ -29,8 +29,12 @@ def get_json(hub: str, path: str, timeout: float = 10.0) -> Any:
         raise RemoteProtocolError(f"{url} did not answer JSON: {error}") from None
 
 
-def list_sessions(hub: str) -> list[dict[str, Any]]:
-    sessions = get_json(hub, "/api/sessions")
+def list_sessions(hub: str, wait_for: int = 0, timeout: float = 0.0) -> list[dict[str, Any]]:
+    """The hub's sessions; with ``wait_for`` N, first wait up to ``timeout`` s until N exist."""
+    path = "/api/sessions"
+    if wait_for > 0 and timeout > 0:
+        path += f"?min={wait_for}&timeout={timeout:g}"
+    sessions = get_json(hub, path, timeout=timeout + 10.0)
     if not isinstance(sessions, list):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/sessions")
     return sessions

@@ -1,6 +1,8 @@
 """The hub's HTTP side, on the same port as DAP: a small read-only JSON API.
 
-``GET /api/sessions``  every session (see :class:`raydebug.session.SessionRecord`) + ``state``
+``GET /api/sessions``  every session (see :class:`raydebug.session.SessionRecord`) + ``state``;
+                       ``?min=N&timeout=S`` waits up to S seconds until N sessions exist,
+                       ``?max=N&timeout=S`` until at most N do
 ``GET /api/health``    ``{"status": "ok", ...statistics}``
 
 One request per connection (``Connection: close``); requests are bounded in size and time.
@@ -10,14 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import parse_qsl
 
 MAX_REQUEST_HEAD = 16 * 1024
 HEAD_TIMEOUT = 10.0
 
-Routes = dict[str, Callable[[], Any]]
+Query = dict[str, str]
+Routes = dict[str, Callable[[Query], Awaitable[Any]]]
 
 
 async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
@@ -38,7 +42,7 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
         _respond(writer, HTTPStatus.BAD_REQUEST, {"error": "malformed request line"})
         return
     method, target, _version = parts
-    path = target.split("?", 1)[0]
+    path, _, query_text = target.partition("?")
     route = routes.get(path)
     if route is None:
         _respond(writer, HTTPStatus.NOT_FOUND,
@@ -46,7 +50,12 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
     elif method not in ("GET", "HEAD"):
         _respond(writer, HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"{method} is not supported"})
     else:
-        _respond(writer, HTTPStatus.OK, route(), head_only=method == "HEAD")
+        try:
+            payload = await route(dict(parse_qsl(query_text)))
+        except ValueError as error:
+            _respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(error)})
+        else:
+            _respond(writer, HTTPStatus.OK, payload, head_only=method == "HEAD")
     await writer.drain()
 
 

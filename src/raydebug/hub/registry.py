@@ -124,6 +124,15 @@ class Registry:
                     return session
                 await self._changed.wait()
 
+    async def wait_for_count(self, minimum: int = 0, maximum: int | None = None) -> None:
+        """Return once at least ``minimum`` and at most ``maximum`` sessions exist."""
+        def reached() -> bool:
+            count = len(self._sessions)
+            return count >= minimum and (maximum is None or count <= maximum)
+
+        async with self._changed:
+            await self._changed.wait_for(reached)
+
     # -- attachment -------------------------------------------------------------------------
 
     async def attach(self, session: HubSession, client: object) -> None:

@@ -24,6 +24,7 @@ from .workers import PendingChannels, WorkerListener
 log = logging.getLogger("raydebug.hub")
 
 SNIFF_TIMEOUT = 30.0
+MAX_LONG_POLL = 300.0
 _HTTP_REQUEST = re.compile(rb"^(GET|HEAD|POST|PUT|DELETE|OPTIONS|PATCH) ")
 _DAP_PREFIX = b"content-length"
 
@@ -140,7 +141,18 @@ class Hub:
                 return data
 
     def _routes(self) -> dict[str, Any]:
-        return {
-            "/api/sessions": self.registry.sessions,
-            "/api/health": lambda: {"status": "ok", **self.statistics()},
-        }
+        return {"/api/sessions": self._sessions_route, "/api/health": self._health_route}
+
+    async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
+        minimum = int(query.get("min", "0"))
+        maximum = int(query["max"]) if "max" in query else None
+        timeout = min(float(query.get("timeout", "0")), MAX_LONG_POLL)
+        if timeout > 0 and (minimum > 0 or maximum is not None):
+            try:
+                await asyncio.wait_for(self.registry.wait_for_count(minimum, maximum), timeout)
+            except TimeoutError:
+                pass  # answer with what there is
+        return self.registry.sessions()
+
+    async def _health_route(self, query: dict[str, str]) -> dict[str, Any]:
+        return {"status": "ok", **self.statistics()}

@@ -1,0 +1,143 @@
+"""Shared test helpers: a real hub process, real debugged processes, bounded waits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import selectors
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raydebug.client.dap import DapClient
+
+TIMEOUT = 30.0
+
+
+def run(coro: Coroutine[Any, Any, Any], timeout: float = 60.0) -> Any:
+    """Run an async test body with an overall bound."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def read_line(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> str:
+    """The next line of ``proc.stdout``, waiting at most ``timeout`` seconds."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise TimeoutError(f"no output from pid {proc.pid} within {timeout}s")
+    return proc.stdout.readline()
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Stop a process we started, by pid, and reap it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=TIMEOUT)
+
+
+@dataclass
+class HubProcess:
+    """A real ``raydebug hub`` subprocess on free loopback ports."""
+
+    proc: subprocess.Popen[str]
+    client: tuple[str, int]
+    worker: tuple[str, int]
+    token: str
+    workers: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    @property
+    def client_address(self) -> str:
+        return "{}:{}".format(*self.client)
+
+    @property
+    def worker_address(self) -> str:
+        return "{}:{}".format(*self.worker)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("RAYDEBUG_WAIT_TIMEOUT", None)
+        env.update(PYTHONBREAKPOINT="raydebug.set_trace", RAYDEBUG_HUB=self.worker_address,
+                   RAYDEBUG_TOKEN=self.token, PYDEVD_DISABLE_FILE_VALIDATION="1",
+                   PYTHONUNBUFFERED="1")
+        env.update(extra)
+        return env
+
+    def spawn(self, script: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+        """Start ``python script`` pointed at this hub; stopped at teardown."""
+        proc = subprocess.Popen([sys.executable, str(script), *args], env=self.env(**env),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.workers.append(proc)
+        return proc
+
+    def get(self, path: str, timeout: float = TIMEOUT) -> Any:
+        with urllib.request.urlopen(f"http://{self.client_address}{path}",
+                                    timeout=timeout + 5) as response:
+            return json.loads(response.read())
+
+    def wait_sessions(self, count: int, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
+        """Long-poll the hub until exactly ``count`` sessions exist."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            sessions: list[dict[str, Any]] = self.get(
+                f"/api/sessions?min={count}&max={count}&timeout={max(remaining, 0.1):.2f}")
+            if len(sessions) == count:
+                return sessions
+            if remaining <= 0:
+                raise TimeoutError(f"expected {count} sessions, the hub has {len(sessions)}")
+
+    async def dap(self) -> DapClient:
+        client = await DapClient.connect(*self.client)
+        await client.initialize()
+        return client
+
+    def close(self) -> None:
+        for proc in self.workers:
+            stop(proc)
+        stop(self.proc)
+
+
+def start_hub(*args: str, token: str = "test-token") -> HubProcess:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--worker-port", "0",
+         "--token", token, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = read_line(proc)
+        # "raydebug hub ready: clients HOST:PORT workers HOST:PORT"
+        words = banner.split()
+        client, worker = words[4], words[6]
+    except (TimeoutError, IndexError):
+        stop(proc)
+        raise RuntimeError(f"the hub did not start: {proc.stderr.read() if proc.stderr else ''}")
+    host, port = client.rsplit(":", 1)
+    whost, wport = worker.rsplit(":", 1)
+    return HubProcess(proc, (host, int(port)), (whost, int(wport)), token)
+
+
+def write_script(directory: Path, name: str, source: str) -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(source).lstrip())
+    return path
+
+
+def line_of(path: Path, marker: str) -> int:
+    """1-based number of the first line of ``path`` containing ``marker``."""
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if marker in line:
+            return number
+    raise ValueError(f"{marker!r} not in {path}")
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> tuple[int, str, str]:
+    """Wait for a debugged process to exit; return (code, stdout, stderr)."""
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
