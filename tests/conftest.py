@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import HubProcess, start_hub  # noqa: E402
+from helpers import HubProcess, start_hub
 
 
 @pytest.fixture

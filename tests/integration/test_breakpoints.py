@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import HubProcess, finish, line_of, run, write_script
 
+from helpers import HubProcess, finish, line_of, run, write_script
 from raydebug.client.dap import DapClient, DapRequestError
 
 pytestmark = pytest.mark.integration

@@ -56,7 +56,9 @@ def post_mortem(error: BaseException | TracebackType | None = None) -> None:
 
 def install_excepthook() -> None:
     """Freeze on uncaught exceptions, in the main thread and in threads (then report them
-    as Python would)."""
+    as Python would). Installing twice changes nothing."""
+    if getattr(sys.excepthook, "raydebug", False):
+        return
     previous_hook = sys.excepthook
     previous_thread_hook = threading.excepthook
 
@@ -71,6 +73,7 @@ def install_excepthook() -> None:
             post_mortem(args.exc_value)
         previous_thread_hook(args)
 
+    excepthook.raydebug = True  # type: ignore[attr-defined]
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
 

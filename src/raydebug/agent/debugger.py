@@ -13,6 +13,7 @@ suspended threads and call ``on_resumed`` when one runs again.
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -62,6 +63,7 @@ class Debugger:
 
         py_db = get_global_debugger()
         _set_nodelay_on_listener(py_db)
+        _hide_raydebug_frames(py_db)
         original = py_db.do_wait_suspend
 
         def do_wait_suspend(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
@@ -135,6 +137,22 @@ def mark_invisible(thread: threading.Thread) -> None:
     """
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
+
+
+def _hide_raydebug_frames(py_db: Any) -> None:
+    """Treat raydebug's own files as debugger internals: never traced, never shown.
+
+    Otherwise pydevd, suspending all threads at a stop, can suspend a thread that is still
+    waiting inside raydebug, and the user sees raydebug's frames on top of their own.
+    """
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    original = py_db.dont_trace_external_files
+
+    def dont_trace_external_files(abs_path: str) -> bool:
+        return abs_path.startswith(package_dir) or bool(original(abs_path))
+
+    py_db.dont_trace_external_files = dont_trace_external_files
+    py_db.get_cache_file_type().clear()  # forget types computed before this rule
 
 
 def _set_nodelay_on_listener(py_db: Any) -> None:

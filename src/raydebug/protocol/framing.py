@@ -17,6 +17,7 @@ DEFAULT_MAX_BODY_SIZE = 64 * 1024 * 1024
 
 _HEADER_END = b"\r\n\r\n"
 _CONTENT_LENGTH = b"content-length"
+_HEADER_BYTES = bytes(range(0x20, 0x7F)) + b"\r\n\t"
 
 
 class NeedData:
@@ -109,6 +110,7 @@ class Framer:
                     raise RemoteProtocolError(
                         f"message header longer than {self.max_header_size} bytes"
                     )
+                self._check_header_bytes(self._buffer)
                 return self._need_data()
             self._body_length = self._parse_header(bytes(self._buffer[:end]))
             del self._buffer[: end + len(_HEADER_END)]
@@ -125,6 +127,12 @@ class Framer:
                 f"connection closed in the middle of a message ({len(self._buffer)} bytes left)"
             )
         return NEED_DATA
+
+    @staticmethod
+    def _check_header_bytes(data: bytearray) -> None:
+        """Refuse binary noise at once instead of waiting for a header end that never comes."""
+        if data.translate(None, _HEADER_BYTES):
+            raise RemoteProtocolError("message header contains non-text bytes")
 
     def _parse_header(self, header: bytes) -> int:
         length: int | None = None
