@@ -117,7 +117,8 @@ def start_hub(*args: str, token: str = "test-token") -> HubProcess:
         client, worker = words[4], words[6]
     except (TimeoutError, IndexError):
         stop(proc)
-        raise RuntimeError(f"the hub did not start: {proc.stderr.read() if proc.stderr else ''}")
+        error = proc.stderr.read() if proc.stderr else ""
+        raise RuntimeError(f"the hub did not start: {error}") from None
     host, port = client.rsplit(":", 1)
     whost, wport = worker.rsplit(":", 1)
     return HubProcess(proc, (host, int(port)), (whost, int(wport)), token)

@@ -35,8 +35,12 @@ def short_path(path: str, width: int = 40) -> str:
 def sessions_table(sessions: list[dict[str, Any]], now: float | None = None) -> Table:
     """The ``raydebug list`` table, oldest session first."""
     table = Table(title=f"{len(sessions)} paused session(s)", title_justify="left")
-    for column in ("id", "state", "host", "pid", "where", "reason", "age", "labels"):
-        table.add_column(column, overflow="fold")
+    for column in ("id", "state", "host", "pid"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("where", overflow="fold", ratio=3)
+    table.add_column("reason", overflow="fold", ratio=2)
+    table.add_column("age", no_wrap=True)
+    table.add_column("labels", overflow="fold", ratio=1)
     for session in sessions:
         reason = session.get("reason", "")
         if session.get("exception"):
@@ -47,7 +51,7 @@ def sessions_table(sessions: list[dict[str, Any]], now: float | None = None) -> 
             str(session.get("state", "")),
             str(session.get("host", "")),
             str(session.get("pid", "")),
-            f"{short_path(str(session.get('file', '')))}:{session.get('line', '')} "
+            f"{short_path(str(session.get('file', '')), 32)}:{session.get('line', '')} "
             f"in {session.get('function', '')}",
             reason,
             format_age(float(session.get("since", 0)), now),

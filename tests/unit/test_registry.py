@@ -1,0 +1,76 @@
+"""The hub's registry, in memory: states, waiting, attach rules."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from raydebug.errors import SessionBusyError, SessionNotFoundError
+from raydebug.hub.registry import Registry
+from raydebug.session import SessionRecord
+
+
+def record(session_id: str, since: float) -> SessionRecord:
+    return SessionRecord(id=session_id, pid=1, host="h", file="f.py", line=1, function="f",
+                         since=since)
+
+
+def states(registry: Registry) -> dict[str, str]:
+    return {s["id"]: s["state"] for s in registry.sessions()}
+
+
+def test_attach_marks_every_session_of_the_process_and_detach_restores():
+    async def scenario() -> None:
+        registry = Registry()
+        process = registry.add_process({}, "peer", lambda message: None)
+        other = registry.add_process({}, "peer2", lambda message: None)
+        await registry.add_session(process, record("a", 1))
+        await registry.add_session(process, record("b", 2))
+        await registry.add_session(other, record("c", 3))
+        client = object()
+        await registry.attach(registry.get("a"), client)
+        assert states(registry) == {"a": "attached", "b": "attached", "c": "waiting"}
+        with pytest.raises(SessionBusyError, match="already being debugged"):
+            await registry.attach(registry.get("b"), object())
+        await registry.add_session(process, record("d", 4))  # paused while attached
+        assert states(registry)["d"] == "attached"
+        assert registry.oldest_waiting().record.id == "c"  # type: ignore[union-attr]
+        await registry.detach(process, client)
+        assert set(states(registry).values()) == {"waiting"}
+        await registry.remove_process(process)
+        assert states(registry) == {"c": "waiting"}
+
+    asyncio.run(scenario())
+
+
+def test_waiting_for_a_session_wakes_on_registration():
+    async def scenario() -> None:
+        registry = Registry()
+        waiter = asyncio.ensure_future(registry.wait_for_waiting())
+        await asyncio.sleep(0)
+        assert not waiter.done()
+        process = registry.add_process({}, "peer", lambda message: None)
+        await registry.add_session(process, record("x", 1))
+        session = await asyncio.wait_for(waiter, 1)
+        assert session.record.id == "x"
+        await asyncio.wait_for(registry.wait_for_count(maximum=1), 1)
+
+    asyncio.run(scenario())
+
+
+def test_unknown_ids_name_the_known_ones_and_limits_hold():
+    async def scenario() -> None:
+        registry = Registry(max_sessions=1)
+        process = registry.add_process({}, "peer", lambda message: None)
+        await registry.add_session(process, record("known", 1))
+        with pytest.raises(SessionNotFoundError, match="sessions: known"):
+            registry.get("other")
+        with pytest.raises(SessionBusyError, match="--max-sessions"):
+            await registry.add_session(process, record("second", 2))
+        await registry.add_session(process, record("known", 1))  # a re-sent id is fine
+        intruder = registry.add_process({}, "peer2", lambda message: None)
+        with pytest.raises(SessionBusyError, match="another process"):
+            await registry.add_session(intruder, record("known", 1))
+
+    asyncio.run(scenario())
