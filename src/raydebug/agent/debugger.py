@@ -64,22 +64,46 @@ class Debugger:
         py_db = get_global_debugger()
         _set_nodelay_on_listener(py_db)
         _hide_raydebug_frames(py_db)
-        original = py_db.do_wait_suspend
+        self._py_db = py_db
+        self._watch_suspensions(py_db)
+
+    def _watch_suspensions(self, py_db: Any) -> None:
+        """Track suspended threads, and wake all of them whenever pydevd wakes one.
+
+        pydevd bug (DESIGN.md): ``_update_stepping_info`` wakes the wrong thread's event, so
+        a resumed or stepping thread sleeps up to ``TIMEOUT_SLOW`` (0.2 s) before it notices:
+        every ``next`` took ~200 ms in a process with other threads. Both the Cython and the
+        Python tracer fetch events through ``py_db.get_internal_queue_and_event``; handing
+        out events that also wake every suspended thread fixes it. A spurious wake-up only
+        makes a suspended thread check its state and wait again.
+        """
+        from _pydevd_bundle.pydevd_constants import get_current_thread_id
+
+        original_wait = py_db.do_wait_suspend
+        original_events = py_db.get_internal_queue_and_event
+        suspended_events: dict[int, threading.Event] = {}
+
+        def get_internal_queue_and_event(thread_id: str) -> tuple[Any, Any]:
+            queue, event = original_events(thread_id)
+            return queue, _WakeAll(event, suspended_events)
 
         def do_wait_suspend(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
             ident = thread.ident or 0
+            _queue, event = original_events(get_current_thread_id(thread))
             with self._lock:
                 self._suspended.add(ident)
+                suspended_events[ident] = event
             self._on_suspended(ident)
             try:
-                return original(thread, *args, **kwargs)
+                return original_wait(thread, *args, **kwargs)
             finally:
                 with self._lock:
                     self._suspended.discard(ident)
+                    suspended_events.pop(ident, None)
                 self._on_resumed(ident)
 
+        py_db.get_internal_queue_and_event = get_internal_queue_and_event
         py_db.do_wait_suspend = do_wait_suspend
-        self._py_db = py_db
 
     def is_suspended(self, thread_ident: int) -> bool:
         with self._lock:
@@ -127,6 +151,30 @@ class Debugger:
             )
             py_db.writer.add_command(command)
         return len(threads)
+
+
+class _WakeAll:
+    """A pydevd thread event whose ``set()`` also wakes every suspended thread."""
+
+    __slots__ = ("_event", "_others")
+
+    def __init__(self, event: threading.Event, others: dict[int, threading.Event]) -> None:
+        self._event = event
+        self._others = others
+
+    def set(self) -> None:
+        self._event.set()
+        for other in list(self._others.values()):
+            other.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+    def clear(self) -> None:
+        self._event.clear()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
 
 
 def mark_invisible(thread: threading.Thread) -> None:

@@ -108,6 +108,8 @@ class DapClient:
         """attach + configurationDone as IDEs do; return the ``stopped`` event."""
         if session is not None:
             arguments["raydebug"] = {"session": session}
+        # pydevd fails on an attach whose arguments are an empty object.
+        arguments.setdefault("name", "raydebug")
         attach = self.send_request("attach", arguments)
         initialized = asyncio.ensure_future(self.wait_event("initialized", timeout))
         pending: set[asyncio.Future[Any]] = {attach, initialized}

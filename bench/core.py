@@ -1,0 +1,175 @@
+"""Core benchmark: a paused process debugged through the hub vs. stock debugpy, same run.
+
+Columns: raydebug through the hub; stock debugpy with its in-process adapter, connected
+directly; stock debugpy with its default adapter process, which is the path Ray's built-in
+debugger takes (`RAY_DEBUG=1` calls debugpy.listen() in the worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers import read_line, start_hub, stop
+from raydebug.client.dap import DapClient
+
+TARGET = Path(__file__).with_name("target.py")
+MODES = ("raydebug", "direct", "adapter")
+REQUESTS = ("threads", "stackTrace", "scopes", "variables", "evaluate")
+
+
+@dataclass
+class Sample:
+    values: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        ordered = sorted(self.values)
+        return {
+            "median": statistics.median(ordered),
+            "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
+            "n": len(ordered),
+        }
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return int(next(line for line in status if line.startswith("VmRSS")).split()[1])
+    except (OSError, StopIteration):
+        return 0
+
+
+def adapter_pids() -> set[int]:
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"debugpy/adapter" in cmdline or b"debugpy\\adapter" in cmdline:
+                pids.add(int(entry))
+    return pids
+
+
+def wait_listed(client_address: str, previous: str | None, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        url = f"http://{client_address}/api/sessions?min=1&timeout=10"
+        with urllib.request.urlopen(url, timeout=20) as response:
+            sessions = json.loads(response.read())
+        fresh = [s for s in sessions if s["id"] != previous]
+        if fresh:
+            return fresh[0]
+    raise TimeoutError("no session listed")
+
+
+async def measure_session(client: DapClient, session_id: str | None, requests: int,
+                          steps: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    await client.initialize()
+    stopped = await client.attach(session_id)
+    results: dict[str, Any] = {"connect_to_stopped": time.perf_counter() - started}
+    thread_id = stopped.body["threadId"]
+    frame = (await client.request("stackTrace", {"threadId": thread_id}))["stackFrames"][0]
+    scopes = (await client.request("scopes", {"frameId": frame["id"]}))["scopes"]
+    arguments = {
+        "threads": {},
+        "stackTrace": {"threadId": thread_id},
+        "scopes": {"frameId": frame["id"]},
+        "variables": {"variablesReference": scopes[0]["variablesReference"]},
+        "evaluate": {"expression": "total + 1", "frameId": frame["id"], "context": "repl"},
+    }
+    for command in REQUESTS:
+        sample = Sample()
+        for _ in range(requests):
+            start = time.perf_counter()
+            await client.request(command, arguments[command])
+            sample.values.append(time.perf_counter() - start)
+        results[command] = sample.summary()
+    sample = Sample()
+    for _ in range(steps):
+        start = time.perf_counter()
+        await client.request("next", {"threadId": thread_id})
+        await client.wait_event("stopped")
+        sample.values.append(time.perf_counter() - start)
+    results["next_to_stopped"] = sample.summary()
+    await client.request("continue", {"threadId": thread_id})
+    await client.request("disconnect", {})
+    await client.close()
+    return results
+
+
+def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dict[str, Any]:
+    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+    if mode == "raydebug":
+        env.update(hub.env())
+    else:
+        env["PYTHONBREAKPOINT"] = "debugpy.breakpoint"
+    adapters_before = adapter_pids()
+    proc = subprocess.Popen([sys.executable, str(TARGET), mode, str(rounds)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    listed, results, extra_rss, extra_processes = Sample(), [], [], []
+    previous = None
+    try:
+        for round_number in range(rounds):
+            words = read_line(proc).split()
+            assert words[0] == "T", words
+            called, rss_before = float(words[1]), int(words[2])
+            if mode == "raydebug":
+                session = wait_listed(hub.client_address, previous)
+                listed.values.append(time.time() - called)
+                previous = session["id"]
+                address = hub.client
+            else:
+                port_words = read_line(proc).split()
+                listed.values.append(float(port_words[2]) - called)
+                session = {"id": None}
+                address = ("127.0.0.1", int(port_words[1]))
+            adapters = adapter_pids() - adapters_before
+            extra_processes.append(len(adapters))
+            extra_rss.append(rss_kib(proc.pid) - rss_before
+                             + sum(rss_kib(pid) for pid in adapters))
+
+            async def one(address: tuple[str, int] = address,
+                          session_id: str | None = session["id"]) -> dict[str, Any]:
+                client = await DapClient.connect(*address)
+                return await measure_session(client, session_id, requests, steps)
+
+            results.append(asyncio.run(asyncio.wait_for(one(), 600)))
+        assert read_line(proc, timeout=120).startswith("END")
+    finally:
+        stop(proc)
+    return {
+        "listed_first": listed.values[0],
+        "listed_later": Sample(listed.values[1:]).summary() if rounds > 1 else None,
+        "connect_to_stopped": results[0]["connect_to_stopped"],
+        **{command: results[0][command] for command in (*REQUESTS, "next_to_stopped")},
+        "extra_processes": max(extra_processes),
+        "extra_rss_mib": extra_rss[0] / 1024,
+    }
+
+
+def run(requests: int = 200, steps: int = 200, rounds: int = 5) -> dict[str, dict[str, Any]]:
+    hub = start_hub()
+    results = {}
+    try:
+        for mode in MODES:
+            print(f"measuring {mode}...", file=sys.stderr, flush=True)
+            # Stock debugpy is measured on a process's first pause only: after a client
+            # disconnects, is_client_connected() stays true in its in-process mode.
+            results[mode] = run_mode(mode, hub, requests, steps,
+                                     rounds if mode == "raydebug" else 1)
+        return results
+    finally:
+        hub.close()
