@@ -24,7 +24,7 @@ from helpers import read_line, start_hub, stop
 from raydebug.client.dap import DapClient
 
 TARGET = Path(__file__).with_name("target.py")
-MODES = ("raydebug", "direct", "adapter")
+MODES = tuple(os.environ.get("BENCH_MODES", "raydebug,nodelay,direct,adapter").split(","))
 REQUESTS = ("threads", "stackTrace", "scopes", "variables", "evaluate")
 
 
@@ -75,11 +75,12 @@ def wait_listed(client_address: str, previous: str | None, timeout: float = 30) 
 
 
 async def measure_session(client: DapClient, session_id: str | None, requests: int,
-                          steps: int) -> dict[str, Any]:
+                          steps: int, footprint: Any) -> dict[str, Any]:
     started = time.perf_counter()
     await client.initialize()
     stopped = await client.attach(session_id)
     results: dict[str, Any] = {"connect_to_stopped": time.perf_counter() - started}
+    footprint()
     thread_id = stopped.body["threadId"]
     frame = (await client.request("stackTrace", {"threadId": thread_id}))["stackFrames"][0]
     scopes = (await client.request("scopes", {"frameId": frame["id"]}))["scopes"]
@@ -122,7 +123,7 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dic
     listed, results, extra_rss, extra_processes = Sample(), [], [], []
     previous = None
     try:
-        for round_number in range(rounds):
+        for _ in range(rounds):
             words = read_line(proc).split()
             assert words[0] == "T", words
             called, rss_before = float(words[1]), int(words[2])
@@ -136,15 +137,18 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dic
                 listed.values.append(float(port_words[2]) - called)
                 session = {"id": None}
                 address = ("127.0.0.1", int(port_words[1]))
-            adapters = adapter_pids() - adapters_before
-            extra_processes.append(len(adapters))
-            extra_rss.append(rss_kib(proc.pid) - rss_before
-                             + sum(rss_kib(pid) for pid in adapters))
+
+            def footprint(before: int = rss_before) -> None:
+                """Called while stopped: what pausing this process cost."""
+                adapters = adapter_pids() - adapters_before
+                extra_processes.append(len(adapters))
+                extra_rss.append(rss_kib(proc.pid) - before
+                                 + sum(rss_kib(pid) for pid in adapters))
 
             async def one(address: tuple[str, int] = address,
                           session_id: str | None = session["id"]) -> dict[str, Any]:
                 client = await DapClient.connect(*address)
-                return await measure_session(client, session_id, requests, steps)
+                return await measure_session(client, session_id, requests, steps, footprint)
 
             results.append(asyncio.run(asyncio.wait_for(one(), 600)))
         assert read_line(proc, timeout=120).startswith("END")
@@ -153,10 +157,12 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dic
     return {
         "listed_first": listed.values[0],
         "listed_later": Sample(listed.values[1:]).summary() if rounds > 1 else None,
-        "connect_to_stopped": results[0]["connect_to_stopped"],
+        "connect_to_stopped_first": results[0]["connect_to_stopped"],
+        "connect_to_stopped_later": Sample([r["connect_to_stopped"] for r in results[1:]])
+        .summary() if rounds > 1 else None,
         **{command: results[0][command] for command in (*REQUESTS, "next_to_stopped")},
         "extra_processes": max(extra_processes),
-        "extra_rss_mib": extra_rss[0] / 1024,
+        "extra_rss_mb": extra_rss[0] * 1024 / 1e6,
     }
 
 

@@ -21,7 +21,9 @@ ROWS: list[tuple[str, Any, str]] = [
     ("breakpoint() -> listed, first", lambda r: r["listed_first"], "<= 250 ms"),
     ("breakpoint() -> listed, later", lambda r: r["listed_later"]["median"]
      if r["listed_later"] else None, "<= 20 ms"),
-    ("connect -> stopped", lambda r: r["connect_to_stopped"], "<= 50 ms"),
+    ("connect -> stopped, first pause", lambda r: r["connect_to_stopped_first"], "<= 50 ms"),
+    ("connect -> stopped, later pauses", lambda r: r["connect_to_stopped_later"]["median"]
+     if r["connect_to_stopped_later"] else None, "<= 50 ms"),
     *[(f"{command} round trip (median)", lambda r, c=command: r[c]["median"], "<= 1 ms")
       for command in core.REQUESTS],
     ("stackTrace round trip (p95)", lambda r: r["stackTrace"]["p95"], ""),
@@ -35,21 +37,21 @@ def milliseconds(value: float | None) -> str:
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    header = ("measure", "raydebug (hub)", "debugpy direct", "debugpy adapter (Ray)",
-              "adapter/raydebug", "target")
+    header = ("measure", "raydebug (hub)", "direct+nodelay", "debugpy direct",
+              "debugpy adapter (Ray)", "adapter/raydebug", "target")
     lines = [header]
     for name, read, target in ROWS:
-        ours, direct, adapter = (read(results[mode]) for mode in core.MODES)
+        ours, nodelay, direct, adapter = (read(results[mode]) for mode in core.MODES)
         ratio = f"{adapter / ours:.1f}x" if ours and adapter else "-"
-        lines.append((name, milliseconds(ours), milliseconds(direct), milliseconds(adapter),
-                      ratio, target))
+        lines.append((name, milliseconds(ours), milliseconds(nodelay), milliseconds(direct),
+                      milliseconds(adapter), ratio, target))
     lines.append(("extra processes per paused worker",
                   *(str(results[m]["extra_processes"]) for m in core.MODES), "-", "0"))
     lines.append(("extra memory per paused worker",
-                  *(f"{results[m]['extra_rss_mib']:.1f} MiB" for m in core.MODES), "-",
-                  "<= 25 MiB"))
+                  *(f"{results[m]['extra_rss_mb']:.1f} MB" for m in core.MODES), "-",
+                  "<= 25 MB"))
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths))
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
                      for row in lines)
 
 

@@ -2,6 +2,7 @@
 
 raydebug  breakpoint() -> raydebug.set_trace (PYTHONBREAKPOINT, RAYDEBUG_HUB set by the runner)
 direct    stock debugpy, in-process adapter: listen, wait_for_client, breakpoint
+nodelay   the same with TCP_NODELAY on pydevd's socket: the floor a relay adds to
 adapter   stock debugpy, default adapter process (what Ray's built-in debugger runs)
 
 It starts four background threads that wake every millisecond (a Ray worker has several),
@@ -44,7 +45,14 @@ def before_pause() -> None:
     if not debugpy.is_client_connected():
         if not hasattr(before_pause, "port"):
             _, before_pause.port = debugpy.listen(
-                ("127.0.0.1", 0), in_process_debug_adapter=MODE == "direct")
+                ("127.0.0.1", 0), in_process_debug_adapter=MODE in ("direct", "nodelay"))
+            if MODE == "nodelay":
+                import socket
+
+                from _pydevd_bundle.pydevd_constants import get_global_debugger
+
+                server = get_global_debugger()._waiting_for_connection_thread._server_socket
+                server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         print(f"PORT {before_pause.port} {time.time()} {os.getpid()}", flush=True)
         debugpy.wait_for_client()
 

@@ -142,3 +142,24 @@ def finish(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> tuple[int, 
     """Wait for a debugged process to exit; return (code, stdout, stderr)."""
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
+
+
+def listening_ports(pid: int) -> list[tuple[str, int]]:
+    """The (address, port) pairs on which process ``pid`` has a listening TCP socket."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and inode in inodes:  # 0A: LISTEN
+                address, port = local.rsplit(":", 1)
+                found.append((address, int(port, 16)))
+    return found

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HubProcess, finish, line_of, run, write_script
+from helpers import HubProcess, finish, line_of, listening_ports, run, write_script
 from raydebug.client.dap import DapClient, DapRequestError
 
 pytestmark = pytest.mark.integration
@@ -194,3 +194,20 @@ def test_killed_worker_disappears_and_its_client_is_told(hub: HubProcess, worker
 
     run(scenario())
     assert hub.get("/api/health")["status"] == "ok"
+
+
+def test_a_paused_process_listens_on_no_port(hub: HubProcess, worker_script: Path):
+    proc = hub.spawn(worker_script, "A")
+    [session] = hub.wait_sessions(1)
+
+    async def attached() -> None:
+        client = await hub.dap()
+        await client.attach(session["id"])
+        # Paused and debugged: still nothing listens in the worker (debugpy would).
+        assert listening_ports(proc.pid) == []
+        await client.request("disconnect", {})
+        await client.close()
+
+    assert listening_ports(proc.pid) == []
+    run(attached())
+    assert finish(proc)[0] == 0

@@ -15,6 +15,7 @@ somewhere else, or when the process exits (the hub sees the connection close).
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 import time
@@ -69,7 +70,8 @@ class Agent:
 
     def _wait_for_client(self, record: SessionRecord) -> bool:
         """Register ``record`` and block until a client is ready; False if we gave up."""
-        self.debugger.ensure_listening()
+        # The hub link connects in the background while debugpy is imported and starts
+        # listening (the slow part of a first pause): the session is listed sooner.
         self.link.start()
         ident = threading.get_ident()
         session = LocalSession(record, ident)
@@ -80,6 +82,7 @@ class Agent:
             if self._client_ready:
                 session.released.set()
         self.link.post(SessionStarted(session=record.to_dict()))
+        self.debugger.ensure_started()
         if session.released.is_set():
             return True
         timeout = self.config.wait_timeout
@@ -123,8 +126,8 @@ class Agent:
         with self._lock:
             return [SessionStarted(session=s.record.to_dict()) for s in self._sessions.values()]
 
-    def pydevd_port(self) -> int:
-        return self.debugger.ensure_listening()
+    def serve_client(self, sock: socket.socket) -> None:
+        self.debugger.serve_client(sock)
 
     def on_client_attached(self) -> None:
         with self._lock:

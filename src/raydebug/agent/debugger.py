@@ -2,8 +2,10 @@
 
 debugpy is imported here and nowhere else in the agent, and only when a thread pauses:
 importing it at worker start would slow every Ray worker (DESIGN.md: tracing costs 3-11x on
-Python <= 3.11 once installed). pydevd runs with its in-process DAP adapter on 127.0.0.1 only;
-the hub link connects to it locally and splices bytes.
+Python <= 3.11 once installed). pydevd runs with its in-process DAP adapter, but listens on
+no port: its loopback listener is shut as soon as it starts (any local user could otherwise
+connect to it and run code), and each client's connection, dialled out to the hub and
+authenticated by the agent, is handed to pydevd as its accept thread would have done.
 
 pydevd offers no notification when a thread suspends or resumes, so :class:`Debugger`
 wraps the debugger's ``do_wait_suspend`` (every stop of every thread goes through it, from
@@ -25,7 +27,7 @@ ExcInfo = tuple[type[BaseException], BaseException, TracebackType]
 
 
 class Debugger:
-    """pydevd inside this process. Thread-safe; :meth:`ensure_listening` is idempotent."""
+    """pydevd inside this process. Thread-safe; :meth:`ensure_started` is idempotent."""
 
     def __init__(
         self, on_suspended: Callable[[int], None], on_resumed: Callable[[int], None]
@@ -33,21 +35,15 @@ class Debugger:
         self._on_suspended = on_suspended
         self._on_resumed = on_resumed
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
         self._py_db: Any = None
-        self._port = 0
         self._suspended: set[int] = set()  # thread idents inside do_wait_suspend
 
-    @property
-    def port(self) -> int:
-        """The loopback port pydevd listens on (0 before :meth:`ensure_listening`)."""
-        return self._port
-
-    def ensure_listening(self) -> int:
-        """Start pydevd on 127.0.0.1 if it is not running; return its port."""
-        with self._lock:
+    def ensure_started(self) -> None:
+        """Start pydevd if it is not running (the first time takes ~150 ms)."""
+        with self._start_lock:
             if self._py_db is None:
                 self._start()
-            return self._port
 
     def _start(self) -> None:
         hook = sys.breakpointhook
@@ -55,14 +51,14 @@ class Debugger:
 
         # Without this every forked child (a DataLoader worker) would wait for a debugger.
         debugpy.configure(subProcess=False)
-        _host, self._port = debugpy.listen(("127.0.0.1", 0), in_process_debug_adapter=True)
+        debugpy.listen(("127.0.0.1", 0), in_process_debug_adapter=True)
         # Importing pydevd replaced sys.breakpointhook with its own; keep raydebug's.
         sys.breakpointhook = hook
         # Importable only now: debugpy puts its vendored pydevd on sys.path in listen().
         from _pydevd_bundle.pydevd_constants import get_global_debugger
 
         py_db = get_global_debugger()
-        _set_nodelay_on_listener(py_db)
+        _stop_listening(py_db)
         _hide_raydebug_frames(py_db)
         self._py_db = py_db
         self._watch_suspensions(py_db)
@@ -75,35 +71,62 @@ class Debugger:
         every ``next`` took ~200 ms in a process with other threads. Both the Cython and the
         Python tracer fetch events through ``py_db.get_internal_queue_and_event``; handing
         out events that also wake every suspended thread fixes it. A spurious wake-up only
-        makes a suspended thread check its state and wait again.
+        makes a suspended thread check its state and wait again, so only threads that
+        pydevd resumed or set stepping are woken: an evaluate posted to one thread does
+        not stir the others.
         """
-        from _pydevd_bundle.pydevd_constants import get_current_thread_id
+        from _pydevd_bundle.pydevd_constants import STATE_SUSPEND, get_current_thread_id
 
         original_wait = py_db.do_wait_suspend
         original_events = py_db.get_internal_queue_and_event
-        suspended_events: dict[int, threading.Event] = {}
+        suspended: dict[int, tuple[Any, threading.Event]] = {}  # ident -> (info, event)
+
+        def wake_moved() -> None:
+            for info, event in list(suspended.values()):
+                if info.pydev_state != STATE_SUSPEND or info.pydev_step_cmd != -1:
+                    event.set()
 
         def get_internal_queue_and_event(thread_id: str) -> tuple[Any, Any]:
             queue, event = original_events(thread_id)
-            return queue, _WakeAll(event, suspended_events)
+            return queue, _AlsoWake(event, wake_moved)
 
         def do_wait_suspend(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
             ident = thread.ident or 0
             _queue, event = original_events(get_current_thread_id(thread))
             with self._lock:
                 self._suspended.add(ident)
-                suspended_events[ident] = event
+                suspended[ident] = (thread.additional_info, event)  # type: ignore[attr-defined]
             self._on_suspended(ident)
             try:
                 return original_wait(thread, *args, **kwargs)
             finally:
                 with self._lock:
                     self._suspended.discard(ident)
-                    suspended_events.pop(ident, None)
+                    suspended.pop(ident, None)
                 self._on_resumed(ident)
 
         py_db.get_internal_queue_and_event = get_internal_queue_and_event
         py_db.do_wait_suspend = do_wait_suspend
+
+    def serve_client(self, sock: socket.socket) -> None:
+        """Make ``sock`` (connected, authenticated) pydevd's client connection.
+
+        As pydevd's accept thread does: the previous client, if any, is disconnected without
+        resuming threads. ``initialize_network`` sleeps 0.1 s after starting pydevd's reader
+        and writer, so it runs on a short-lived helper thread, not on the caller's.
+        """
+        from _pydevd_bundle.pydevd_api import PyDevdAPI
+
+        self.ensure_started()
+        py_db = self._py_db
+        if getattr(py_db, "reader", None) is not None:
+            PyDevdAPI().request_disconnect(py_db, resume_threads=False)
+        sock.settimeout(None)
+        handoff = threading.Thread(target=py_db.initialize_network, args=(sock,),
+                                   kwargs={"terminate_on_socket_close": False},
+                                   name="raydebug-handoff", daemon=True)
+        mark_invisible(handoff)
+        handoff.start()
 
     def is_suspended(self, thread_ident: int) -> bool:
         with self._lock:
@@ -153,19 +176,18 @@ class Debugger:
         return len(threads)
 
 
-class _WakeAll:
-    """A pydevd thread event whose ``set()`` also wakes every suspended thread."""
+class _AlsoWake:
+    """A pydevd thread event whose ``set()`` also calls ``also`` (see _watch_suspensions)."""
 
-    __slots__ = ("_event", "_others")
+    __slots__ = ("_also", "_event")
 
-    def __init__(self, event: threading.Event, others: dict[int, threading.Event]) -> None:
+    def __init__(self, event: threading.Event, also: Callable[[], None]) -> None:
         self._event = event
-        self._others = others
+        self._also = also
 
     def set(self) -> None:
         self._event.set()
-        for other in list(self._others.values()):
-            other.set()
+        self._also()
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._event.wait(timeout)
@@ -203,9 +225,21 @@ def _hide_raydebug_frames(py_db: Any) -> None:
     py_db.get_cache_file_type().clear()  # forget types computed before this rule
 
 
-def _set_nodelay_on_listener(py_db: Any) -> None:
-    """Accepted sockets inherit TCP_NODELAY on Linux: without it every response waits ~44 ms."""
+def _stop_listening(py_db: Any) -> None:
+    """Shut pydevd's loopback listener: clients reach pydevd only through the hub.
+
+    ``close()`` alone does not wake a thread blocked in ``accept()`` on Linux (the port
+    would stay open), so the thread is told to stop first, then the socket is shut down.
+    """
+    from _pydevd_bundle.pydevd_daemon_thread import PyDBDaemonThread
+
     waiter = getattr(py_db, "_waiting_for_connection_thread", None)
     server = getattr(waiter, "_server_socket", None)
-    if server is not None:
-        server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if waiter is None or server is None:
+        return
+    PyDBDaemonThread.do_kill_pydev_thread(waiter)  # sets its stop flag
+    try:
+        server.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    waiter.do_kill_pydev_thread()  # closes the socket

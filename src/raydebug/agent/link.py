@@ -1,9 +1,10 @@
-"""The process's connection to the hub: one thread, invisible to pydevd, serving all sockets.
+"""The process's connection to the hub: one thread, invisible to pydevd.
 
 It keeps a *control* connection to the hub (reconnecting with backoff when it drops, then
-registering every live session again), and for each client that attaches a *data* connection
-spliced byte for byte to pydevd's loopback port. Blocking sockets and one ``selectors`` loop:
-the paused threads are parked anyway, and nothing here may touch an actor's event loop.
+registering every live session again). For each client that attaches it dials a *data*
+connection, authenticates it, and hands the socket to pydevd: DAP then flows between the hub
+and pydevd with no copy in this process. Blocking sockets and one ``selectors`` loop: the
+paused threads are parked anyway, and nothing here may touch an actor's event loop.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..protocol.worker import (
     ROLE_DATA,
     Challenge,
     ChannelFailed,
+    ClientGone,
     ClientReady,
     ControlMessage,
     ControlStream,
@@ -50,7 +52,7 @@ class LinkHandler(Protocol):
     """What the link asks of the agent; called on the link thread."""
 
     def live_sessions(self) -> list[SessionStarted]: ...
-    def pydevd_port(self) -> int: ...
+    def serve_client(self, sock: socket.socket) -> None: ...
     def on_client_attached(self) -> None: ...
     def on_client_ready(self) -> None: ...
     def on_client_detached(self) -> None: ...
@@ -73,7 +75,7 @@ class HubLink:
         self._connected = threading.Event()
         self._control: socket.socket | None = None
         self._control_stream = ControlStream()
-        self._channel: tuple[int, socket.socket, socket.socket] | None = None
+        self._channel: int | None = None  # the data channel pydevd is serving
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
         self._thread: threading.Thread | None = None
@@ -157,6 +159,7 @@ class HubLink:
                   channel: int = 0) -> tuple[socket.socket, bytes]:
         """Connect to the hub and authenticate; return the socket and bytes read past Welcome.
 
+        On a data connection nothing past Welcome is read: those bytes are pydevd's.
         Raises :class:`HubUnreachableError` or :class:`AuthenticationError`.
         """
         address = self._config.hub_address
@@ -175,7 +178,7 @@ class HubLink:
             mac = compute_mac(self._config.token, challenge.nonce, role)
             sock.sendall(encode_control(Hello(role=role, mac=mac, process=process or {},
                                               channel=channel)))
-            reply = _read_message(sock, stream)
+            reply = _read_message(sock, stream, exact=role == ROLE_DATA)
             if isinstance(reply, Refused):
                 raise AuthenticationError(f"the hub at {address} refused us: {reply.reason}")
             if not isinstance(reply, Welcome):
@@ -197,10 +200,7 @@ class HubLink:
                 try:
                     self._on_readable(key)
                 except OSError:
-                    if key.data == "control":
-                        self._drop_control()
-                    else:
-                        self._close_channel()
+                    self._drop_control()
             if self._control is None and until is None:
                 return
             if until is not None and time.monotonic() >= until:
@@ -221,13 +221,6 @@ class HubLink:
                 return
             self._control_stream.receive_data(data)
             self._handle_control_input()
-        else:
-            source, destination = key.data
-            data = source.recv(RECV_SIZE)
-            if not data:
-                self._close_channel()
-                return
-            destination.sendall(data)
 
     def _flush_outbox(self) -> None:
         if self._control is None:
@@ -247,8 +240,11 @@ class HubLink:
                 if isinstance(message, OpenChannel):
                     self._open_channel(message.channel)
                 elif isinstance(message, ClientReady):
-                    if self._channel is not None and self._channel[0] == message.channel:
+                    if self._channel == message.channel:
                         self._handler.on_client_ready()
+                elif isinstance(message, ClientGone):
+                    if self._channel == message.channel:
+                        self._client_gone()
         except RaydebugError as error:
             say(f"dropping the hub connection: {error}")
             self._drop_control()
@@ -256,6 +252,7 @@ class HubLink:
     def _drop_control(self) -> None:
         if self._control is None:
             return
+        self._client_gone()  # a client reaches us only through the hub
         self._connected.clear()
         self._selector.unregister(self._control)
         self._control.close()
@@ -264,45 +261,38 @@ class HubLink:
         self.last_error = "lost"
 
     def _open_channel(self, channel: int) -> None:
-        self._close_channel()  # pydevd serves one client at a time; the hub enforces it too
+        """Dial a data connection for ``channel`` and give it to pydevd."""
+        self._client_gone()  # pydevd serves one client at a time; the hub enforces it too
         try:
-            hub_sock, leftover = self.handshake(ROLE_DATA, channel=channel)
+            sock, _nothing = self.handshake(ROLE_DATA, channel=channel)
         except RaydebugError as error:
             self.post(ChannelFailed(channel=channel, reason=str(error)))
             return
         try:
-            pydevd_sock = _nodelay(socket.create_connection(
-                ("127.0.0.1", self._handler.pydevd_port()), timeout=CONNECT_TIMEOUT))
-            pydevd_sock.settimeout(None)
-            if leftover:
-                pydevd_sock.sendall(leftover)
-        except OSError as error:
-            hub_sock.close()
-            self.post(ChannelFailed(channel=channel, reason=f"pydevd is not reachable: {error}"))
+            self._handler.serve_client(sock)
+        except Exception as error:  # pydevd refused it: tell the client, keep the link
+            sock.close()
+            self.post(ChannelFailed(channel=channel, reason=f"pydevd failed: {error}"))
             return
-        self._channel = (channel, hub_sock, pydevd_sock)
-        self._selector.register(hub_sock, selectors.EVENT_READ, (hub_sock, pydevd_sock))
-        self._selector.register(pydevd_sock, selectors.EVENT_READ, (pydevd_sock, hub_sock))
+        self._channel = channel
         self._handler.on_client_attached()
 
-    def _close_channel(self) -> None:
-        if self._channel is None:
-            return
-        _channel, hub_sock, pydevd_sock = self._channel
-        self._channel = None
-        for sock in (hub_sock, pydevd_sock):
-            self._selector.unregister(sock)
-            sock.close()
-        self._handler.on_client_detached()
+    def _client_gone(self) -> None:
+        if self._channel is not None:
+            self._channel = None
+            self._handler.on_client_detached()
 
 
-def _read_message(sock: socket.socket, stream: ControlStream) -> ControlMessage:
+def _read_message(sock: socket.socket, stream: ControlStream,
+                  exact: bool = False) -> ControlMessage:
+    """Read one message; with ``exact``, byte by byte, so nothing after it is consumed."""
+    size = 1 if exact else RECV_SIZE
     while True:
         message = stream.next_event()
         if message is not NEED_DATA:
             assert isinstance(message, ControlMessage)
             return message
-        data = sock.recv(RECV_SIZE)
+        data = sock.recv(size)
         stream.receive_data(data)
         if not data:
             stream.next_event()  # raises on a partial message

@@ -26,8 +26,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import RaydebugError, SessionBusyError, SessionNotFoundError
-from ..protocol import DapConnection, Event, Message, Request, Response
+from ..protocol import DapConnection, Event, Message, Request, Response, mentions, parse_message
 from ..protocol.framing import NeedData
+from ..protocol.worker import ClientGone as ClientGoneMessage
 from ..protocol.worker import ClientReady, OpenChannel
 from .net import RECV_SIZE
 from .registry import HubSession, Process, Registry
@@ -36,6 +37,10 @@ from .workers import DataChannel, PendingChannels
 log = logging.getLogger("raydebug.hub")
 
 CHANNEL_TIMEOUT = 10.0
+
+# Only messages containing one of these are parsed by the relay; the rest pass as bytes.
+CLIENT_WORDS = (b'"terminate"', b'"disconnect"', b'"configurationDone"')
+WORKER_WORDS = (b'"request"', b'"configurationDone"')
 AFTER_END_TIMEOUT = 5.0
 
 # pydevd's own answer to initialize (debugpy 1.8, in-process adapter), so that clients see
@@ -66,8 +71,8 @@ PYDEVD_CAPABILITIES: dict[str, Any] = {
 }
 
 
-class ClientGone(Exception):
-    """The client closed its connection."""
+class PeerClosed(Exception):
+    """The client (or, in the relay, the worker's channel) closed its connection."""
 
 
 class ClientSession:
@@ -97,7 +102,7 @@ class ClientSession:
             session = await self._until_attach()
             if session is not None:
                 await self._relay()
-        except ClientGone:
+        except PeerClosed:
             pass
         except RaydebugError as error:
             log.warning("client %s: %s; connection closed", self._peer, error)
@@ -222,9 +227,14 @@ class ClientSession:
     async def _client_to_worker(self) -> None:
         while True:
             try:
-                message = await self._next_client_message()
-            except ClientGone:
+                body = await self._next_body(self._client, self._reader)
+            except PeerClosed:
                 return
+            if not mentions(body, CLIENT_WORDS) and self._channel is not None:
+                self._channel.writer.write(self._worker.send_body(body))  # the fast path
+                await self._channel.writer.drain()
+                continue
+            message = parse_message(body)
             if self._channel is None or self._channel.writer.is_closing():
                 self._answer_after_end(message)
                 continue
@@ -261,9 +271,15 @@ class ClientSession:
     async def _worker_to_client(self) -> None:
         assert self._process is not None and self._channel is not None
         while True:
-            message = await self._next_worker_message()
-            if message is None:
+            try:
+                body = await self._next_body(self._worker, self._channel.reader)
+            except (PeerClosed, OSError):
                 return
+            if not mentions(body, WORKER_WORDS):
+                self._writer.write(self._client.send_body(body))  # the fast path
+                await self._writer.drain()
+                continue
+            message = parse_message(body)
             if isinstance(message, Request):
                 self._to_worker(Response(seq=0, request_seq=message.seq, command=message.command,
                                          success=False, message="refused by the raydebug hub"))
@@ -289,7 +305,20 @@ class ClientSession:
             self._client.receive_data(data)
             if not data:
                 self._client.next_event()  # raises on a partial message
-                raise ClientGone
+                raise PeerClosed
+
+    @staticmethod
+    async def _next_body(connection: DapConnection, reader: asyncio.StreamReader) -> bytes:
+        """The next message body from ``reader``; raises :class:`PeerClosed` at its end."""
+        while True:
+            body = connection.next_body()
+            if not isinstance(body, NeedData):
+                return body
+            data = await reader.read(RECV_SIZE)
+            connection.receive_data(data)
+            if not data:
+                connection.next_body()  # raises on a partial message
+                raise PeerClosed
 
     async def _next_worker_message(self) -> Message | None:
         assert self._channel is not None
@@ -306,7 +335,7 @@ class ClientSession:
             self._worker.receive_data(data)
 
     async def _until_client_gone(self, waiting: Any) -> HubSession:
-        """Await ``waiting`` unless the client leaves first (then raise :class:`ClientGone`)."""
+        """Await ``waiting`` unless the client leaves first (then raise :class:`PeerClosed`)."""
         wait_task = asyncio.ensure_future(waiting)
         read_task = asyncio.ensure_future(self._reader.read(RECV_SIZE))
         try:
@@ -316,7 +345,7 @@ class ClientSession:
                     return wait_task.result()  # type: ignore[no-any-return]
                 data = read_task.result()
                 if not data:
-                    raise ClientGone
+                    raise PeerClosed
                 self._client.receive_data(data)  # kept for after the attach
                 read_task = asyncio.ensure_future(self._reader.read(RECV_SIZE))
         finally:
@@ -347,6 +376,8 @@ class ClientSession:
             await self._writer.drain()
 
     async def _release(self) -> None:
+        if self._process is not None and self._channel is not None:
+            self._process.send(ClientGoneMessage(channel=self._channel_id))
         if self._process is not None:
             if self._on_process_lost in self._process.on_lost:
                 self._process.on_lost.remove(self._on_process_lost)

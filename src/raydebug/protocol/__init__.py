@@ -4,7 +4,7 @@ Nothing here imports sockets, threads, asyncio or ray: it turns bytes into messa
 messages into bytes, so that the blocking agent and the asyncio hub share one implementation.
 """
 
-from .connection import DapConnection
+from .connection import DapConnection, mentions
 from .framing import NEED_DATA, Framer, frame
 from .messages import Event, Message, Request, Response, encode_message, parse_message
 
@@ -18,5 +18,6 @@ __all__ = [
     "Response",
     "encode_message",
     "frame",
+    "mentions",
     "parse_message",
 ]

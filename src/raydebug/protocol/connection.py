@@ -14,6 +14,11 @@ from .framing import DEFAULT_MAX_BODY_SIZE, NEED_DATA, Framer, NeedData, frame
 from .messages import Message, encode_message, parse_message
 
 
+def mentions(body: bytes, words: tuple[bytes, ...]) -> bool:
+    """Cheap pre-check: could ``body`` be a message the caller must parse and inspect?"""
+    return any(word in body for word in words)
+
+
 class DapConnection:
     """One side of one DAP byte stream; holds no socket."""
 
@@ -37,6 +42,15 @@ class DapConnection:
             return NEED_DATA
         assert isinstance(body, bytes)
         return parse_message(body)
+
+    def next_body(self) -> bytes | NeedData:
+        """Like :meth:`next_event` but without parsing: for relays that only look inside
+        the messages that may concern them (see :func:`mentions`)."""
+        return self._framer.next_body()
+
+    def send_body(self, body: bytes) -> bytes:
+        """Frame a body received (unparsed) from the other side of a relay."""
+        return frame(body, self._max_body_size)
 
     def send(self, message: Message, *, renumber: bool = False) -> bytes:
         """Return the framed bytes of ``message``.

@@ -14,10 +14,12 @@ A *control* connection (one per process) then carries session bookkeeping both w
     agent -> hub     SessionEnded(session_id)   it resumed with no client, or gave up
     hub   -> agent   OpenChannel(channel)       a client wants to debug this process
     hub   -> agent   ClientReady(channel)       its configurationDone has been answered
+    hub   -> agent   ClientGone(channel)        that client has left
     agent -> hub     ChannelFailed(channel, reason)
 
 A *data* connection (``Hello.role == "data"``, one per attached client) is answered with
-``Welcome`` and then carries raw DAP bytes between the hub and the process's pydevd.
+``Welcome``; the agent then hands the socket itself to pydevd, so it carries DAP between the
+hub and pydevd with no relay in between (and pydevd listens on no port at all).
 
 Messages are JSON objects framed like DAP (Content-Length), with a ``type`` field.
 """
@@ -114,6 +116,12 @@ class ClientReady(ControlMessage):
 
 
 @dataclass(frozen=True)
+class ClientGone(ControlMessage):
+    TYPE: ClassVar[str] = "client_gone"
+    channel: int
+
+
+@dataclass(frozen=True)
 class ChannelFailed(ControlMessage):
     TYPE: ClassVar[str] = "channel_failed"
     channel: int
@@ -123,7 +131,7 @@ class ChannelFailed(ControlMessage):
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Refused, SessionStarted, SessionEnded,
-                OpenChannel, ClientReady, ChannelFailed)
+                OpenChannel, ClientReady, ClientGone, ChannelFailed)
 }
 _JSON_TYPES = {"str": str, "int": int, "dict[str, Any]": dict}
 
