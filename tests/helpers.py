@@ -82,13 +82,15 @@ class HubProcess:
                                     timeout=timeout + 5) as response:
             return json.loads(response.read())
 
-    def wait_sessions(self, count: int, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
-        """Long-poll the hub until exactly ``count`` sessions exist."""
+    def wait_sessions(self, count: int, timeout: float = TIMEOUT,
+                      state: str | None = None) -> list[dict[str, Any]]:
+        """Long-poll the hub until exactly ``count`` sessions (in ``state``) exist."""
         deadline = time.monotonic() + timeout
+        only = f"&state={state}" if state else ""
         while True:
             remaining = deadline - time.monotonic()
             sessions: list[dict[str, Any]] = self.get(
-                f"/api/sessions?min={count}&max={count}&timeout={max(remaining, 0.1):.2f}")
+                f"/api/sessions?min={count}&max={count}&timeout={max(remaining, 0.1):.2f}{only}")
             if len(sessions) == count:
                 return sessions
             if remaining <= 0:

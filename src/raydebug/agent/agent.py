@@ -25,7 +25,7 @@ from types import FrameType
 from ..protocol.worker import SessionEnded, SessionStarted
 from ..session import SessionRecord
 from .config import AgentConfig
-from .debugger import Debugger, ExcInfo
+from .debugger import Debugger, ExcInfo, mark_invisible
 from .link import HubLink
 from .metadata import innermost_frame, record_for_frame
 from .report import say
@@ -106,6 +106,23 @@ class Agent:
     def _end_session_locked(self, session_id: str) -> None:
         if self._sessions.pop(session_id, None) is not None:
             self.link.post(SessionEnded(session_id=session_id))
+            if self._idle_locked():
+                self._untrace_soon()
+
+    def _idle_locked(self) -> bool:
+        return not self._sessions and not self._client_attached
+
+    def _idle(self) -> bool:
+        with self._lock:
+            return self._idle_locked()
+
+    def _untrace_soon(self) -> None:
+        """Give the process its full speed back, off this thread (which may be inside
+        pydevd's trace function, or hold our lock)."""
+        worker = threading.Thread(target=self.debugger.untrace_if, args=(self._idle,),
+                                  name="raydebug-untrace", daemon=True)
+        mark_invisible(worker)
+        worker.start()
 
     def _on_thread_suspended(self, ident: int) -> None:
         with self._lock:
@@ -152,3 +169,5 @@ class Agent:
                     session.thread_ident)
                 if ran_on:
                     self._end_session_locked(session.record.id)
+            if self._idle_locked():
+                self._untrace_soon()

@@ -38,6 +38,8 @@ class Debugger:
         self._start_lock = threading.Lock()
         self._py_db: Any = None
         self._suspended: set[int] = set()  # thread idents inside do_wait_suspend
+        self._traced = False  # pydevd's tracing is installed in the process's threads
+        self._untraced = threading.Event()  # set each time tracing is removed
 
     def ensure_started(self) -> None:
         """Start pydevd if it is not running (the first time takes ~150 ms)."""
@@ -61,6 +63,7 @@ class Debugger:
         _stop_listening(py_db)
         _hide_raydebug_frames(py_db)
         self._py_db = py_db
+        self._traced = True
         self._watch_suspensions(py_db)
 
     def _watch_suspensions(self, py_db: Any) -> None:
@@ -139,17 +142,47 @@ class Debugger:
         """
         import pydevd
 
-        pydevd.settrace(
-            suspend=True,
-            trace_only_current_thread=True,
-            patch_multiprocessing=False,
-            stop_at_frame=frame,
-            notify_stdin=False,
-        )
+        with self._start_lock:
+            # After untrace(), every thread must be traced again, or breakpoints the client
+            # sets in other threads would never hit.
+            retrace = not self._traced
+            self._traced = True
+            pydevd.settrace(
+                suspend=True,
+                trace_only_current_thread=not retrace,
+                patch_multiprocessing=False,
+                stop_at_frame=frame,
+                notify_stdin=False,
+            )
 
     def stop_on_exception(self, exc_info: ExcInfo) -> None:
         """Suspend the current thread post-mortem in the frame that raised; block until resumed."""
+        with self._start_lock:
+            if not self._traced:
+                self._py_db.patch_threads()
+                self._py_db.enable_tracing(self._py_db.trace_dispatch, apply_to_all_threads=True)
+                self._traced = True
         self._py_db.trigger_exception_handler(exc_info, as_uncaught=False)
+
+    def untrace_if(self, idle: Callable[[], bool]) -> bool:
+        """Remove pydevd's tracing from every thread if ``idle()`` still holds; True if done.
+
+        On Python <= 3.11 pydevd's trace function stays in every thread after a client
+        detaches, and pure-Python code runs 3-11x slower for the rest of the process's life
+        (DESIGN.md); Ray reuses worker processes, so unrelated later tasks would pay. pydevd
+        itself stays loaded: the next pause re-arms tracing in ~1 ms.
+        """
+        with self._start_lock:
+            if self._py_db is None or not self._traced or not idle():
+                return False
+            _remove_tracing(self._py_db)
+            self._traced = False
+            self._untraced.set()
+            return True
+
+    def wait_untraced(self, timeout: float) -> bool:
+        """Wait until tracing has been removed at least once (for tests and benchmarks)."""
+        return self._untraced.wait(timeout)
 
     def suspended_threads(self) -> set[int]:
         with self._lock:
@@ -207,6 +240,29 @@ def mark_invisible(thread: threading.Thread) -> None:
     """
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
+
+
+def _remove_tracing(py_db: Any) -> None:
+    """Take pydevd's tracing out of every thread, present and future (see untrace_if)."""
+    from _pydev_bundle.pydev_monkey import undo_patch_thread_modules
+    from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING
+
+    undo_patch_thread_modules()  # new threads start untraced
+    if PYDEVD_USE_SYS_MONITORING:  # Python >= 3.12
+        from _pydevd_bundle import pydevd_sys_monitoring
+
+        pydevd_sys_monitoring.stop_monitoring(all_threads=True)
+        return
+    import pydevd_tracing
+
+    original_settrace = pydevd_tracing.TracingFunctionHolder._original_tracing or sys.settrace
+    threading.settrace(None)  # type: ignore[arg-type,unused-ignore]
+
+    def remove_myself(frame: Any, event: str, arg: Any) -> None:
+        original_settrace(None)  # runs in each thread at its next Python event
+
+    pydevd_tracing.set_trace_to_threads(remove_myself)
+    original_settrace(None)
 
 
 def _hide_raydebug_frames(py_db: Any) -> None:

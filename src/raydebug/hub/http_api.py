@@ -2,7 +2,8 @@
 
 ``GET /api/sessions``  every session (see :class:`raydebug.session.SessionRecord`) + ``state``;
                        ``?min=N&timeout=S`` waits up to S seconds until N sessions exist,
-                       ``?max=N&timeout=S`` until at most N do
+                       ``?max=N&timeout=S`` until at most N do; ``&state=waiting``
+                       (or ``attached``) counts and lists only those
 ``GET /api/health``    ``{"status": "ok", ...statistics}``
 
 One request per connection (``Connection: close``); requests are bounded in size and time.

@@ -124,10 +124,12 @@ class Registry:
                     return session
                 await self._changed.wait()
 
-    async def wait_for_count(self, minimum: int = 0, maximum: int | None = None) -> None:
-        """Return once at least ``minimum`` and at most ``maximum`` sessions exist."""
+    async def wait_for_count(self, minimum: int = 0, maximum: int | None = None,
+                             state: SessionState | None = None) -> None:
+        """Return once at least ``minimum`` and at most ``maximum`` sessions (in ``state``,
+        when given) exist."""
         def reached() -> bool:
-            count = len(self._sessions)
+            count = sum(1 for s in self._sessions.values() if state in (None, s.state))
             return count >= minimum and (maximum is None or count <= maximum)
 
         async with self._changed:
@@ -159,9 +161,10 @@ class Registry:
 
     # -- views ------------------------------------------------------------------------------
 
-    def sessions(self) -> list[dict[str, Any]]:
-        """Every session as JSON-ready dicts, oldest first."""
-        ordered = sorted(self._sessions.values(), key=lambda s: s.record.since)
+    def sessions(self, state: SessionState | None = None) -> list[dict[str, Any]]:
+        """Every session (in ``state``, when given) as JSON-ready dicts, oldest first."""
+        chosen = [s for s in self._sessions.values() if state in (None, s.state)]
+        ordered = sorted(chosen, key=lambda s: s.record.since)
         return [session.to_dict() for session in ordered]
 
     def statistics(self) -> dict[str, int]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..session import SessionState
 from .dap_proxy import ClientSession
 from .http_api import serve_http
 from .net import is_loopback, peer_name, set_nodelay
@@ -147,12 +148,14 @@ class Hub:
         minimum = int(query.get("min", "0"))
         maximum = int(query["max"]) if "max" in query else None
         timeout = min(float(query.get("timeout", "0")), MAX_LONG_POLL)
+        state = SessionState(query["state"]) if "state" in query else None
         if timeout > 0 and (minimum > 0 or maximum is not None):
             try:
-                await asyncio.wait_for(self.registry.wait_for_count(minimum, maximum), timeout)
+                await asyncio.wait_for(
+                    self.registry.wait_for_count(minimum, maximum, state), timeout)
             except TimeoutError:
                 pass  # answer with what there is
-        return self.registry.sessions()
+        return self.registry.sessions(state)
 
     async def _health_route(self, query: dict[str, str]) -> dict[str, Any]:
         return {"status": "ok", **self.statistics()}
