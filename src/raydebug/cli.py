@@ -10,6 +10,7 @@ import json
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,46 @@ from rich.console import Console
 from . import views
 from .agent.config import parse_address
 from .client.hub_api import DEFAULT_HUB, list_sessions
-from .errors import ConfigurationError, RaydebugError
+from .errors import ConfigurationError, HubUnreachableError, RaydebugError
 
 HUB_OPTION = click.option(
-    "--hub", "hub", default=DEFAULT_HUB, show_default=True, envvar="RAYDEBUG_CLIENT_ADDRESS",
-    help="host:port of the hub's client port (env RAYDEBUG_CLIENT_ADDRESS).")
+    "--hub", "hub", default=None, envvar="RAYDEBUG_CLIENT_ADDRESS",
+    help="host:port of the hub's client port (env RAYDEBUG_CLIENT_ADDRESS). Default: the "
+         f"hub of the Ray cluster (see --ray-address), else {DEFAULT_HUB}.")
+RAY_ADDRESS_OPTION = click.option(
+    "--ray-address", default=None,
+    help="Ray cluster whose hub to use: a GCS address or 'auto' (default: RAY_ADDRESS, then "
+         "a cluster running on this machine).")
+
+
+def resolve_client_address(hub: str | None, ray_address: str | None,
+                           wait: float = 0.0) -> str:
+    """Where the CLI finds the hub: --hub; else the Ray cluster's published hub (waiting up to
+    ``wait`` seconds for it to appear: it starts at the first breakpoint); else the default
+    port. An explicit --ray-address that leads nowhere is an error."""
+    if hub:
+        return hub
+    try:
+        from .integrations import ray as ray_integration
+    except ImportError:
+        if ray_address:
+            raise ConfigurationError(
+                "--ray-address needs ray: pip install 'raydebug[ray]'") from None
+        return DEFAULT_HUB
+    try:
+        ray_integration.connect_kv(ray_address)
+        info = ray_integration.wait_hub_info(wait)
+    except RaydebugError:
+        if ray_address:
+            raise
+        return DEFAULT_HUB
+    if info is None:
+        if ray_address:
+            raise HubUnreachableError(
+                "the Ray cluster has no raydebug hub yet: it starts at the first breakpoint, "
+                "or run `raydebug hub --ray-address ...`")
+        return DEFAULT_HUB
+    return info.client
 
 
 @click.group()
@@ -46,27 +82,42 @@ def cli() -> None:
 @click.option("--max-sessions", default=10_000, show_default=True)
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
+@click.option("--ray-address", default=None,
+              help="Serve this Ray cluster ('auto': the local one): publish the hub where "
+                   "workers find it; workers dial this node's address unless --worker-host.")
 def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | None,
-        allow_terminate: bool, max_sessions: int, log_level: str) -> None:
+        allow_terminate: bool, max_sessions: int, log_level: str,
+        ray_address: str | None) -> None:
     """Run the hub: list sessions and route debuggers to them."""
     from .hub import Hub, HubConfig
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="raydebug hub: %(message)s")
+    ray_integration: Any = None
+    if ray_address:
+        from .integrations import ray as ray_module
+
+        ray_integration = ray_module
+        ray_module.connect_kv(ray_address)
+        if worker_host == "127.0.0.1":
+            worker_host = ray_module.local_node_ip()
     config = HubConfig(host=host, port=port, worker_host=worker_host, worker_port=worker_port,
                        allow_terminate=allow_terminate, max_sessions=max_sessions)
     if token:
         config.token = token
-    asyncio.run(_serve_hub(Hub(config)))
+    asyncio.run(_serve_hub(Hub(config), ray_integration))
 
 
-async def _serve_hub(hub: Any) -> None:
+async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
     try:
         await hub.start()
     except OSError as error:
         raise ConfigurationError(f"cannot listen: {error.strerror or error}") from None
     client = "{}:{}".format(*hub.client_address)
     worker = "{}:{}".format(*hub.worker_address)
+    published = None
+    if ray_integration is not None:
+        published = ray_integration.publish_cli_hub(client, worker, hub.config.token)
     click.echo(views.hub_banner(client, worker, hub.config.token), nl=False)
     sys.stdout.flush()
     stop = asyncio.Event()
@@ -74,20 +125,50 @@ async def _serve_hub(hub: Any) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     serving = asyncio.ensure_future(hub.serve_forever())
-    await stop.wait()
-    serving.cancel()
-    await hub.close()
+    try:
+        await stop.wait()
+    finally:
+        serving.cancel()
+        if published is not None:
+            ray_integration.unpublish_hub_info(published)
+        await hub.close()
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(command: tuple[str, ...]) -> None:
+    """Run a Ray driver with raydebug on: `raydebug run -- python job.py`.
+
+    No code change: every worker's breakpoint() and post-mortem go to the cluster's hub
+    (started on the head node at the first pause). The driver's own breakpoint() opens pdb
+    when its stdin is a terminal, else (or with RAYDEBUG_DRIVER=remote) a session.
+    """
+    import os
+    import shutil
+
+    env = dict(os.environ)
+    env["RAY_RUNTIME_ENV_HOOK"] = "raydebug.integrations.ray.runtime_env_hook"
+    env["RAYDEBUG_RAY_DRIVER"] = "1"
+    program = shutil.which(command[0])
+    if program is None:
+        raise ConfigurationError(f"command not found: {command[0]}")
+    os.execve(program, list(command), env)
 
 
 @cli.command("list")
 @HUB_OPTION
+@RAY_ADDRESS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 @click.option("--wait", "wait_for", default=0, metavar="N",
               help="First wait until at least N sessions exist (see --timeout).")
 @click.option("--timeout", default=60.0, show_default=True, help="Seconds --wait waits at most.")
-def list_command(hub: str, as_json: bool, wait_for: int, timeout: float) -> None:
+def list_command(hub: str | None, ray_address: str | None, as_json: bool, wait_for: int,
+                 timeout: float) -> None:
     """List paused sessions, oldest first."""
-    sessions = list_sessions(hub, wait_for, timeout)
+    started = time.monotonic()
+    address = resolve_client_address(hub, ray_address, timeout if wait_for else 0.0)
+    remaining = max(0.0, timeout - (time.monotonic() - started))
+    sessions = list_sessions(address, wait_for, remaining)
     if as_json:
         click.echo(json.dumps(sessions, indent=2))
     else:
@@ -96,13 +177,15 @@ def list_command(hub: str, as_json: bool, wait_for: int, timeout: float) -> None
 
 @cli.command()
 @HUB_OPTION
+@RAY_ADDRESS_OPTION
 @click.option("--session", default=None, help="Attach to this session instead of the oldest.")
 @click.option("--write", "write", is_flag=True, help="Add it to .vscode/launch.json.")
 @click.option("--workspace", default=".", type=click.Path(file_okay=False, path_type=Path),
               show_default=True, help="Folder whose .vscode/launch.json --write edits.")
-def vscode(hub: str, session: str | None, write: bool, workspace: Path) -> None:
+def vscode(hub: str | None, ray_address: str | None, session: str | None, write: bool,
+           workspace: Path) -> None:
     """Print (or --write) VS Code's stock debugpy attach config for the hub."""
-    host, port = parse_address(hub, "--hub")
+    host, port = parse_address(resolve_client_address(hub, ray_address), "--hub")
     config = views.vscode_config(host, port, session)
     if not write:
         click.echo(json.dumps(config, indent=4))

@@ -61,6 +61,10 @@ REASON_BREAKPOINT = "breakpoint"
 REASON_EXCEPTION = "exception"
 
 
+RAY_TEXT_FIELDS = ("job_id", "task_id", "task_name", "actor_id", "actor_class", "node_id",
+                   "node_ip", "worker_id", "remote_root")
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     """Everything a user sees about a session, as the agent reported it.
@@ -82,6 +86,19 @@ class SessionRecord:
     since: float = field(default_factory=time.time)
     argv: list[str] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
+    # Ray's identities of the paused task (None outside Ray, or where not applicable).
+    job_id: str | None = None
+    task_id: str | None = None
+    task_name: str | None = None
+    actor_id: str | None = None
+    actor_class: str | None = None
+    node_id: str | None = None
+    node_ip: str | None = None
+    worker_id: str | None = None
+    attempt: int | None = None
+    # Where the code lives on the worker's node when Ray shipped it (runtime_env
+    # working_dir): a client maps this to the user's local checkout.
+    remote_root: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,6 +123,9 @@ class SessionRecord:
             "since": isinstance(record.since, (int, float)),
             "argv": isinstance(record.argv, list),
             "labels": isinstance(record.labels, dict),
+            "attempt": record.attempt is None or isinstance(record.attempt, int),
+            **{name: getattr(record, name) is None or isinstance(getattr(record, name), str)
+               for name in RAY_TEXT_FIELDS},
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

@@ -7,9 +7,10 @@ raydebug, never a traceback, and continues.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 from ..errors import RaydebugError
@@ -30,8 +31,17 @@ def get_agent() -> Any:
         if _agent is None:
             from .agent import Agent
 
-            _agent = Agent(AgentConfig.from_env())
+            _agent = Agent(AgentConfig.from_env(in_ray=_in_ray()))
         return _agent
+
+
+def _in_ray() -> bool:
+    """A Ray worker or driver (without importing ray into processes that do not use it)."""
+    if "ray" not in sys.modules:
+        return False
+    from ..integrations import ray as ray_integration
+
+    return ray_integration.in_ray_worker()
 
 
 def set_trace(*args: Any, **kwargs: Any) -> None:
@@ -40,8 +50,25 @@ def set_trace(*args: Any, **kwargs: Any) -> None:
     Returns at once when raydebug cannot work (the reason is printed); otherwise the calling
     thread stops at the next line, as with ``pdb.set_trace()``.
     """
-    frame = sys._getframe(1)  # the caller's frame: breakpoint() calls us directly
+    pause_at_frame(sys._getframe(1))  # the caller's frame: breakpoint() calls us directly
+
+
+def pause_at_frame(frame: FrameType) -> None:
+    """:func:`set_trace` for a given frame (for hooks that stand between the user and us)."""
     _guarded(lambda: get_agent().pause_at(frame))
+
+
+def driver_breakpoint(*args: Any, **kwargs: Any) -> None:
+    """``breakpoint()`` in a Ray driver: a local pdb when stdin is a terminal (as Ray users
+    expect), otherwise, or with ``RAYDEBUG_DRIVER=remote``, a raydebug session."""
+    frame = sys._getframe(1)
+    local = os.environ.get("RAYDEBUG_DRIVER", "").lower() != "remote"
+    if local and sys.stdin is not None and sys.stdin.isatty():
+        import pdb
+
+        pdb.Pdb().set_trace(frame)
+    else:
+        pause_at_frame(frame)
 
 
 def post_mortem(error: BaseException | TracebackType | None = None) -> None:

@@ -1,7 +1,8 @@
 """The agent's settings, read from environment variables when a breakpoint is hit.
 
-``RAYDEBUG_HUB``          host:port of the hub's worker listener
-``RAYDEBUG_TOKEN``        the hub's worker token
+``RAYDEBUG_HUB``          host:port of the hub's worker listener (inside Ray: optional, the
+                          hub is found through the cluster, or started on the head node)
+``RAYDEBUG_TOKEN``        the hub's worker token (inside Ray: found with the hub)
 ``RAYDEBUG_WAIT_TIMEOUT`` seconds a paused thread waits for a hub and a client before it
                           gives up and continues (default: forever; 600 when ``CI`` is set,
                           so a forgotten ``breakpoint()`` cannot hang a pipeline)
@@ -23,20 +24,32 @@ TRUTHY = {"1", "true", "yes", "on"}
 
 @dataclass(frozen=True)
 class AgentConfig:
-    hub_host: str
+    hub_host: str | None  # None: find the hub through Ray
     hub_port: int
     token: str
     wait_timeout: float | None
     post_mortem: bool = False
 
     @property
+    def discover(self) -> bool:
+        return self.hub_host is None
+
+    @property
     def hub_address(self) -> str:
-        return f"{self.hub_host}:{self.hub_port}"
+        return "the cluster's hub" if self.discover else f"{self.hub_host}:{self.hub_port}"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> AgentConfig:
-        """Read the settings; raises :class:`ConfigurationError` naming the variable."""
+    def from_env(cls, environ: Mapping[str, str] = os.environ,
+                 in_ray: bool = False) -> AgentConfig:
+        """Read the settings; raises :class:`ConfigurationError` naming the variable.
+
+        ``in_ray``: this process is a Ray worker or driver, so the hub can be discovered.
+        """
         hub = environ.get("RAYDEBUG_HUB", "").strip()
+        if not hub and in_ray:
+            return cls(hub_host=None, hub_port=0, token="",
+                       wait_timeout=_wait_timeout(environ),
+                       post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY)
         if not hub:
             raise ConfigurationError(
                 "RAYDEBUG_HUB is not set: start `raydebug hub` and set RAYDEBUG_HUB=host:port "

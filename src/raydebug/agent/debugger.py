@@ -49,6 +49,8 @@ class Debugger:
 
     def _start(self) -> None:
         hook = sys.breakpointhook
+        # pydevd warns about frozen modules on every start; the warning is noise in logs.
+        os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
         import debugpy
 
         # Without this every forked child (a DataLoader worker) would wait for a debugger.

@@ -37,7 +37,7 @@ from ..protocol.worker import (
     compute_mac,
     encode_control,
 )
-from .config import AgentConfig
+from .config import AgentConfig, parse_address
 from .debugger import mark_invisible
 from .metadata import process_info
 from .report import say
@@ -69,6 +69,11 @@ class HubLink:
     def __init__(self, config: AgentConfig, handler: LinkHandler) -> None:
         self._config = config
         self._handler = handler
+        # Where the hub is; resolved again on every reconnect when discovered through Ray
+        # (a restarted hub may have moved).
+        self._hub: tuple[str, int, str] | None = (
+            None if config.discover else (str(config.hub_host), config.hub_port, config.token))
+        self._stale_hub: object = None
         self._outbox: collections.deque[ControlMessage] = collections.deque()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -128,8 +133,9 @@ class HubLink:
             self._serve(timeout=None, until=None)
 
     def _connect_control(self) -> bool:
-        address = self._config.hub_address
         try:
+            if self._config.discover:
+                self._hub = None  # look it up again: it may have moved since
             sock, leftover = self.handshake(ROLE_CONTROL, process=process_info())
         except RaydebugError as error:
             if str(error) != self.last_error:
@@ -137,7 +143,7 @@ class HubLink:
             self.last_error = str(error)
             return False
         if self.last_error is not None:
-            say(f"connected to the hub at {address}")
+            say(f"connected to the hub at {self.hub_address}")
         self.last_error = None
         self._control = sock
         self._control_stream = ControlStream()
@@ -152,6 +158,7 @@ class HubLink:
             self._drop_control()
             return False
         self._connected.set()
+        self._stale_hub = None
         self._handle_control_input()
         return True
 
@@ -162,10 +169,10 @@ class HubLink:
         On a data connection nothing past Welcome is read: those bytes are pydevd's.
         Raises :class:`HubUnreachableError` or :class:`AuthenticationError`.
         """
-        address = self._config.hub_address
+        host, port, token = self._resolve_hub()
+        address = f"{host}:{port}"
         try:
-            sock = _nodelay(socket.create_connection(
-                (self._config.hub_host, self._config.hub_port), timeout=CONNECT_TIMEOUT))
+            sock = _nodelay(socket.create_connection((host, port), timeout=CONNECT_TIMEOUT))
         except OSError as error:
             reason = error.strerror or type(error).__name__
             raise HubUnreachableError(f"cannot reach the hub at {address} ({reason})") from None
@@ -175,7 +182,7 @@ class HubLink:
             challenge = _read_message(sock, stream)
             if not isinstance(challenge, Challenge):
                 raise HubUnreachableError(f"{address} is not a raydebug hub worker port")
-            mac = compute_mac(self._config.token, challenge.nonce, role)
+            mac = compute_mac(token, challenge.nonce, role)
             sock.sendall(encode_control(Hello(role=role, mac=mac, process=process or {},
                                               channel=channel)))
             reply = _read_message(sock, stream, exact=role == ROLE_DATA)
@@ -192,6 +199,21 @@ class HubLink:
         except RaydebugError:
             sock.close()
             raise
+
+    @property
+    def hub_address(self) -> str:
+        return f"{self._hub[0]}:{self._hub[1]}" if self._hub else self._config.hub_address
+
+    def _resolve_hub(self) -> tuple[str, int, str]:
+        """The hub's worker address and token; raises :class:`HubUnreachableError`."""
+        if self._hub is None:
+            from ..integrations import ray as ray_integration
+
+            info = ray_integration.find_or_start_hub(stale=self._stale_hub)
+            host, port = parse_address(info.worker, "the hub's worker address")
+            self._hub = (host, port, info.token)
+            self._stale_hub = info  # replaced on success below, kept if it fails
+        return self._hub
 
     def _serve(self, timeout: float | None, until: float | None) -> None:
         """Serve sockets until the control connection drops (or ``until`` passes)."""
@@ -257,7 +279,7 @@ class HubLink:
         self._selector.unregister(self._control)
         self._control.close()
         self._control = None
-        say(f"lost the connection to the hub at {self._config.hub_address}; reconnecting")
+        say(f"lost the connection to the hub at {self.hub_address}; reconnecting")
         self.last_error = "lost"
 
     def _open_channel(self, channel: int) -> None:

@@ -11,6 +11,7 @@ import threading
 import time
 import traceback
 from types import FrameType
+from typing import Any
 
 from ..session import REASON_BREAKPOINT, REASON_EXCEPTION, SessionRecord
 from .config import parse_labels
@@ -48,6 +49,7 @@ def record_for_frame(
     code = frame.f_code
     line = frame.f_lineno or code.co_firstlineno
     return SessionRecord(
+        **ray_fields(),
         id=new_session_id(),
         pid=os.getpid(),
         host=socket.gethostname(),
@@ -62,6 +64,17 @@ def record_for_frame(
         argv=list(sys.argv),
         labels=process_labels(),
     )
+
+
+def ray_fields() -> dict[str, Any]:
+    """Ray's identities of the current task, when this process is part of a Ray cluster."""
+    if "ray" not in sys.modules:
+        return {}
+    from ..integrations import ray as ray_integration
+
+    if not ray_integration.in_ray_worker():
+        return {}
+    return ray_integration.session_fields()
 
 
 def describe_exception(exception: BaseException) -> str:

@@ -1,0 +1,1 @@
+"""Integrations with cluster engines. Each module may import its engine; nothing else may."""

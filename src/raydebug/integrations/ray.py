@@ -1,0 +1,353 @@
+"""raydebug inside Ray: the only module that imports ray.
+
+Theory of operation.
+
+- **Enabling** adds two things to a job's ``runtime_env`` and keeps everything the user put
+  there: a ``worker_process_setup_hook`` that runs in every worker after Ray's own set-up
+  (which points ``PYTHONBREAKPOINT`` at Ray's debugger), and env vars. Three ways, all the
+  same underneath: :func:`runtime_env` for code, :func:`runtime_env_hook` for
+  ``RAY_RUNTIME_ENV_HOOK`` (used by ``raydebug run``), and ``ray job submit -- raydebug run``.
+- **In a worker**, :func:`setup_worker` makes ``breakpoint()`` call raydebug, and replaces
+  Ray's post-mortem entry points (``ray.util.pdb._is_ray_debugger_post_mortem_enabled`` /
+  ``_post_mortem``, which Ray's task executor calls on a task or actor exception) so that a
+  failing task freezes as a raydebug session when ``RAYDEBUG_POST_MORTEM=1`` or
+  ``RAY_DEBUG_POST_MORTEM=1``.
+- **Discovery**: a hub publishes its addresses and token in the GCS internal KV (namespace
+  ``raydebug``). A worker that pauses reads them; if no hub is published it asks Ray for the
+  named detached actor ``raydebug_hub`` on the head node with ``get_if_exists``, which GCS
+  creates exactly once however many workers ask at the same moment. A hub started by hand
+  (``raydebug hub --ray-address``) publishes over it and so takes precedence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from types import FrameType
+from typing import Any
+
+import ray
+
+from ..errors import HubUnreachableError
+
+KV_NAMESPACE = b"raydebug"
+KV_HUB_KEY = b"hub"
+HUB_ACTOR_NAME = "raydebug_hub"
+HUB_ACTOR_NAMESPACE = "raydebug"
+HEAD_NODE_RESOURCE = "node:__internal_head__"
+SETUP_HOOK = "raydebug.integrations.ray.setup_worker"
+DEFAULT_CLIENT_PORT = 5678
+HUB_START_TIMEOUT = 60.0
+TRUTHY = ("1", "true", "yes", "on")
+
+
+# -- enabling ---------------------------------------------------------------------------------
+
+def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return ``base`` (a runtime_env, possibly None) with raydebug enabled in every worker.
+
+    The user's env_vars, working_dir, pip, and setup hook are kept; a setup hook of theirs
+    runs first, then raydebug's. Called in a driver, it also routes the driver's own
+    ``breakpoint()`` (see :func:`install_driver_hook`).
+    """
+    env = dict(base or {})
+    env_vars = {str(k): str(v) for k, v in (env.get("env_vars") or {}).items()}
+    for name in ("RAYDEBUG_POST_MORTEM", "RAYDEBUG_WAIT_TIMEOUT", "RAYDEBUG_HUB",
+                 "RAYDEBUG_TOKEN", "RAYDEBUG_LABELS"):
+        if name in os.environ:
+            env_vars.setdefault(name, os.environ[name])
+    env["env_vars"] = env_vars
+    user_hook = env.get("worker_process_setup_hook")
+    if user_hook is None or user_hook == SETUP_HOOK:
+        env["worker_process_setup_hook"] = SETUP_HOOK
+    elif not isinstance(user_hook, ChainedSetupHook):
+        env["worker_process_setup_hook"] = ChainedSetupHook(user_hook)
+    install_driver_hook()
+    return env
+
+
+def runtime_env_hook(base: dict[str, Any] | None) -> dict[str, Any]:
+    """``RAY_RUNTIME_ENV_HOOK`` target: Ray passes the driver's runtime_env through it."""
+    return runtime_env(base)
+
+
+class ChainedSetupHook:
+    """The user's worker setup hook (a callable or a ``module.function`` name), then ours."""
+
+    def __init__(self, user_hook: Any) -> None:
+        self.user_hook = user_hook
+
+    def __call__(self) -> None:
+        hook = self.user_hook
+        if isinstance(hook, str):
+            module_name, _, function = hook.rpartition(".")
+            hook = getattr(__import__(module_name, fromlist=[function]), function)
+        hook()
+        setup_worker()
+
+
+# -- inside workers ---------------------------------------------------------------------------
+
+def setup_worker() -> None:
+    """Worker setup hook: breakpoint() and post-mortem go to raydebug."""
+    from .. import set_trace
+
+    sys.breakpointhook = set_trace
+    os.environ["PYTHONBREAKPOINT"] = "raydebug.set_trace"  # for processes this one starts
+    ray_pdb = ray.util.pdb
+    ray_pdb._is_ray_debugger_post_mortem_enabled = post_mortem_enabled
+    ray_pdb._post_mortem = post_mortem
+
+
+def post_mortem_enabled() -> bool:
+    return any(os.environ.get(name, "").lower() in TRUTHY
+               for name in ("RAYDEBUG_POST_MORTEM", "RAY_DEBUG_POST_MORTEM"))
+
+
+def post_mortem() -> None:
+    """Called by Ray inside its handler of a task's exception: freeze in the raising frame.
+    The task's error still reaches the caller once the session ends."""
+    from .. import post_mortem as freeze
+
+    freeze()
+
+
+# -- the driver -------------------------------------------------------------------------------
+
+def install_driver_hook() -> None:
+    """Route the driver's ``breakpoint()`` (see :func:`raydebug.agent.driver_breakpoint`).
+    Ray only sets ``PYTHONBREAKPOINT``, which a replaced ``sys.breakpointhook`` ignores."""
+    from ..agent import driver_breakpoint
+
+    sys.breakpointhook = driver_breakpoint
+
+
+# -- discovery --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HubInfo:
+    """What the KV says about the cluster's hub."""
+
+    worker: str  # host:port workers dial
+    client: str  # host:port (on the hub's node) for DAP and HTTP clients
+    token: str
+    owner: str  # "actor" or "cli"
+    node_ip: str
+    pid: int
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> HubInfo:
+        return cls(**json.loads(data))
+
+
+def read_hub_info() -> HubInfo | None:
+    from ray.experimental import internal_kv
+
+    data = internal_kv._internal_kv_get(KV_HUB_KEY, namespace=KV_NAMESPACE)
+    if not data:
+        return None
+    try:
+        return HubInfo.from_json(data)
+    except (ValueError, TypeError):
+        return None
+
+
+def wait_hub_info(timeout: float) -> HubInfo | None:
+    """:func:`read_hub_info`, waiting up to ``timeout`` s for a hub to be published.
+
+    The KV offers no notification, so this polls it (every 0.2 s), bounded by ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        info = read_hub_info()
+        if info is not None or time.monotonic() >= deadline:
+            return info
+        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+
+
+def publish_hub_info(info: HubInfo) -> None:
+    from ray.experimental import internal_kv
+
+    internal_kv._internal_kv_put(KV_HUB_KEY, info.to_json(), overwrite=True,
+                                 namespace=KV_NAMESPACE)
+
+
+def unpublish_hub_info(info: HubInfo) -> None:
+    """Remove the KV entry if it still describes ``info`` (a later hub may have replaced it)."""
+    from ray.experimental import internal_kv
+
+    if read_hub_info() == info:
+        internal_kv._internal_kv_del(KV_HUB_KEY, namespace=KV_NAMESPACE)
+
+
+def find_or_start_hub(stale: object = None) -> HubInfo:
+    """The cluster's hub: the published one, or the detached actor, started once.
+
+    ``stale`` is a HubInfo we could not connect to: if the KV still names it, it is
+    forgotten and the actor asked for (a dead detached actor's name is free again, so a
+    new one starts). Raises :class:`HubUnreachableError` when Ray cannot start it.
+    """
+    info = read_hub_info()
+    if info is not None and info == stale and info.owner == "actor" and not _hub_actor_alive():
+        unpublish_hub_info(info)
+        info = None
+    if info is not None:
+        return info
+    try:
+        actor = hub_actor_class().options(
+            name=HUB_ACTOR_NAME, namespace=HUB_ACTOR_NAMESPACE, lifetime="detached",
+            get_if_exists=True, num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001},
+        ).remote()
+        data = ray.get(actor.start.remote(), timeout=HUB_START_TIMEOUT)
+    except Exception as error:  # Ray's errors are many; the user needs one line
+        raise HubUnreachableError(f"could not start the raydebug hub actor: {error}") from None
+    return HubInfo(**data)
+
+
+def _hub_actor_alive() -> bool:
+    try:
+        ray.get_actor(HUB_ACTOR_NAME, namespace=HUB_ACTOR_NAMESPACE)
+    except ValueError:
+        return False
+    return True
+
+
+def connect_kv(address: str | None) -> None:
+    """Reach the cluster's KV from a process that is not a Ray driver (the CLI).
+
+    ``address``: a GCS address, ``auto`` or None (``RAY_ADDRESS``, then a cluster started on
+    this machine). Raises :class:`HubUnreachableError` when no cluster is found.
+    """
+    from ray.experimental import internal_kv
+
+    if ray.is_initialized() or internal_kv._internal_kv_initialized():
+        return
+    from ray._private.services import canonicalize_bootstrap_address
+
+    try:
+        gcs_address = canonicalize_bootstrap_address(address or "auto")
+    except Exception as error:
+        raise HubUnreachableError(f"no Ray cluster at {address or 'auto'}: {error}") from None
+    if not gcs_address:
+        raise HubUnreachableError(
+            f"no Ray cluster found ({address or 'RAY_ADDRESS, then a local cluster'})")
+    internal_kv._initialize_internal_kv(
+        ray._raylet.GcsClient(address=gcs_address))  # type: ignore[attr-defined]
+
+
+def publish_cli_hub(client: str, worker: str, token: str) -> HubInfo:
+    """Publish a hub started by ``raydebug hub --ray-address``: it replaces any other."""
+    info = HubInfo(worker=worker, client=client, token=token, owner="cli",
+                   node_ip=worker.rsplit(":", 1)[0], pid=os.getpid())
+    publish_hub_info(info)
+    return info
+
+
+def local_node_ip() -> str:
+    """This machine's address as Ray sees it (loopback when Ray is told to use it)."""
+    from ray._private.services import get_node_ip_address
+
+    return str(get_node_ip_address())  # type: ignore[no-untyped-call]
+
+
+def node_ip() -> str:
+    return str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
+
+
+_actor_class: Any = None
+
+
+def hub_actor_class() -> Any:
+    global _actor_class
+    if _actor_class is None:
+        _actor_class = ray.remote(_HubActor)
+    return _actor_class
+
+
+class _HubActor:
+    """The hub, as a detached async actor on the head node (no CPU reserved)."""
+
+    def __init__(self) -> None:
+        self._info: HubInfo | None = None
+        self._lock = asyncio.Lock()
+        self._hub: Any = None
+        self._serving: Any = None
+
+    async def start(self) -> dict[str, Any]:
+        """Start serving once; return the HubInfo as a dict (every caller gets the same)."""
+        async with self._lock:
+            if self._info is None:
+                self._info = await self._start()
+                publish_hub_info(self._info)
+        return asdict(self._info)
+
+    async def _start(self) -> HubInfo:
+        from ..hub import Hub, HubConfig
+
+        ip = node_ip()
+        for port in (DEFAULT_CLIENT_PORT, 0):  # 5678, or any port when it is taken
+            hub = Hub(HubConfig(port=port, worker_host=ip, worker_port=0))
+            try:
+                await hub.start()
+                break
+            except OSError:
+                await hub.close()
+        self._hub = hub
+        self._serving = asyncio.ensure_future(hub.serve_forever())
+        return HubInfo(worker="{}:{}".format(*hub.worker_address),
+                       client="{}:{}".format(*hub.client_address),
+                       token=hub.config.token, owner="actor", node_ip=ip, pid=os.getpid())
+
+
+# -- session metadata -------------------------------------------------------------------------
+
+def in_ray_worker() -> bool:
+    return bool(ray.is_initialized())
+
+
+def session_fields(frame: FrameType | None = None) -> dict[str, Any]:
+    """Ray's identities of the current task, for the session record (None where n/a)."""
+    context = ray.get_runtime_context()
+    worker = ray._private.worker.global_worker
+    task_id = _safe(context.get_task_id)
+    fields: dict[str, Any] = {
+        "job_id": _safe(context.get_job_id),
+        "task_id": task_id,
+        "task_name": _safe(context.get_task_name),
+        "actor_id": _safe(context.get_actor_id),
+        "actor_class": None,
+        "node_id": _safe(context.get_node_id),
+        "node_ip": _safe(node_ip),
+        "worker_id": _safe(context.get_worker_id),
+        "attempt": _safe(worker.core_worker.get_current_task_attempt_number)  # type: ignore[attr-defined]
+        if task_id is not None else None,
+        "remote_root": working_dir_root(),
+    }
+    if fields["actor_id"] and fields["task_name"] and "." in fields["task_name"]:
+        fields["actor_class"] = fields["task_name"].split(".", 1)[0]
+    return fields
+
+
+def working_dir_root() -> str | None:
+    """Where Ray unpacked the job's ``working_dir`` on this node, if the worker runs in it:
+    the remote side of a path mapping to the user's local checkout."""
+    cwd = os.getcwd()
+    marker = os.sep + "working_dir_files" + os.sep
+    if marker in cwd + os.sep:
+        return cwd
+    return None
+
+
+def _safe(getter: Any) -> Any:
+    try:
+        value = getter()
+    except Exception:
+        return None
+    return None if value in ("", "nil") else value

@@ -1,0 +1,207 @@
+"""raydebug on a real 3-node Ray cluster (ray.cluster_utils.Cluster, all on loopback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import finish, listening_ports, run, stop, write_script
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+from raydebug.client.dap import DapClient  # noqa: E402
+
+# Ray replaces 127.0.0.1 by the machine's network address unless told not to; tests stay
+# on loopback.
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+JOB = """
+import asyncio, sys, threading
+import ray
+
+ray.init(address=sys.argv[1])  # knows nothing of raydebug: `raydebug run` enables it
+
+@ray.remote(num_cpus=0, resources={"on_head": 1})
+def on_head(x):
+    local = x + 1
+    breakpoint()  # pause here
+    return local
+
+@ray.remote(num_cpus=0, resources={"on_node1": 1})
+def on_node1(x):
+    local = x + 1
+    breakpoint()  # pause here
+    return local
+
+@ray.remote(num_cpus=0, resources={"on_node2": 1})
+def on_node2(x):
+    local = x + 1
+    breakpoint()  # pause here
+    return local
+
+@ray.remote(num_cpus=0, max_concurrency=2)
+class Threaded:
+    def work(self, x):
+        local = x * 2
+        breakpoint()  # pause here
+        return local
+
+@ray.remote(num_cpus=0)
+class Asynchronous:
+    async def work(self, x):
+        local = x * 3
+        await asyncio.sleep(0)
+        breakpoint()  # pause here
+        return local
+
+@ray.remote(num_cpus=0, max_retries=0)
+def fails(x):
+    local = x
+    raise ValueError(f"task failed on purpose with {local}")
+
+threaded, asynchronous = Threaded.remote(), Asynchronous.remote()
+refs = [on_head.remote(1), on_node1.remote(2), on_node2.remote(3),
+        threaded.work.remote(4), asynchronous.work.remote(5)]
+failing = fails.remote(6)
+print("results", ray.get(refs), flush=True)
+try:
+    ray.get(failing)
+except ray.exceptions.RayTaskError as error:
+    print("driver got:", type(error.cause).__name__, error.cause, flush=True)
+driver_local = "in the driver"
+breakpoint()  # the driver pauses too (no terminal: a session)
+print("job done", flush=True)
+"""
+
+EXPECTED_TASKS = {"on_head", "on_node1", "on_node2", "Threaded.work", "Asynchronous.work",
+                  "fails"}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """Head + 2 worker nodes, each with a resource to pin tasks to it."""
+    saved = {name: os.environ.get(name) for name in LOOPBACK}
+    os.environ.update(LOOPBACK)
+    from ray.cluster_utils import Cluster
+
+    ray_cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "resources": {"on_head": 1}, "node_ip_address": "127.0.0.1",
+        "include_dashboard": False})
+    for name in ("on_node1", "on_node2"):
+        ray_cluster.add_node(num_cpus=1, resources={name: 1}, node_ip_address="127.0.0.1")
+    ray_cluster.wait_for_nodes()
+    try:
+        yield ray_cluster
+    finally:
+        ray_cluster.shutdown()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "raydebug", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **LOOPBACK})
+
+
+def hub_processes() -> list[int]:
+    """Pids of processes running the hub actor (Ray titles them ray::_HubActor)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"_HubActor" in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_breakpoints_and_post_mortem_across_the_cluster(cluster: Any, tmp_path: Path):
+    job = write_script(tmp_path, "job.py", JOB)
+    env = {**os.environ, **LOOPBACK, "RAYDEBUG_POST_MORTEM": "1",
+           "RAYDEBUG_WAIT_TIMEOUT": "300", "PYTHONUNBUFFERED": "1"}
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
+         cluster.address], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        listed = raydebug_cli("list", "--ray-address", cluster.address, "--json",
+                              "--wait", "6", "--timeout", "240")
+        assert listed.returncode == 0, listed.stderr
+        sessions = json.loads(listed.stdout)
+        assert {s["task_name"] for s in sessions} == EXPECTED_TASKS, sessions
+        assert len(hub_processes()) == 1  # six workers paused at once: one hub
+        by_task = {s["task_name"]: s for s in sessions}
+        node_of = {"on_head": cluster.head_node.node_id,
+                   **{name: node.node_id for name, node in zip(
+                       ("on_node1", "on_node2"),
+                       sorted(cluster.worker_nodes, key=lambda n: n.node_id), strict=True)}}
+        assert by_task["on_head"]["node_id"] == node_of["on_head"]
+        assert {by_task["on_node1"]["node_id"], by_task["on_node2"]["node_id"]} == {
+            n.node_id for n in cluster.worker_nodes}
+        assert len({s["job_id"] for s in sessions}) == 1
+        assert by_task["Threaded.work"]["actor_class"] == "Threaded"
+        assert by_task["Asynchronous.work"]["actor_class"] == "Asynchronous"
+        assert by_task["Threaded.work"]["actor_id"]
+        assert by_task["on_head"]["actor_id"] is None and by_task["on_head"]["attempt"] == 0
+        assert by_task["fails"]["reason"] == "exception"
+        assert by_task["fails"]["exception"] == "ValueError: task failed on purpose with 6"
+        for session in sessions:
+            # A Ray worker listens for Ray's own RPCs on one port; a worker paused by Ray's
+            # built-in debugger listens on a second one, debugpy's. Ours adds none.
+            ports = listening_ports(session["pid"])
+            assert len(ports) <= 1, (session["task_name"], ports)
+
+        hub = raydebug_cli("vscode", "--ray-address", cluster.address)
+        port = json.loads(hub.stdout)["connect"]["port"]
+
+        async def debug_each() -> None:
+            for session in sessions:
+                client = await DapClient.connect("127.0.0.1", port)
+                await client.initialize()
+                stopped = await client.attach(session["id"], timeout=60)
+                thread_id = stopped.body["threadId"]
+                frames = (await client.request("stackTrace", {"threadId": thread_id}))
+                top = frames["stackFrames"][0]
+                assert Path(top["source"]["path"]).name == "job.py"
+                value = await client.request("evaluate", {
+                    "expression": "local", "frameId": top["id"], "context": "repl"})
+                assert value["result"].isdigit()
+                if session["reason"] == "exception":
+                    assert stopped.body["reason"] == "exception"
+                await client.request("continue", {"threadId": thread_id})
+                await client.request("disconnect", {})
+                await client.close()
+
+        run(debug_each(), timeout=300)
+
+        driver_session = raydebug_cli("list", "--ray-address", cluster.address, "--json",
+                                      "--wait", "1", "--timeout", "120")
+        [paused_driver] = json.loads(driver_session.stdout)
+        assert paused_driver["pid"] == driver.pid and paused_driver["task_id"] is None
+
+        async def release_driver() -> None:
+            client = await DapClient.connect("127.0.0.1", port)
+            await client.initialize()
+            await client.attach(paused_driver["id"], timeout=60)
+            await client.request("disconnect", {})
+            await client.close()
+
+        run(release_driver())
+        code, out, err = finish(driver, timeout=180)
+        assert code == 0, err[-3000:]
+        assert "results [2, 3, 4, 8, 15]" in out
+        assert "driver got: ValueError task failed on purpose with 6" in out
+        assert "job done" in out
+    finally:
+        stop(driver)
