@@ -205,3 +205,53 @@ def test_breakpoints_and_post_mortem_across_the_cluster(cluster: Any, tmp_path: 
         assert "job done" in out
     finally:
         stop(driver)
+
+
+SIMPLE_JOB = """
+import sys, ray
+ray.init(address=sys.argv[1])
+
+@ray.remote(num_cpus=0)
+def pause(x):
+    breakpoint()
+    return x
+
+print("result", ray.get(pause.remote(1)), flush=True)
+"""
+
+
+def test_an_explicit_hub_takes_precedence_and_a_killed_job_ends_its_session(
+        cluster: Any, tmp_path: Path):
+    from helpers import HubProcess, read_line
+
+    hub_proc = subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "hub", "--ray-address", cluster.address,
+         "--port", "0", "--worker-port", "0", "--token", "explicit-token"],
+        env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    driver = None
+    try:
+        words = read_line(hub_proc, timeout=60).split()
+        host, port = words[4].rsplit(":", 1)
+        whost, wport = words[6].rsplit(":", 1)
+        hub = HubProcess(hub_proc, (host, int(port)), (whost, int(wport)), "explicit-token")
+        assert json.loads(raydebug_cli("vscode", "--ray-address", cluster.address).stdout)[
+            "connect"]["port"] == int(port)  # the CLI finds the explicit hub
+
+        job = write_script(tmp_path, "job.py", SIMPLE_JOB)
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
+             cluster.address], env={**os.environ, **LOOPBACK, "RAYDEBUG_WAIT_TIMEOUT": "300"},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [session] = hub.wait_sessions(1, timeout=120)  # registered with the explicit hub
+        assert session["task_name"] == "pause"
+        driver.kill()  # the job ends while its task is paused: Ray kills the worker
+        driver.wait(timeout=30)
+        assert hub.wait_sessions(0, timeout=60) == []
+    finally:
+        if driver is not None:
+            stop(driver)
+        hub_proc.terminate()  # a clean exit takes its entry out of the KV
+        hub_proc.wait(timeout=30)
+    gone = raydebug_cli("vscode", "--ray-address", cluster.address)
+    assert gone.returncode == 1 and "no raydebug hub yet" in gone.stderr

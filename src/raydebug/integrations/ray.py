@@ -281,11 +281,15 @@ class _HubActor:
         self._serving: Any = None
 
     async def start(self) -> dict[str, Any]:
-        """Start serving once; return the HubInfo as a dict (every caller gets the same)."""
+        """Start serving once; return the HubInfo as a dict (every caller gets the same).
+
+        Publishes it again on every call: a hub started by hand may have replaced it in the
+        KV and gone since, and whoever calls found the KV empty.
+        """
         async with self._lock:
             if self._info is None:
                 self._info = await self._start()
-                publish_hub_info(self._info)
+            publish_hub_info(self._info)
         return asdict(self._info)
 
     async def _start(self) -> HubInfo:
