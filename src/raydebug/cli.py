@@ -180,13 +180,23 @@ def list_command(hub: str | None, ray_address: str | None, as_json: bool, wait_f
 @RAY_ADDRESS_OPTION
 @click.option("--session", default=None, help="Attach to this session instead of the oldest.")
 @click.option("--write", "write", is_flag=True, help="Add it to .vscode/launch.json.")
+@click.option("--local-root", default=None, type=click.Path(file_okay=False),
+              help="Your local checkout of code Ray shipped with working_dir: adds "
+                   "pathMappings from the sessions' remote roots.")
 @click.option("--workspace", default=".", type=click.Path(file_okay=False, path_type=Path),
               show_default=True, help="Folder whose .vscode/launch.json --write edits.")
 def vscode(hub: str | None, ray_address: str | None, session: str | None, write: bool,
-           workspace: Path) -> None:
+           local_root: str | None, workspace: Path) -> None:
     """Print (or --write) VS Code's stock debugpy attach config for the hub."""
-    host, port = parse_address(resolve_client_address(hub, ray_address), "--hub")
-    config = views.vscode_config(host, port, session)
+    address = resolve_client_address(hub, ray_address)
+    host, port = parse_address(address, "--hub")
+    mappings = None
+    if local_root is not None:
+        sessions = list_sessions(address)
+        if session:
+            sessions = [s for s in sessions if s.get("id") == session]
+        mappings = views.path_mappings(sessions, str(Path(local_root).resolve()))
+    config = views.vscode_config(host, port, session, path_mappings=mappings)
     if not write:
         click.echo(json.dumps(config, indent=4))
         return

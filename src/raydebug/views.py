@@ -61,7 +61,8 @@ def sessions_table(sessions: list[dict[str, Any]], now: float | None = None) -> 
 
 
 def vscode_config(host: str, port: int, session: str | None = None,
-                  name: str = LAUNCH_CONFIG_NAME) -> dict[str, Any]:
+                  name: str = LAUNCH_CONFIG_NAME,
+                  path_mappings: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """VS Code's stock debugpy attach configuration pointing at the hub."""
     config: dict[str, Any] = {
         "name": name,
@@ -72,7 +73,16 @@ def vscode_config(host: str, port: int, session: str | None = None,
     }
     if session:
         config["raydebug"] = {"session": session}
+    if path_mappings:
+        config["pathMappings"] = path_mappings
     return config
+
+
+def path_mappings(sessions: list[dict[str, Any]], local_root: str) -> list[dict[str, str]]:
+    """Map each distinct place where Ray unpacked shipped code (a session's ``remote_root``)
+    to the user's local checkout, as debugpy's ``pathMappings`` expects."""
+    roots = sorted({s["remote_root"] for s in sessions if s.get("remote_root")})
+    return [{"localRoot": local_root, "remoteRoot": root} for root in roots]
 
 
 def merge_launch_json(existing: str | None, config: dict[str, Any]) -> str:

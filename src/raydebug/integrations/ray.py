@@ -238,8 +238,15 @@ def connect_kv(address: str | None) -> None:
     if not gcs_address:
         raise HubUnreachableError(
             f"no Ray cluster found ({address or 'RAY_ADDRESS, then a local cluster'})")
-    internal_kv._initialize_internal_kv(
-        ray._raylet.GcsClient(address=gcs_address))  # type: ignore[attr-defined]
+    try:
+        client = ray._raylet.GcsClient(address=gcs_address)  # type: ignore[attr-defined]
+    except Exception as error:  # Ray raises its own AuthenticationError, RpcError, ...
+        hint = ("; this cluster uses token authentication: set RAY_AUTH_MODE=token"
+                if "auth" in str(error).lower() else "")
+        first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise HubUnreachableError(
+            f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}{hint}") from None
+    internal_kv._initialize_internal_kv(client)
 
 
 def publish_cli_hub(client: str, worker: str, token: str) -> HubInfo:
