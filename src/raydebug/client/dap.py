@@ -94,6 +94,29 @@ class DapClient:
                     await self._event_arrived.wait()
         return await asyncio.wait_for(find(), timeout)
 
+    async def wait_reverse_request(self, command: str,
+                                   timeout: float = DEFAULT_TIMEOUT) -> Request:
+        """Return (and consume) the next reverse request ``command`` from the adapter."""
+        async def find() -> Request:
+            async with self._event_arrived:
+                while True:
+                    for request in self.reverse_requests:
+                        if request.command == command:
+                            self.reverse_requests.remove(request)
+                            return request
+                    if self._closed is not None:
+                        raise RemoteProtocolError(
+                            f"connection closed while waiting for {command!r}: {self._closed}")
+                    await self._event_arrived.wait()
+        return await asyncio.wait_for(find(), timeout)
+
+    def respond(self, request: Request, body: dict[str, Any] | None = None,
+                success: bool = True, message: str | None = None) -> None:
+        """Answer a reverse request."""
+        self._writer.write(self._connection.send(Response(
+            seq=next(self._seq), request_seq=request.seq, command=request.command,
+            success=success, message=message, body=body or {})))
+
     def events(self, name: str) -> list[Event]:
         """Events received so far with that name (not consumed)."""
         return [event for event in self._events if event.event == name]
@@ -161,4 +184,6 @@ class DapClient:
                 self._events.append(message)
                 self._event_arrived.notify_all()
         elif isinstance(message, Request):
-            self.reverse_requests.append(message)
+            async with self._event_arrived:
+                self.reverse_requests.append(message)
+                self._event_arrived.notify_all()

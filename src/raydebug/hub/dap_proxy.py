@@ -31,12 +31,14 @@ from ..protocol.framing import NeedData
 from ..protocol.worker import ClientGone as ClientGoneMessage
 from ..protocol.worker import ClientReady, OpenChannel
 from .net import RECV_SIZE
+from .parent_session import ParentRegistry, ParentSession
 from .registry import HubSession, Process, Registry
 from .workers import DataChannel, PendingChannels
 
 log = logging.getLogger("raydebug.hub")
 
 CHANNEL_TIMEOUT = 10.0
+INJECTED_SEQ = 1_000_000_000  # requests the hub sends pydevd itself count from here
 
 # Only messages containing one of these are parsed by the relay; the rest pass as bytes.
 CLIENT_WORDS = (b'"terminate"', b'"disconnect"', b'"configurationDone"')
@@ -80,8 +82,14 @@ class ClientSession:
 
     def __init__(self, registry: Registry, channels: PendingChannels, allow_terminate: bool,
                  reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 first_bytes: bytes, peer: str) -> None:
+                 first_bytes: bytes, peer: str, parents: ParentRegistry) -> None:
         self._registry = registry
+        self._parents = parents
+        self._injected: set[int] = set()  # seqs of requests the hub sent pydevd itself
+        # Sessions that existed when the client sent disconnect: pydevd resumes all their
+        # threads, so they end with the client (not a moment later, when the agent says so,
+        # which let the next client pick a session that was already running on).
+        self._resumed_by_disconnect: list[str] = []
         self._channels = channels
         self._allow_terminate = allow_terminate
         self._reader = reader
@@ -114,24 +122,34 @@ class ClientSession:
 
     async def _until_attach(self) -> HubSession | None:
         while True:
-            message = await self._next_client_message()
+            message = await self.next_client_message()
             if not isinstance(message, Request):
                 continue
             if message.command == "initialize":
                 self._initialize = message
-                self._respond(message, body=self._capabilities())
+                self.respond(message, body=self._capabilities())
             elif message.command == "attach":
+                if self._wants_cluster_session(message):
+                    await ParentSession(self, self._registry, self._parents, message).run()
+                    return None
                 session = await self._attach(message)
                 if session is not None:
                     return session
             elif message.command in ("disconnect", "terminate"):
-                self._respond(message)
+                self.respond(message)
                 return None
             elif message.command == "launch":
-                self._fail(message, "raydebug attaches to paused processes: use "
+                self.fail(message, "raydebug attaches to paused processes: use "
                                     '"request": "attach" with the hub\'s host and port')
             else:
-                self._fail(message, f"{message.command!r} before attach: attach to a session first")
+                self.fail(message, f"{message.command!r} before attach: attach to a session first")
+
+    def _wants_cluster_session(self, attach: Request) -> bool:
+        """No session chosen, and a client that can open child sessions (see parent_session)."""
+        if isinstance(attach.arguments.get("raydebug"), dict):
+            return False
+        initialize = self._initialize.arguments if self._initialize else {}
+        return bool(initialize.get("supportsStartDebuggingRequest"))
 
     def _capabilities(self) -> dict[str, Any]:
         capabilities = dict(PYDEVD_CAPABILITIES)
@@ -151,19 +169,19 @@ class ClientSession:
                 break
             except SessionBusyError as error:
                 if wanted is not None:
-                    self._fail(request, str(error))
+                    self.fail(request, str(error))
                     return None
                 # Someone else took the oldest waiting session between our look and our
                 # attach: look again.
             except SessionNotFoundError as error:
-                self._fail(request, str(error))
+                self.fail(request, str(error))
                 return None
         self._process = session.process
         self._process.on_lost.append(self._on_process_lost)
         try:
             await self._open_channel(request)
         except (RaydebugError, TimeoutError, OSError) as error:
-            self._fail(request, f"cannot reach session {session.record.id}: "
+            self.fail(request, f"cannot reach session {session.record.id}: "
                                 f"{error or type(error).__name__}")
             await self._registry.detach(session.process, self)
             self._process = None
@@ -196,6 +214,15 @@ class ClientSession:
         self._to_worker(initialize)
         await asyncio.wait_for(self._drop_initialize_response(initialize), CHANNEL_TIMEOUT)
         self._to_worker(attach)
+        key = attach.arguments.get("raydebug")
+        # A child of a cluster session gets the breakpoints set on its parent (pydevd takes
+        # them only after attach). Their answers are for the hub, not for the client.
+        for number, request in enumerate(
+                self._parents.breakpoints_for(key.get("parent") if isinstance(key, dict)
+                                              else None), start=INJECTED_SEQ):
+            self._injected.add(number)
+            self._to_worker(Request(seq=number, command=request.command,
+                                    arguments=request.arguments))
 
     async def _drop_initialize_response(self, initialize: Request) -> None:
         while True:
@@ -244,6 +271,8 @@ class ClientSession:
                     continue
                 if request.command == "configurationDone":
                     self._configuration_done_seq = request.seq
+                elif request.command == "disconnect" and self._process is not None:
+                    self._resumed_by_disconnect = list(self._process.sessions)
                 message = request
             self._to_worker(message)
             await self._channel.writer.drain()
@@ -253,7 +282,7 @@ class ClientSession:
         if self._allow_terminate:
             return request
         if request.command == "terminate":
-            self._fail(request, "this hub does not terminate debuggees (start it with "
+            self.fail(request, "this hub does not terminate debuggees (start it with "
                                 "--allow-terminate); disconnect to let the process run on")
             return None
         if request.command == "disconnect" and request.arguments.get("terminateDebuggee"):
@@ -264,9 +293,9 @@ class ClientSession:
     def _answer_after_end(self, message: Message) -> None:
         if isinstance(message, Request):
             if message.command == "disconnect":
-                self._respond(message)
+                self.respond(message)
             else:
-                self._fail(message, "the debugged process has gone")
+                self.fail(message, "the debugged process has gone")
 
     async def _worker_to_client(self) -> None:
         assert self._process is not None and self._channel is not None
@@ -275,11 +304,14 @@ class ClientSession:
                 body = await self._next_body(self._worker, self._channel.reader)
             except (PeerClosed, OSError):
                 return
-            if not mentions(body, WORKER_WORDS):
+            if not self._injected and not mentions(body, WORKER_WORDS):
                 self._writer.write(self._client.send_body(body))  # the fast path
                 await self._writer.drain()
                 continue
             message = parse_message(body)
+            if isinstance(message, Response) and message.request_seq in self._injected:
+                self._injected.discard(message.request_seq)
+                continue
             if isinstance(message, Request):
                 self._to_worker(Response(seq=0, request_seq=message.seq, command=message.command,
                                          success=False, message="refused by the raydebug hub"))
@@ -296,7 +328,7 @@ class ClientSession:
 
     # -- I/O helpers ------------------------------------------------------------------------
 
-    async def _next_client_message(self) -> Message:
+    async def next_client_message(self) -> Message:
         while True:
             message = self._client.next_event()
             if not isinstance(message, NeedData):
@@ -356,15 +388,22 @@ class ClientSession:
         assert self._channel is not None
         self._channel.writer.write(self._worker.send(message))
 
+    def send_event(self, event: Event) -> None:
+        self._send_client(event)
+
+    def send_request(self, request: Request) -> None:
+        """A reverse request to the client (its response is read and ignored)."""
+        self._send_client(request)
+
     def _send_client(self, message: Message, renumber: bool = True) -> None:
         if not self._writer.is_closing():
             self._writer.write(self._client.send(message, renumber=renumber))
 
-    def _respond(self, request: Request, body: dict[str, Any] | None = None) -> None:
+    def respond(self, request: Request, body: dict[str, Any] | None = None) -> None:
         self._send_client(Response(seq=0, request_seq=request.seq, command=request.command,
                                    body=body or {}))
 
-    def _fail(self, request: Request, text: str) -> None:
+    def fail(self, request: Request, text: str) -> None:
         self._send_client(Response(
             seq=0, request_seq=request.seq, command=request.command, success=False,
             message=text, body={"error": {"id": 1, "format": text, "showUser": True}}))
@@ -382,6 +421,8 @@ class ClientSession:
             if self._on_process_lost in self._process.on_lost:
                 self._process.on_lost.remove(self._on_process_lost)
             await self._registry.detach(self._process, self)
+            for session_id in self._resumed_by_disconnect:
+                await self._registry.end_session(self._process, session_id)
         if self._channel is not None:
             self._channel.writer.close()
             self._channel.done.set()

@@ -124,6 +124,15 @@ class Registry:
                     return session
                 await self._changed.wait()
 
+    def all_sessions(self) -> list[HubSession]:
+        """Every session, oldest first."""
+        return sorted(self._sessions.values(), key=lambda s: s.record.since)
+
+    async def wait_for_change(self) -> None:
+        """Return at the next change of any session or process (cancellable)."""
+        async with self._changed:
+            await self._changed.wait()
+
     async def wait_for_count(self, minimum: int = 0, maximum: int | None = None,
                              state: SessionState | None = None) -> None:
         """Return once at least ``minimum`` and at most ``maximum`` sessions (in ``state``,

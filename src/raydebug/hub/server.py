@@ -19,6 +19,7 @@ from ..session import SessionState
 from .dap_proxy import ClientSession
 from .http_api import serve_http
 from .net import is_loopback, peer_name, set_nodelay
+from .parent_session import ParentRegistry
 from .registry import Registry
 from .workers import PendingChannels, WorkerListener
 
@@ -62,6 +63,7 @@ class Hub:
                 "remote code execution. Listen on 127.0.0.1 and use an SSH tunnel.")
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.channels = PendingChannels()
+        self.parents = ParentRegistry()
         self.workers = WorkerListener(self.config.token, self.registry, self.channels)
         self._servers: list[asyncio.Server] = []
         self.client_address: tuple[str, int] = (self.config.host, self.config.port)
@@ -116,7 +118,8 @@ class Hub:
             kind = sniff(first) if first else None
             if kind == "dap":
                 session = ClientSession(self.registry, self.channels,
-                                        self.config.allow_terminate, reader, writer, first, peer)
+                                        self.config.allow_terminate, reader, writer, first, peer,
+                                        self.parents)
                 await session.run()
             elif kind == "http":
                 await serve_http(first, reader, writer, self._routes())
