@@ -109,6 +109,13 @@ class Agent:
             if self._idle_locked():
                 self._untrace_soon()
 
+    def _untrace(self) -> None:
+        try:
+            self.debugger.untrace_if(self._idle)
+        except Exception as error:  # the process keeps running, only slower
+            say(f"could not remove the debugger's tracing ({type(error).__name__}: {error}); "
+                "this process may run slower until it exits")
+
     def _idle_locked(self) -> bool:
         return not self._sessions and not self._client_attached
 
@@ -119,8 +126,7 @@ class Agent:
     def _untrace_soon(self) -> None:
         """Give the process its full speed back, off this thread (which may be inside
         pydevd's trace function, or hold our lock)."""
-        worker = threading.Thread(target=self.debugger.untrace_if, args=(self._idle,),
-                                  name="raydebug-untrace", daemon=True)
+        worker = threading.Thread(target=self._untrace, name="raydebug-untrace", daemon=True)
         mark_invisible(worker)
         worker.start()
 

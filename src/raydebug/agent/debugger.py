@@ -251,7 +251,7 @@ def _remove_tracing(py_db: Any) -> None:
 
     undo_patch_thread_modules()  # new threads start untraced
     if PYDEVD_USE_SYS_MONITORING:  # Python >= 3.12
-        from _pydevd_bundle import pydevd_sys_monitoring
+        from _pydevd_sys_monitoring import pydevd_sys_monitoring
 
         pydevd_sys_monitoring.stop_monitoring(all_threads=True)
         return

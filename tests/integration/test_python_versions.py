@@ -1,0 +1,101 @@
+"""The agent in workers running other Pythons: 3.10, and 3.12+ where pydevd uses
+sys.monitoring instead of sys.settrace (so detaching and regaining speed work differently)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import HubProcess, finish, line_of, run, write_script
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SOURCE = Path(__file__).resolve().parents[2] / "src"
+PYTHONS = {version: Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python{version}")
+           for version in ("3.10", "3.12", "3.13")}
+
+WORKER = """
+import sys, threading, time
+from raydebug.agent import get_agent
+
+def work():
+    total = 0
+    for i in range(300_000):
+        total += i
+    return total
+
+def best():
+    times = []
+    for _ in range(5):
+        start = time.perf_counter(); work(); times.append(time.perf_counter() - start)
+    return min(times)
+
+before = best()
+value = sys.version_info.minor
+breakpoint()  # pause here
+value += 100
+print("untraced", get_agent().debugger.wait_untraced(10), flush=True)
+print(f"ratio {before / best():.2f}", flush=True)
+print(f"value {value}", flush=True)
+"""
+
+
+def interpreter(version: str) -> Path | None:
+    found = sorted(PYTHONS[version])
+    return found[-1] if found else shutil.which(f"python{version}") and Path(
+        str(shutil.which(f"python{version}")))
+
+
+@pytest.fixture(scope="module", params=sorted(PYTHONS))
+def other_python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                 ) -> tuple[str, Path]:
+    """A venv of that Python with only debugpy; raydebug comes from the source tree."""
+    base = interpreter(request.param)
+    if base is None:
+        pytest.skip(f"Python {request.param} is not installed")
+    venv = tmp_path_factory.mktemp(f"py{request.param}")
+    subprocess.run([str(base), "-m", "venv", str(venv)], check=True, timeout=120)
+    debugpy = [line for line in subprocess.run(
+        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
+        check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", *debugpy], check=True, timeout=240)
+    return request.param, venv / "bin" / "python"
+
+
+def test_the_agent_works_in_other_pythons(hub: HubProcess, other_python: tuple[str, Path],
+                                          tmp_path: Path):
+    version, python = other_python
+    script = write_script(tmp_path, "worker.py", WORKER)
+    env = hub.env(PYTHONPATH=str(SOURCE))
+    proc = subprocess.Popen([str(python), str(script)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hub.workers.append(proc)
+    [session] = hub.wait_sessions(1)
+    assert session["line"] == line_of(script, "pause here")
+
+    async def debug() -> None:
+        client = await hub.dap()
+        stopped = await client.attach(session["id"])
+        thread_id = stopped.body["threadId"]
+        frames = (await client.request("stackTrace", {"threadId": thread_id}))["stackFrames"]
+        assert frames[0]["line"] == line_of(script, "pause here") + 1
+        minor = await client.request("evaluate", {"expression": "value",
+                                                  "frameId": frames[0]["id"], "context": "repl"})
+        assert minor["result"] == version.split(".")[1]  # really that Python
+        await client.request("next", {"threadId": thread_id})
+        await client.wait_event("stopped", reason="step")
+        await client.request("disconnect", {})
+        await client.close()
+
+    run(debug())
+    code, out, err = finish(proc)
+    assert code == 0, err[-2000:]
+    assert "untraced True" in out
+    assert f"value {100 + int(version.split('.')[1])}" in out
+    ratio = float(out.split("ratio ")[1].split()[0])
+    assert ratio > 0.6, out
