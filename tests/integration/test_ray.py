@@ -255,3 +255,51 @@ def test_an_explicit_hub_takes_precedence_and_a_killed_job_ends_its_session(
         hub_proc.wait(timeout=30)
     gone = raydebug_cli("vscode", "--ray-address", cluster.address)
     assert gone.returncode == 1 and "no raydebug hub yet" in gone.stderr
+
+
+IN_CODE_JOB = """
+import os, sys, ray, raydebug
+
+ray.init(address=sys.argv[1],
+         runtime_env=raydebug.runtime_env({"env_vars": {"MINE": "kept"}}))
+
+@ray.remote(num_cpus=0)
+def pause():
+    mine = os.environ.get("MINE")
+    breakpoint()  # pause here
+    return mine
+
+print("result", ray.get(pause.remote()), flush=True)
+"""
+
+
+def test_enabling_in_code_keeps_the_users_runtime_env(cluster: Any, tmp_path: Path):
+    job = write_script(tmp_path, "job.py", IN_CODE_JOB)
+    driver = subprocess.Popen([sys.executable, str(job), cluster.address],
+                              env={**os.environ, **LOOPBACK, "RAYDEBUG_WAIT_TIMEOUT": "300"},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        listed = raydebug_cli("list", "--ray-address", cluster.address, "--json",
+                              "--wait", "1", "--timeout", "120")
+        [session] = json.loads(listed.stdout)
+        assert session["task_name"] == "pause"
+        port = json.loads(raydebug_cli("vscode", "--ray-address", cluster.address).stdout)[
+            "connect"]["port"]
+
+        async def check_and_continue() -> None:
+            client = await DapClient.connect("127.0.0.1", port)
+            await client.initialize()
+            stopped = await client.attach(session["id"])
+            frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+            mine = await client.request("evaluate", {
+                "expression": "mine", "frameId": frames["stackFrames"][0]["id"],
+                "context": "repl"})
+            assert mine["result"] == "'kept'"
+            await client.request("disconnect", {})
+            await client.close()
+
+        run(check_and_continue())
+        code, out, err = finish(driver, timeout=120)
+        assert code == 0 and "result kept" in out, err[-2000:]
+    finally:
+        stop(driver)
