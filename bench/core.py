@@ -78,7 +78,9 @@ async def measure_session(client: DapClient, session_id: str | None, requests: i
                           steps: int, footprint: Any) -> dict[str, Any]:
     started = time.perf_counter()
     await client.initialize()
-    stopped = await client.attach(session_id)
+    # justMyCode off, as VS Code's Ray extension attaches: Ray's debugger stops in its own
+    # frame first, which debugpy would otherwise step through silently.
+    stopped = await client.attach(session_id, justMyCode=False)
     results: dict[str, Any] = {"connect_to_stopped": time.perf_counter() - started}
     footprint()
     thread_id = stopped.body["threadId"]

@@ -13,6 +13,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import core
+import ray_bench
 
 RESULTS = Path(__file__).with_name("results.json")
 
@@ -55,15 +56,48 @@ def table(results: dict[str, dict[str, Any]]) -> str:
                      for row in lines)
 
 
+def ray_table(results: dict[str, Any]) -> str:
+    """raydebug vs Ray's built-in debugger on the same local Ray."""
+    header = ("measure (local Ray)", "raydebug", "Ray built-in", "Ray/raydebug", "target")
+    lines = [header]
+    for name, read, target in ROWS:
+        ours, theirs = read(results["raydebug"]), read(results["ray"])
+        ratio = f"{theirs / ours:.1f}x" if ours and theirs else "-"
+        lines.append((name, milliseconds(ours), milliseconds(theirs), ratio, target))
+    lines.append(("extra processes per paused worker",
+                  *(str(results[m]["extra_processes"]) for m in ("raydebug", "ray")), "-", "0"))
+    lines.append(("extra memory per paused worker",
+                  *(f"{results[m]['extra_rss_mb']:.1f} MB" for m in ("raydebug", "ray")),
+                  "-", "<= 25 MB"))
+    lines.append(("hub start (first breakpoint of a cluster)",
+                  milliseconds(results["hub_start"]), "-", "-", "once"))
+    flow = results["throughput"]
+    spread = max(max(v) / min(v) for v in flow["seconds"].values())
+    lines.append((f"task throughput, {flow['tasks']} no-op tasks", "enabled", "plain Ray",
+                  f"{flow['ratio']:.2f}" + (" (noisy)" if spread > 1.2 else ""), ">= 0.98"))
+    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+                     for row in lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-ray", action="store_true", help="Skip the Ray comparison.")
+    parser.add_argument("--only-ray", action="store_true", help="Only the Ray comparison.")
     args = parser.parse_args()
     started = time.time()
-    results = core.run(args.requests, args.steps, args.rounds)
-    print(table(results))
+    results = None
+    if not args.only_ray:
+        results = core.run(args.requests, args.steps, args.rounds)
+        print(table(results))
+    ray_results = None
+    if not args.no_ray:
+        ray_results = ray_bench.run(args.requests, args.steps, min(args.rounds, 3))
+        print()
+        print(ray_table(ray_results))
     import debugpy
 
     RESULTS.write_text(json.dumps({
@@ -71,6 +105,7 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpus": __import__("os").cpu_count(), "debugpy": debugpy.__version__},
         "core": results,
+        "ray": ray_results,
     }, indent=2))
     print(f"\nwritten to {RESULTS}")
 

@@ -23,14 +23,13 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from ..errors import RaydebugError, SessionBusyError, SessionNotFoundError
 from ..protocol import DapConnection, Event, Message, Request, Response, mentions, parse_message
-from ..protocol.framing import NeedData
 from ..protocol.worker import ClientGone as ClientGoneMessage
 from ..protocol.worker import ClientReady, OpenChannel
-from .net import RECV_SIZE
+from .net import RECV_SIZE, read_next
 from .parent_session import ParentRegistry, ParentSession
 from .registry import HubSession, Process, Registry
 from .workers import DataChannel, PendingChannels
@@ -329,42 +328,29 @@ class ClientSession:
     # -- I/O helpers ------------------------------------------------------------------------
 
     async def next_client_message(self) -> Message:
-        while True:
-            message = self._client.next_event()
-            if not isinstance(message, NeedData):
-                return message
-            data = await self._reader.read(RECV_SIZE)
-            self._client.receive_data(data)
-            if not data:
-                self._client.next_event()  # raises on a partial message
-                raise PeerClosed
+        """The client's next message; raises :class:`PeerClosed` when it has gone."""
+        message = await read_next(self._reader, self._client.receive_data,
+                                  self._client.next_event)
+        if message is None:
+            raise PeerClosed
+        return cast(Message, message)  # mypy cannot solve T for a union
 
     @staticmethod
     async def _next_body(connection: DapConnection, reader: asyncio.StreamReader) -> bytes:
         """The next message body from ``reader``; raises :class:`PeerClosed` at its end."""
-        while True:
-            body = connection.next_body()
-            if not isinstance(body, NeedData):
-                return body
-            data = await reader.read(RECV_SIZE)
-            connection.receive_data(data)
-            if not data:
-                connection.next_body()  # raises on a partial message
-                raise PeerClosed
+        body = await read_next(reader, connection.receive_data, connection.next_body)
+        if body is None:
+            raise PeerClosed
+        return body
 
     async def _next_worker_message(self) -> Message | None:
+        """pydevd's next message; None when the channel has closed or broken."""
         assert self._channel is not None
-        while True:
-            message = self._worker.next_event()
-            if not isinstance(message, NeedData):
-                return message
-            try:
-                data = await self._channel.reader.read(RECV_SIZE)
-            except OSError:
-                data = b""
-            if not data:
-                return None
-            self._worker.receive_data(data)
+        try:
+            return await read_next(self._channel.reader, self._worker.receive_data,
+                                   self._worker.next_event)
+        except OSError:
+            return None
 
     async def _until_client_gone(self, waiting: Any) -> HubSession:
         """Await ``waiting`` unless the client leaves first (then raise :class:`PeerClosed`)."""

@@ -4,8 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..protocol.framing import NeedData
 
 RECV_SIZE = 256 * 1024
+
+T = TypeVar("T")
+
+
+async def read_next(reader: asyncio.StreamReader, receive: Callable[[bytes], None],
+                    take: Callable[[], T | NeedData]) -> T | None:
+    """The next item a sans-IO reader yields (``take``), feeding it (``receive``) from
+    ``reader`` as needed; None at a clean end of stream.
+
+    Raises :class:`~raydebug.errors.RemoteProtocolError` on malformed input, or on an end
+    of stream in the middle of a message; OSError when the connection breaks.
+    """
+    while True:
+        item = take()
+        if not isinstance(item, NeedData):
+            return item
+        data = await reader.read(RECV_SIZE)
+        receive(data)
+        if not data:
+            take()  # raises on a partial message
+            return None
 
 
 def set_nodelay(writer: asyncio.StreamWriter) -> None:

@@ -15,7 +15,6 @@ import secrets
 from dataclasses import dataclass, field
 
 from ..errors import RaydebugError, RemoteProtocolError
-from ..protocol import NEED_DATA
 from ..protocol.worker import (
     ROLE_CONTROL,
     ROLE_DATA,
@@ -32,7 +31,7 @@ from ..protocol.worker import (
     verify_mac,
 )
 from ..session import SessionRecord
-from .net import RECV_SIZE, peer_name, set_nodelay
+from .net import peer_name, read_next, set_nodelay
 from .registry import Process, Registry
 
 log = logging.getLogger("raydebug.hub")
@@ -163,13 +162,4 @@ class WorkerListener:
 async def _read_message(reader: asyncio.StreamReader,
                         stream: ControlStream) -> ControlMessage | None:
     """Next message, or None at a clean end of stream."""
-    while True:
-        message = stream.next_event()
-        if message is not NEED_DATA:
-            assert isinstance(message, ControlMessage)
-            return message
-        data = await reader.read(RECV_SIZE)
-        stream.receive_data(data)
-        if not data:
-            stream.next_event()  # raises on a partial message
-            return None
+    return await read_next(reader, stream.receive_data, stream.next_event)
