@@ -80,33 +80,33 @@ class DapClient:
     async def wait_event(self, name: str, timeout: float = DEFAULT_TIMEOUT,
                          **match: Any) -> Event:
         """Return (and consume) the first event called ``name`` whose body matches ``match``."""
-        async def find() -> Event:
-            async with self._event_arrived:
-                while True:
-                    for event in self._events:
-                        if event.event == name and all(event.body.get(k) == v
-                                                       for k, v in match.items()):
-                            self._events.remove(event)
-                            return event
-                    if self._closed is not None:
-                        raise RemoteProtocolError(
-                            f"connection closed while waiting for {name!r}: {self._closed}")
-                    await self._event_arrived.wait()
-        return await asyncio.wait_for(find(), timeout)
+        found = await self._take(
+            self._events, lambda e: e.event == name and all(
+                e.body.get(k) == v for k, v in match.items()), name, timeout)
+        assert isinstance(found, Event)
+        return found
 
     async def wait_reverse_request(self, command: str,
                                    timeout: float = DEFAULT_TIMEOUT) -> Request:
         """Return (and consume) the next reverse request ``command`` from the adapter."""
-        async def find() -> Request:
+        found = await self._take(self.reverse_requests, lambda r: r.command == command,
+                                 command, timeout)
+        assert isinstance(found, Request)
+        return found
+
+    async def _take(self, received: Any, wanted: Any, what: str, timeout: float) -> Any:
+        """Remove and return the first item of ``received`` that is ``wanted``, waiting for
+        it; raises when the connection closes first, TimeoutError after ``timeout``."""
+        async def find() -> Any:
             async with self._event_arrived:
                 while True:
-                    for request in self.reverse_requests:
-                        if request.command == command:
-                            self.reverse_requests.remove(request)
-                            return request
+                    for item in received:
+                        if wanted(item):
+                            received.remove(item)
+                            return item
                     if self._closed is not None:
                         raise RemoteProtocolError(
-                            f"connection closed while waiting for {command!r}: {self._closed}")
+                            f"connection closed while waiting for {what!r}: {self._closed}")
                     await self._event_arrived.wait()
         return await asyncio.wait_for(find(), timeout)
 
