@@ -77,7 +77,6 @@ class HubLink:
         self._outbox: collections.deque[ControlMessage] = collections.deque()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
-        self._connected = threading.Event()
         self._control: socket.socket | None = None
         self._control_stream = ControlStream()
         self._channel: int | None = None  # the data channel pydevd is serving
@@ -103,13 +102,6 @@ class HubLink:
         (the agent re-registers its live sessions after every reconnect)."""
         self._outbox.append(message)
         self._wake()
-
-    def wait_connected(self, timeout: float | None) -> bool:
-        return self._connected.wait(timeout)
-
-    @property
-    def connected(self) -> bool:
-        return self._connected.is_set()
 
     def _wake(self) -> None:
         try:
@@ -157,7 +149,6 @@ class HubLink:
         except OSError:
             self._drop_control()
             return False
-        self._connected.set()
         self._stale_hub = None
         self._handle_control_input()
         return True
@@ -275,7 +266,6 @@ class HubLink:
         if self._control is None:
             return
         self._client_gone()  # a client reaches us only through the hub
-        self._connected.clear()
         self._selector.unregister(self._control)
         self._control.close()
         self._control = None
@@ -286,7 +276,7 @@ class HubLink:
         """Dial a data connection for ``channel`` and give it to pydevd."""
         self._client_gone()  # pydevd serves one client at a time; the hub enforces it too
         try:
-            sock, _nothing = self.handshake(ROLE_DATA, channel=channel)
+            sock, _ = self.handshake(ROLE_DATA, channel=channel)  # read nothing past Welcome
         except RaydebugError as error:
             self.post(ChannelFailed(channel=channel, reason=str(error)))
             return
