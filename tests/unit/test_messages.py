@@ -92,6 +92,8 @@ def test_worker_messages_round_trip_and_validate():
     assert stream.next_event() == SessionStarted(session={"id": "abc"})
     with pytest.raises(RemoteProtocolError, match="unknown worker message type"):
         decode_control(b'{"type": "launch_missiles"}')
+    with pytest.raises(RemoteProtocolError, match="unknown worker message type"):
+        decode_control(b'{"type": ["not", "hashable"]}')  # found by fuzzing a live hub
     with pytest.raises(RemoteProtocolError, match=r"hello\.mac must be a str"):
         decode_control(b'{"type": "hello", "role": "data", "mac": 5}')
     with pytest.raises(RemoteProtocolError, match="incomplete hello"):

@@ -99,6 +99,8 @@ class WorkerListener:
                 await self._serve_data(reader, writer, stream, hello, peer)
         except (RaydebugError, OSError, TimeoutError) as error:
             log.warning("worker %s: %s; connection closed", peer, error or type(error).__name__)
+        except Exception:  # a bug of ours: close this connection, keep serving the others
+            log.exception("worker %s: unexpected error; connection closed", peer)
         finally:
             writer.close()
 

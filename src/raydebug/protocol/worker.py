@@ -144,7 +144,8 @@ def decode_control(body: bytes) -> ControlMessage:
         raise RemoteProtocolError(f"worker message is not valid JSON: {error}") from error
     if not isinstance(data, dict):
         raise RemoteProtocolError("worker message is not a JSON object")
-    cls = _MESSAGE_TYPES.get(data.get("type"))  # type: ignore[arg-type]
+    kind = data.get("type")
+    cls = _MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise RemoteProtocolError(f"unknown worker message type {data.get('type')!r}")
     kwargs = {}
