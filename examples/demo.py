@@ -96,10 +96,16 @@ def main() -> int:
                 console.print(f"  worker {worker.pid} exited {worker.returncode}: {out.strip()}")
             ok = all(w.returncode == 0 for w in workers) and len(sessions) == 2
     finally:
-        for process in [*workers, hub]:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+            worker.wait(timeout=30)
+        hub.terminate()  # a clean exit: the hub removes its state file
+        try:
+            hub.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            hub.kill()
+            hub.wait(timeout=30)
     console.print("[green]demo complete[/]" if ok else "[red]demo failed[/]")
     return 0 if ok else 1
 

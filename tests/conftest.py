@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +11,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers import HubProcess, start_hub
+
+# Hubs started by tests record themselves in a state file (see raydebug.state_file): keep
+# those out of the real home directory. Tests that need their own set it per process.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="raydebug-test-state-")
 
 
 @pytest.fixture

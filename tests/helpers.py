@@ -104,6 +104,12 @@ class HubProcess:
     def close(self) -> None:
         for proc in self.workers:
             stop(proc)
+        if self.proc.poll() is None:
+            self.proc.terminate()  # a clean exit: the hub removes its state file
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         stop(self.proc)
 
 

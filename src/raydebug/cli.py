@@ -17,7 +17,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from . import views
+from . import state_file, views
 from .agent.config import parse_address
 from .client.hub_api import DEFAULT_HUB, list_sessions
 from .errors import ConfigurationError, HubUnreachableError, RaydebugError
@@ -34,11 +34,15 @@ RAY_ADDRESS_OPTION = click.option(
 
 def resolve_client_address(hub: str | None, ray_address: str | None,
                            wait: float = 0.0) -> str:
-    """Where the CLI finds the hub: --hub; else the Ray cluster's published hub (waiting up to
-    ``wait`` seconds for it to appear: it starts at the first breakpoint); else the default
-    port. An explicit --ray-address that leads nowhere is an error."""
+    """Where the CLI finds the hub: --hub; else a hub started on this machine (its state
+    file); else the Ray cluster's published hub (waiting up to ``wait`` seconds for it to
+    appear: it starts at the first breakpoint); else the default port. An explicit
+    --ray-address that leads nowhere is an error."""
     if hub:
         return hub
+    local = state_file.read()  # a hub started on this machine
+    if local is not None and not ray_address:
+        return str(local["client"])
     try:
         from .integrations import ray as ray_integration
     except ImportError:
@@ -118,6 +122,7 @@ async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
     published = None
     if ray_integration is not None:
         published = ray_integration.publish_cli_hub(client, worker, hub.config.token)
+    recorded = state_file.write(client, worker, hub.config.token)
     click.echo(views.hub_banner(client, worker, hub.config.token), nl=False)
     sys.stdout.flush()
     stop = asyncio.Event()
@@ -131,6 +136,7 @@ async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
         serving.cancel()
         if published is not None:
             ray_integration.unpublish_hub_info(published)
+        state_file.remove(recorded)
         await hub.close()
 
 

@@ -146,12 +146,13 @@ def test_no_hub_at_the_address_is_reported_then_the_process_continues(tmp_path: 
 
 def test_missing_configuration_is_one_line_not_a_traceback(tmp_path: Path):
     script = write_script(tmp_path, "worker.py", WORKER)
-    env = {"PATH": "/usr/bin:/bin", "PYTHONBREAKPOINT": "raydebug.set_trace"}
+    env = {"PATH": "/usr/bin:/bin", "PYTHONBREAKPOINT": "raydebug.set_trace",
+           "XDG_STATE_HOME": str(tmp_path / "no-hub-here")}
     result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                             text=True, timeout=30)
     assert result.returncode == 0 and "finished 42" in result.stdout
     assert result.stderr.count("\n") == 1
-    assert "RAYDEBUG_HUB is not set" in result.stderr
+    assert "RAYDEBUG_HUB is not set and no hub runs on this machine" in result.stderr
 
 
 def test_list_without_a_hub_is_one_red_line():

@@ -1,6 +1,7 @@
 """The agent's settings, read from environment variables when a breakpoint is hit.
 
-``RAYDEBUG_HUB``          host:port of the hub's worker listener (inside Ray: optional, the
+``RAYDEBUG_HUB``          host:port of the hub's worker listener (optional: a hub started
+                          on this machine is found through its state file; inside Ray the
                           hub is found through the cluster, or started on the head node)
 ``RAYDEBUG_TOKEN``        the hub's worker token (inside Ray: found with the hub)
 ``RAYDEBUG_WAIT_TIMEOUT`` seconds a paused thread waits for a hub and a client before it
@@ -16,6 +17,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .. import state_file
 from ..errors import ConfigurationError
 
 CI_WAIT_TIMEOUT = 600.0
@@ -46,17 +48,21 @@ class AgentConfig:
         ``in_ray``: this process is a Ray worker or driver, so the hub can be discovered.
         """
         hub = environ.get("RAYDEBUG_HUB", "").strip()
+        token = environ.get("RAYDEBUG_TOKEN", "")
+        if not hub and not in_ray:
+            local = state_file.read()  # a hub started on this machine by this user
+            if local is not None:
+                hub, token = str(local["worker"]), token or str(local["token"])
         if not hub and in_ray:
             return cls(hub_host=None, hub_port=0, token="",
                        wait_timeout=_wait_timeout(environ),
                        post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY)
         if not hub:
             raise ConfigurationError(
-                "RAYDEBUG_HUB is not set: start `raydebug hub` and set RAYDEBUG_HUB=host:port "
-                "and RAYDEBUG_TOKEN as it prints"
+                "RAYDEBUG_HUB is not set and no hub runs on this machine: start "
+                "`raydebug hub`, or set RAYDEBUG_HUB=host:port and RAYDEBUG_TOKEN as it prints"
             )
         host, port = parse_address(hub, "RAYDEBUG_HUB")
-        token = environ.get("RAYDEBUG_TOKEN", "")
         if not token:
             raise ConfigurationError(
                 "RAYDEBUG_TOKEN is not set: use the token `raydebug hub` prints")

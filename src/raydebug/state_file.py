@@ -1,0 +1,65 @@
+"""Where a hub started on this machine can be found: a per-user state file.
+
+``raydebug hub`` writes ``$XDG_STATE_HOME/raydebug/hub.json`` (default
+``~/.local/state/raydebug/hub.json``, mode 0600: it holds the worker token) and removes it
+when it exits. Commands and processes on the machine read it when no address was given.
+A file left by a hub that crashed is recognised by its dead pid and ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                            "state")
+    return Path(base) / "raydebug" / "hub.json"
+
+
+def write(client: str, worker: str, token: str) -> dict[str, Any]:
+    """Record this process as the machine's hub; return what was written."""
+    record = {"client": client, "worker": worker, "token": token, "pid": os.getpid()}
+    target = path()
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temporary = target.with_suffix(f".{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(record, handle)
+    temporary.replace(target)  # readers never see half a file
+    return record
+
+
+def read() -> dict[str, Any] | None:
+    """The live hub's record, or None (no file, unreadable, or its hub is gone)."""
+    try:
+        record = json.loads(path().read_text())
+        pid = int(record["pid"])
+        str(record["client"]), str(record["worker"]), str(record["token"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not _alive(pid):
+        return None  # a crashed hub's leftover
+    return dict(record)
+
+
+def remove(record: dict[str, Any]) -> None:
+    """Remove the file if it still describes ``record`` (another hub may have replaced it)."""
+    try:
+        if json.loads(path().read_text()) == record:
+            path().unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
