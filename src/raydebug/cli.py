@@ -222,6 +222,51 @@ def vscode(hub: str | None, ray_address: str | None, session: str | None, write:
     click.echo(f"wrote {config['name']!r} to {path}")
 
 
+@cli.command("hub-address")
+@RAY_ADDRESS_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print {\"client\": \"host:port\"}.")
+def hub_address(ray_address: str | None, as_json: bool) -> None:
+    """Where this machine's hub (or its Ray cluster's) serves clients (for raydebug tunnel)."""
+    local = state_file.read()
+    if local is not None and not ray_address:
+        address = str(local["client"])
+    else:
+        address = resolve_client_address(None, ray_address or "auto")
+    click.echo(json.dumps({"client": address}) if as_json else address)
+
+
+@cli.command()
+@click.argument("destination")
+@click.option("--ssh-option", "ssh_options", multiple=True, metavar="KEY=VALUE",
+              help="Passed to ssh as -o KEY=VALUE (repeatable).")
+@click.option("--local-port", default=5678, show_default=True)
+@click.option("--remote-raydebug", default="raydebug", show_default=True,
+              help="The raydebug command on the remote machine.")
+def tunnel(destination: str, ssh_options: tuple[str, ...], local_port: int,
+           remote_raydebug: str) -> None:
+    """One SSH tunnel to the hub on DESTINATION ([user@]host), kept up until Ctrl-C."""
+    from .tunnel import Tunnel, main_loop
+
+    def say(text: str) -> None:
+        click.echo(f"raydebug tunnel: {text}", err=True)
+
+    def ready(port: int) -> None:
+        config = views.vscode_config("127.0.0.1", port)
+        click.echo(f"raydebug tunnel ready: 127.0.0.1:{port} -> hub on {destination}")
+        click.echo(f"  raydebug list --hub 127.0.0.1:{port}")
+        click.echo("  VS Code launch.json configuration:")
+        click.echo("    " + json.dumps(config, indent=4).replace("\n", "\n    "))
+        sys.stdout.flush()
+
+    signal.signal(signal.SIGTERM, _interrupt)  # stop like Ctrl-C: ssh is stopped too
+    sys.exit(main_loop(Tunnel(destination, ssh_options, local_port, remote_raydebug),
+                       say, ready))
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     try:
         cli(standalone_mode=False)

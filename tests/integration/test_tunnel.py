@@ -1,0 +1,137 @@
+"""`raydebug tunnel` through a real sshd on loopback standing in for the head node."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import HubProcess, finish, read_line, run, stop, write_script
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SSHD = "/usr/sbin/sshd"
+WORKER = """
+import sys
+tag = sys.argv[1]
+breakpoint()
+print("finished", tag, flush=True)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[list[str]]:
+    """A throwaway sshd on a loopback port; yields the --ssh-option values to reach it."""
+    if not os.path.exists(SSHD) or os.geteuid() != 0:
+        pytest.skip("needs root and Debian's openssh-server (.ci/run installs it)")
+    keys = tmp_path / "ssh"
+    keys.mkdir()
+    for name in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)],
+                       check=True, timeout=30)
+    shutil.copy(keys / "client_key.pub", keys / "authorized_keys")
+    port = free_port()
+    config = keys / "sshd_config"
+    config.write_text("\n".join([
+        f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {keys / 'host_key'}",
+        f"AuthorizedKeysFile {keys / 'authorized_keys'}", f"PidFile {keys / 'sshd.pid'}",
+        "StrictModes no", "PermitRootLogin yes", "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no", "UsePAM no", "AllowTcpForwarding yes", ""]))
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+    daemon = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert daemon.stderr is not None
+        for line in daemon.stderr:  # "Server listening on 127.0.0.1 port N."
+            if "Server listening" in line:
+                break
+        else:
+            pytest.fail("sshd did not start")
+        yield [f"IdentityFile={keys / 'client_key'}", f"Port={port}",
+               "StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"]
+    finally:
+        stop(daemon)
+
+
+def ssh_children(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = [int(p) for p in children.read_text().split()] if children.exists() else []
+    return [p for p in pids if b"ssh" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+
+def test_one_tunnel_reaches_every_session_and_survives_ssh_dying(hub: HubProcess,
+                                                                 sshd: list[str],
+                                                                 tmp_path: Path):
+    # The remote side finds the hub through the state file the hub wrote (conftest gives
+    # the whole test session one state directory).
+    remote = f"env XDG_STATE_HOME={os.environ['XDG_STATE_HOME']} " \
+             f"{Path(sys.executable).parent / 'raydebug'}"
+    script = write_script(tmp_path, "worker.py", WORKER)
+    procs = [hub.spawn(script, tag) for tag in ("one", "two")]
+    hub.wait_sessions(2)
+    local_port = free_port()
+    options = [arg for option in sshd for arg in ("--ssh-option", option)]
+    tunnel = subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "tunnel", "root@127.0.0.1", *options,
+         "--local-port", str(local_port), "--remote-raydebug", remote],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert read_line(tunnel, timeout=60).startswith(
+            f"raydebug tunnel ready: 127.0.0.1:{local_port}")
+        listed = subprocess.run([sys.executable, "-m", "raydebug", "list", "--json", "--hub",
+                                 f"127.0.0.1:{local_port}"], capture_output=True, text=True,
+                                timeout=60)
+        sessions = json.loads(listed.stdout)
+        assert {s["pid"] for s in sessions} == {p.pid for p in procs}
+
+        [ssh] = ssh_children(tunnel.pid)
+        os.kill(ssh, signal.SIGKILL)  # the connection drops: the tunnel reconnects
+        assert tunnel.stderr is not None
+        line = tunnel.stderr.readline()
+        assert "dropped" in line and "reconnecting" in line
+        assert "is up again" in tunnel.stderr.readline()
+
+        async def debug_through_the_tunnel() -> None:
+            from raydebug.client.dap import DapClient
+
+            for session in sessions:
+                client = await DapClient.connect("127.0.0.1", local_port)
+                await client.initialize()
+                await client.attach(session["id"])
+                await client.request("disconnect", {})
+                await client.close()
+
+        run(debug_through_the_tunnel())
+        assert all(finish(p)[0] == 0 for p in procs)
+        [ssh] = ssh_children(tunnel.pid)
+        tunnel.send_signal(signal.SIGINT)  # Ctrl-C
+        assert tunnel.wait(timeout=30) == 0
+        assert not Path(f"/proc/{ssh}").exists()  # no ssh left behind
+    finally:
+        stop(tunnel)
+
+
+def test_a_busy_local_port_is_refused_with_the_next_free_one(tmp_path: Path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "raydebug", "tunnel", "nowhere",
+                                 "--local-port", str(port)], capture_output=True, text=True,
+                                timeout=60)
+    assert result.returncode == 1
+    assert f"local port {port} is already in use; try --local-port" in result.stderr
