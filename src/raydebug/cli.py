@@ -26,6 +26,9 @@ HUB_OPTION = click.option(
     "--hub", "hub", default=None, envvar="RAYDEBUG_CLIENT_ADDRESS",
     help="host:port of the hub's client port (env RAYDEBUG_CLIENT_ADDRESS). Default: the "
          f"hub of the Ray cluster (see --ray-address), else {DEFAULT_HUB}.")
+CLIENT_TOKEN_OPTION = click.option(
+    "--client-token", envvar="RAYDEBUG_CLIENT_TOKEN", default=None,
+    help="The hub's client token, when it was started with one (env RAYDEBUG_CLIENT_TOKEN).")
 RAY_ADDRESS_OPTION = click.option(
     "--ray-address", default=None,
     help="Ray cluster whose hub to use: a GCS address or 'auto' (default: RAY_ADDRESS, then "
@@ -84,13 +87,16 @@ def cli() -> None:
 @click.option("--allow-terminate", is_flag=True,
               help="Let clients kill debuggees with terminate / terminateDebuggee.")
 @click.option("--max-sessions", default=10_000, show_default=True)
+@click.option("--client-token", envvar="RAYDEBUG_CLIENT_TOKEN", default=None,
+              help="Require this token of every DAP and HTTP client; needed to listen beyond "
+                   "loopback (env RAYDEBUG_CLIENT_TOKEN).")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
 @click.option("--ray-address", default=None,
               help="Serve this Ray cluster ('auto': the local one): publish the hub where "
                    "workers find it; workers dial this node's address unless --worker-host.")
 def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | None,
-        allow_terminate: bool, max_sessions: int, log_level: str,
+        allow_terminate: bool, max_sessions: int, client_token: str | None, log_level: str,
         ray_address: str | None) -> None:
     """Run the hub: list sessions and route debuggers to them."""
     from .hub import Hub, HubConfig
@@ -106,7 +112,8 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
         if worker_host == "127.0.0.1":
             worker_host = ray_module.local_node_ip()
     config = HubConfig(host=host, port=port, worker_host=worker_host, worker_port=worker_port,
-                       allow_terminate=allow_terminate, max_sessions=max_sessions)
+                       allow_terminate=allow_terminate, max_sessions=max_sessions,
+                       client_token=client_token or None)
     if token:
         config.token = token
     asyncio.run(_serve_hub(Hub(config), ray_integration))
@@ -164,17 +171,18 @@ def run(command: tuple[str, ...]) -> None:
 @cli.command("list")
 @HUB_OPTION
 @RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 @click.option("--wait", "wait_for", default=0, metavar="N",
               help="First wait until at least N sessions exist (see --timeout).")
 @click.option("--timeout", default=60.0, show_default=True, help="Seconds --wait waits at most.")
-def list_command(hub: str | None, ray_address: str | None, as_json: bool, wait_for: int,
-                 timeout: float) -> None:
+def list_command(hub: str | None, ray_address: str | None, client_token: str | None,
+                 as_json: bool, wait_for: int, timeout: float) -> None:
     """List paused sessions, oldest first."""
     started = time.monotonic()
     address = resolve_client_address(hub, ray_address, timeout if wait_for else 0.0)
     remaining = max(0.0, timeout - (time.monotonic() - started))
-    sessions = list_sessions(address, wait_for, remaining)
+    sessions = list_sessions(address, wait_for, remaining, client_token)
     if as_json:
         click.echo(json.dumps(sessions, indent=2))
     else:
@@ -184,6 +192,7 @@ def list_command(hub: str | None, ray_address: str | None, as_json: bool, wait_f
 @cli.command()
 @HUB_OPTION
 @RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
 @click.option("--session", default=None, help="Attach to this session instead of the oldest.")
 @click.option("--write", "write", is_flag=True, help="Add it to .vscode/launch.json.")
 @click.option("--local-root", default=None, type=click.Path(file_okay=False),
@@ -191,18 +200,19 @@ def list_command(hub: str | None, ray_address: str | None, as_json: bool, wait_f
                    "pathMappings from the sessions' remote roots.")
 @click.option("--workspace", default=".", type=click.Path(file_okay=False, path_type=Path),
               show_default=True, help="Folder whose .vscode/launch.json --write edits.")
-def vscode(hub: str | None, ray_address: str | None, session: str | None, write: bool,
-           local_root: str | None, workspace: Path) -> None:
+def vscode(hub: str | None, ray_address: str | None, client_token: str | None,
+           session: str | None, write: bool, local_root: str | None, workspace: Path) -> None:
     """Print (or --write) VS Code's stock debugpy attach config for the hub."""
     address = resolve_client_address(hub, ray_address)
     host, port = parse_address(address, "--hub")
     mappings = None
     if local_root is not None:
-        sessions = list_sessions(address)
+        sessions = list_sessions(address, token=client_token)
         if session:
             sessions = [s for s in sessions if s.get("id") == session]
         mappings = views.path_mappings(sessions, str(Path(local_root).resolve()))
-    config = views.vscode_config(host, port, session, path_mappings=mappings)
+    config = views.vscode_config(host, port, session, path_mappings=mappings,
+                                 client_token=client_token)
     if not write:
         click.echo(json.dumps(config, indent=4))
         return

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -95,6 +96,8 @@ def wait_ready(port: int, ssh: subprocess.Popen[bytes], timeout: float = READY_T
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
                 return True
+        except urllib.error.HTTPError:
+            return True  # the hub answered (it wants a client token): the tunnel works
         except OSError:
             time.sleep(0.1)
     return False

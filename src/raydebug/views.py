@@ -62,7 +62,8 @@ def sessions_table(sessions: list[dict[str, Any]], now: float | None = None) -> 
 
 def vscode_config(host: str, port: int, session: str | None = None,
                   name: str = LAUNCH_CONFIG_NAME,
-                  path_mappings: list[dict[str, str]] | None = None) -> dict[str, Any]:
+                  path_mappings: list[dict[str, str]] | None = None,
+                  client_token: str | None = None) -> dict[str, Any]:
     """VS Code's stock debugpy attach configuration pointing at the hub."""
     config: dict[str, Any] = {
         "name": name,
@@ -71,8 +72,12 @@ def vscode_config(host: str, port: int, session: str | None = None,
         "connect": {"host": host, "port": port},
         "justMyCode": False,
     }
+    if session or client_token:
+        config["raydebug"] = {}
     if session:
-        config["raydebug"] = {"session": session}
+        config["raydebug"]["session"] = session
+    if client_token:
+        config["raydebug"]["token"] = client_token
     if path_mappings:
         config["pathMappings"] = path_mappings
     return config

@@ -130,7 +130,7 @@ class DapClient:
                      **arguments: Any) -> Event:
         """attach + configurationDone as IDEs do; return the ``stopped`` event."""
         if session is not None:
-            arguments["raydebug"] = {"session": session}
+            arguments["raydebug"] = {**(arguments.get("raydebug") or {}), "session": session}
         # pydevd fails on an attach whose arguments are an empty object.
         arguments.setdefault("name", "raydebug")
         attach = self.send_request("attach", arguments)

@@ -12,14 +12,20 @@ from ..errors import HubUnreachableError, RemoteProtocolError
 DEFAULT_HUB = "127.0.0.1:5678"
 
 
-def get_json(hub: str, path: str, timeout: float = 10.0) -> Any:
+def get_json(hub: str, path: str, timeout: float = 10.0, token: str | None = None) -> Any:
     """GET ``path`` from the hub at ``host:port``; raises :class:`HubUnreachableError`."""
     url = f"http://{hub}{path}"
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=timeout) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
-        raise RemoteProtocolError(f"{url}: HTTP {error.code}") from None
+        try:
+            detail = json.loads(error.read()).get("error", "")
+        except ValueError:
+            detail = ""
+        raise RemoteProtocolError(f"{url}: HTTP {error.code} {detail}".strip()) from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
         raise HubUnreachableError(
@@ -29,12 +35,13 @@ def get_json(hub: str, path: str, timeout: float = 10.0) -> Any:
         raise RemoteProtocolError(f"{url} did not answer JSON: {error}") from None
 
 
-def list_sessions(hub: str, wait_for: int = 0, timeout: float = 0.0) -> list[dict[str, Any]]:
+def list_sessions(hub: str, wait_for: int = 0, timeout: float = 0.0,
+                  token: str | None = None) -> list[dict[str, Any]]:
     """The hub's sessions; with ``wait_for`` N, first wait up to ``timeout`` s until N exist."""
     path = "/api/sessions"
     if wait_for > 0 and timeout > 0:
         path += f"?min={wait_for}&timeout={timeout:g}"
-    sessions = get_json(hub, path, timeout=timeout + 10.0)
+    sessions = get_json(hub, path, timeout=timeout + 10.0, token=token)
     if not isinstance(sessions, list):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/sessions")
     return sessions

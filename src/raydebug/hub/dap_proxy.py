@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 from dataclasses import replace
 from typing import Any, cast
@@ -81,7 +82,9 @@ class ClientSession:
 
     def __init__(self, registry: Registry, channels: PendingChannels, allow_terminate: bool,
                  reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 first_bytes: bytes, peer: str, parents: ParentRegistry) -> None:
+                 first_bytes: bytes, peer: str, parents: ParentRegistry,
+                 client_token: str | None = None) -> None:
+        self._client_token = client_token
         self._registry = registry
         self._parents = parents
         self._injected: set[int] = set()  # seqs of requests the hub sent pydevd itself
@@ -128,6 +131,11 @@ class ClientSession:
                 self._initialize = message
                 self.respond(message, body=self._capabilities())
             elif message.command == "attach":
+                if not self._token_ok(message):
+                    self.fail(message, "this hub requires its client token: add "
+                                       '"raydebug": {"token": "<token>"} to the attach '
+                                       "configuration")
+                    return None
                 if self._wants_cluster_session(message):
                     await ParentSession(self, self._registry, self._parents, message).run()
                     return None
@@ -143,9 +151,18 @@ class ClientSession:
             else:
                 self.fail(message, f"{message.command!r} before attach: attach to a session first")
 
+    def _token_ok(self, attach: Request) -> bool:
+        if self._client_token is None:
+            return True
+        key = attach.arguments.get("raydebug")
+        given = key.get("token") if isinstance(key, dict) else None
+        return isinstance(given, str) and hmac.compare_digest(given.encode(),
+                                                              self._client_token.encode())
+
     def _wants_cluster_session(self, attach: Request) -> bool:
         """No session chosen, and a client that can open child sessions (see parent_session)."""
-        if isinstance(attach.arguments.get("raydebug"), dict):
+        key = attach.arguments.get("raydebug")
+        if isinstance(key, dict) and key.get("session") is not None:
             return False
         initialize = self._initialize.arguments if self._initialize else {}
         return bool(initialize.get("supportsStartDebuggingRequest"))

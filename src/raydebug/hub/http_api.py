@@ -12,6 +12,7 @@ One request per connection (``Connection: close``); requests are bounded in size
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
@@ -26,8 +27,12 @@ Routes = dict[str, Callable[[Query], Awaitable[Any]]]
 
 
 async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter, routes: Routes) -> None:
-    """Answer one HTTP request whose first bytes were already read."""
+                     writer: asyncio.StreamWriter, routes: Routes,
+                     token: str | None = None) -> None:
+    """Answer one HTTP request whose first bytes were already read.
+
+    With ``token``, the request must carry ``Authorization: Bearer <token>``.
+    """
     head = bytearray(first_bytes)
     try:
         await asyncio.wait_for(_read_head(reader, head), HEAD_TIMEOUT)
@@ -45,7 +50,11 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
     method, target, _version = parts
     path, _, query_text = target.partition("?")
     route = routes.get(path)
-    if route is None:
+    if token is not None and not _authorized(bytes(head), token):
+        _respond(writer, HTTPStatus.UNAUTHORIZED, {
+            "error": "this hub requires its client token: send 'Authorization: Bearer "
+                     "<token>' (raydebug commands: --client-token or RAYDEBUG_CLIENT_TOKEN)"})
+    elif route is None:
         _respond(writer, HTTPStatus.NOT_FOUND,
                  {"error": f"no such resource {path!r}", "resources": sorted(routes)})
     elif method not in ("GET", "HEAD"):
@@ -58,6 +67,16 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
         else:
             _respond(writer, HTTPStatus.OK, payload, head_only=method == "HEAD")
     await writer.drain()
+
+
+def _authorized(head: bytes, token: str) -> bool:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"authorization":
+            scheme, _, given = value.strip().partition(b" ")
+            return scheme.lower() == b"bearer" and hmac.compare_digest(
+                given.strip(), token.encode())
+    return False
 
 
 async def _read_head(reader: asyncio.StreamReader, head: bytearray) -> None:

@@ -157,7 +157,9 @@ class ParentSession:
             **self._attach.arguments,
             "request": "attach",
             "name": child_name(session),
-            "raydebug": {"session": session.record.id, "parent": self._key},
+            # The client's own raydebug settings (its token) go to the child too.
+            "raydebug": {**(self._attach.arguments.get("raydebug") or {}),
+                         "session": session.record.id, "parent": self._key},
         }
         self._client.send_request(Request(seq=0, command="startDebugging", arguments={
             "request": "attach", "configuration": configuration}))

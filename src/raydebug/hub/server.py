@@ -40,6 +40,7 @@ class HubConfig:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     allow_terminate: bool = False
     max_sessions: int = 10_000
+    client_token: str | None = None  # required of DAP and HTTP clients when set
 
 
 def sniff(data: bytes) -> str | None:
@@ -57,10 +58,11 @@ def sniff(data: bytes) -> str | None:
 class Hub:
     def __init__(self, config: HubConfig | None = None) -> None:
         self.config = config or HubConfig()
-        if not is_loopback(self.config.host):
+        if not is_loopback(self.config.host) and not self.config.client_token:
             raise ConfigurationError(
-                f"refusing to serve debug clients on {self.config.host}: every evaluate is "
-                "remote code execution. Listen on 127.0.0.1 and use an SSH tunnel.")
+                f"refusing to serve debug clients on {self.config.host} without a client "
+                "token: every evaluate is remote code execution. Listen on 127.0.0.1 and use "
+                "an SSH tunnel, or set --client-token (env RAYDEBUG_CLIENT_TOKEN).")
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.channels = PendingChannels()
         self.parents = ParentRegistry()
@@ -119,10 +121,11 @@ class Hub:
             if kind == "dap":
                 session = ClientSession(self.registry, self.channels,
                                         self.config.allow_terminate, reader, writer, first, peer,
-                                        self.parents)
+                                        self.parents, self.config.client_token)
                 await session.run()
             elif kind == "http":
-                await serve_http(first, reader, writer, self._routes())
+                await serve_http(first, reader, writer, self._routes(),
+                                 self.config.client_token)
             elif first:
                 log.warning("client %s: neither DAP nor HTTP; connection closed", peer)
                 writer.write(b"raydebug hub: speak DAP (Content-Length framing) or HTTP\r\n")
