@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -90,14 +91,17 @@ def cli() -> None:
 @click.option("--client-token", envvar="RAYDEBUG_CLIENT_TOKEN", default=None,
               help="Require this token of every DAP and HTTP client; needed to listen beyond "
                    "loopback (env RAYDEBUG_CLIENT_TOKEN).")
+@click.option("--unix-socket", default=None, type=click.Path(dir_okay=False),
+              help="Also serve clients on this Unix socket (mode 0600); raydebug tunnel "
+                   "forwards to it when present.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
 @click.option("--ray-address", default=None,
               help="Serve this Ray cluster ('auto': the local one): publish the hub where "
                    "workers find it; workers dial this node's address unless --worker-host.")
 def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | None,
-        allow_terminate: bool, max_sessions: int, client_token: str | None, log_level: str,
-        ray_address: str | None) -> None:
+        allow_terminate: bool, max_sessions: int, client_token: str | None,
+        unix_socket: str | None, log_level: str, ray_address: str | None) -> None:
     """Run the hub: list sessions and route debuggers to them."""
     from .hub import Hub, HubConfig
 
@@ -113,7 +117,8 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
             worker_host = ray_module.local_node_ip()
     config = HubConfig(host=host, port=port, worker_host=worker_host, worker_port=worker_port,
                        allow_terminate=allow_terminate, max_sessions=max_sessions,
-                       client_token=client_token or None)
+                       client_token=client_token or None,
+                       unix_socket=os.path.abspath(unix_socket) if unix_socket else None)
     if token:
         config.token = token
     asyncio.run(_serve_hub(Hub(config), ray_integration))
@@ -129,7 +134,7 @@ async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
     published = None
     if ray_integration is not None:
         published = ray_integration.publish_cli_hub(client, worker, hub.config.token)
-    recorded = state_file.write(client, worker, hub.config.token)
+    recorded = state_file.write(client, worker, hub.config.token, hub.config.unix_socket)
     click.echo(views.hub_banner(client, worker, hub.config.token), nl=False)
     sys.stdout.flush()
     stop = asyncio.Event()
@@ -238,11 +243,14 @@ def vscode(hub: str | None, ray_address: str | None, client_token: str | None,
 def hub_address(ray_address: str | None, as_json: bool) -> None:
     """Where this machine's hub (or its Ray cluster's) serves clients (for raydebug tunnel)."""
     local = state_file.read()
+    answer: dict[str, str] = {}
     if local is not None and not ray_address:
-        address = str(local["client"])
+        answer["client"] = str(local["client"])
+        if local.get("unix"):
+            answer["unix"] = str(local["unix"])
     else:
-        address = resolve_client_address(None, ray_address or "auto")
-    click.echo(json.dumps({"client": address}) if as_json else address)
+        answer["client"] = resolve_client_address(None, ray_address or "auto")
+    click.echo(json.dumps(answer) if as_json else answer.get("unix") or answer["client"])
 
 
 @cli.command()

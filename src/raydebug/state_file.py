@@ -20,9 +20,10 @@ def path() -> Path:
     return Path(base) / "raydebug" / "hub.json"
 
 
-def write(client: str, worker: str, token: str) -> dict[str, Any]:
+def write(client: str, worker: str, token: str, unix: str | None = None) -> dict[str, Any]:
     """Record this process as the machine's hub; return what was written."""
-    record = {"client": client, "worker": worker, "token": token, "pid": os.getpid()}
+    record: dict[str, Any] = {"client": client, "worker": worker, "token": token,
+                              "pid": os.getpid(), "unix": unix}
     target = path()
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     temporary = target.with_suffix(f".{os.getpid()}.tmp")

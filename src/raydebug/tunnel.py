@@ -38,8 +38,10 @@ class Tunnel:
         options = [part for option in self.ssh_options for part in ("-o", option)]
         return [self.ssh, *options, *extra, self.destination]
 
-    def remote_hub(self) -> tuple[str, int]:
-        """Ask the remote raydebug where its hub's client port is."""
+    def remote_hub(self) -> str:
+        """Ask the remote raydebug where its hub serves clients: the ``-L`` target,
+        ``host:port``, or the Unix socket's path when the hub has one (preferred: only the
+        hub's user can open it)."""
         command = [*self.ssh_command("-o", "BatchMode=yes"),
                    *shlex.split(self.remote_raydebug), "hub-address", "--json"]
         try:
@@ -52,18 +54,20 @@ class Tunnel:
                 f"could not ask {self.destination} for its hub ({detail}); is raydebug on the "
                 "remote PATH (or pass --remote-raydebug), and is a hub running there?")
         try:
-            address = json.loads(result.stdout)["client"]
-            host, port = address.rsplit(":", 1)
-            return host, int(port)
-        except (ValueError, KeyError) as error:
+            answer = json.loads(result.stdout)
+            if answer.get("unix"):
+                return str(answer["unix"])
+            host, port = str(answer["client"]).rsplit(":", 1)
+            return f"{host}:{int(port)}"
+        except (ValueError, KeyError, AttributeError) as error:
             raise HubUnreachableError(
                 f"unexpected answer from {self.destination}: {result.stdout[:200]!r}") from error
 
-    def forward(self, remote: tuple[str, int]) -> subprocess.Popen[bytes]:
+    def forward(self, remote: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(self.ssh_command(
             "-N", "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=15",
             "-o", "ServerAliveCountMax=3", "-o", "BatchMode=yes",
-            "-L", f"127.0.0.1:{self.local_port}:{remote[0]}:{remote[1]}"),
+            "-L", f"127.0.0.1:{self.local_port}:{remote}"),
             stdin=subprocess.DEVNULL)
 
 

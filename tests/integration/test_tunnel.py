@@ -135,3 +135,42 @@ def test_a_busy_local_port_is_refused_with_the_next_free_one(tmp_path: Path):
                                 timeout=60)
     assert result.returncode == 1
     assert f"local port {port} is already in use; try --local-port" in result.stderr
+
+
+def test_the_unix_socket_is_private_and_the_tunnel_prefers_it(sshd: list[str], tmp_path: Path):
+    from helpers import start_hub
+
+    sock_path = tmp_path / "run" / "hub.sock"
+    hub = start_hub("--unix-socket", str(sock_path))
+    tunnel = None
+    try:
+        status = sock_path.stat()
+        assert status.st_mode & 0o777 == 0o600  # other local users cannot connect
+        assert status.st_uid == os.getuid()
+        with socket.socket(socket.AF_UNIX) as client:  # the hub answers on it
+            client.connect(str(sock_path))
+            client.sendall(b"GET /api/health HTTP/1.1\r\n\r\n")
+            assert client.recv(65536).startswith(b"HTTP/1.1 200")
+
+        remote = f"env XDG_STATE_HOME={os.environ['XDG_STATE_HOME']} " \
+                 f"{Path(sys.executable).parent / 'raydebug'}"
+        local_port = free_port()
+        options = [arg for option in sshd for arg in ("--ssh-option", option)]
+        tunnel = subprocess.Popen(
+            [sys.executable, "-m", "raydebug", "tunnel", "root@127.0.0.1", *options,
+             "--local-port", str(local_port), "--remote-raydebug", remote],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert read_line(tunnel, timeout=60).startswith("raydebug tunnel ready")
+        [ssh] = ssh_children(tunnel.pid)
+        forward = Path(f"/proc/{ssh}/cmdline").read_bytes().split(b"\0")
+        assert f"127.0.0.1:{local_port}:{sock_path}".encode() in forward  # ssh -L to the socket
+        listed = subprocess.run([sys.executable, "-m", "raydebug", "list", "--json", "--hub",
+                                 f"127.0.0.1:{local_port}"], capture_output=True, text=True,
+                                timeout=60)
+        assert json.loads(listed.stdout) == []
+    finally:
+        if tunnel is not None:
+            tunnel.send_signal(signal.SIGINT)
+            stop(tunnel)
+        hub.close()
+    assert not sock_path.exists()  # removed when the hub exits

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ class HubConfig:
     allow_terminate: bool = False
     max_sessions: int = 10_000
     client_token: str | None = None  # required of DAP and HTTP clients when set
+    unix_socket: str | None = None  # also serve clients here (mode 0600: this user only)
 
 
 def sniff(data: bytes) -> str | None:
@@ -82,6 +84,23 @@ class Hub:
         self._servers.append(clients)
         self.worker_address = workers.sockets[0].getsockname()[:2]
         self.client_address = clients.sockets[0].getsockname()[:2]
+        if self.config.unix_socket:
+            self._servers.append(await self._start_unix(self.config.unix_socket))
+
+    async def _start_unix(self, path: str) -> asyncio.Server:
+        """A client listener on a Unix socket only this user can open (shared head nodes:
+        other local users cannot reach the hub). ``ssh -L PORT:PATH`` forwards to it."""
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        if os.path.exists(path):
+            os.unlink(path)  # a previous hub's leftover
+        old_mask = os.umask(0o177)  # created 0600 from the start: no window for others
+        try:
+            server = await asyncio.start_unix_server(self._track(self._handle_client), path)
+        finally:
+            os.umask(old_mask)
+        os.chmod(path, 0o600)
+        return server
 
     async def serve_forever(self) -> None:
         await asyncio.gather(*(server.serve_forever() for server in self._servers))
@@ -89,6 +108,8 @@ class Hub:
     async def close(self) -> None:
         for server in self._servers:
             server.close()
+        if self.config.unix_socket and os.path.exists(self.config.unix_socket):
+            os.unlink(self.config.unix_socket)
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
