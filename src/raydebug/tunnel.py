@@ -68,7 +68,18 @@ class Tunnel:
             "-N", "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=15",
             "-o", "ServerAliveCountMax=3", "-o", "BatchMode=yes",
             "-L", f"127.0.0.1:{self.local_port}:{remote}"),
-            stdin=subprocess.DEVNULL)
+            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+
+
+def _die_with_parent() -> None:
+    """In the ssh child: end when the tunnel process ends, even by SIGKILL (Linux), so no
+    ssh is ever left behind holding the port."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def check_local_port(port: int) -> None:

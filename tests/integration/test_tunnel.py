@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +66,13 @@ def sshd(tmp_path: Path) -> Iterator[list[str]]:
                "StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"]
     finally:
         stop(daemon)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"
 
 
 def ssh_children(pid: int) -> list[int]:
@@ -168,9 +176,16 @@ def test_the_unix_socket_is_private_and_the_tunnel_prefers_it(sshd: list[str], t
                                  f"127.0.0.1:{local_port}"], capture_output=True, text=True,
                                 timeout=60)
         assert json.loads(listed.stdout) == []
+        tunnel.kill()  # even killed outright, the tunnel takes its ssh with it
+        tunnel.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{ssh}").exists() and "zombie" not in _state(ssh):
+            assert time.monotonic() < deadline, "ssh outlived its tunnel"
+            time.sleep(0.05)  # the kernel's parent-death signal has no event to wait on
     finally:
         if tunnel is not None:
-            tunnel.send_signal(signal.SIGINT)
+            tunnel.send_signal(signal.SIGINT)  # Ctrl-C: the tunnel stops its ssh
+            tunnel.wait(timeout=30)
             stop(tunnel)
         hub.close()
     assert not sock_path.exists()  # removed when the hub exits
