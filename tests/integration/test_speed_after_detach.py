@@ -22,7 +22,7 @@ def work():
         total = add(total, i)
     return total
 
-def best_time(repeats=5):
+def best_time(repeats=9):
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -78,6 +78,7 @@ def test_full_speed_after_detach_and_later_breakpoints_work(hub: HubProcess, tmp
     assert "second pause done" in out
     ratios = {line.split()[1]: float(line.split()[2])
               for line in out.splitlines() if line.startswith("ratio")}
-    # Traced, this code runs 3-11x slower (ratio 0.09-0.37); the benchmark gives the
-    # exact ratio, this only guards against tracing being left on.
-    assert ratios["main"] > 0.6 and ratios["thread"] > 0.6, ratios
+    # Traced, this code runs 3-11x slower (ratio 0.09-0.37, 0.13-0.15 measured here);
+    # untraced ~1.0, minus the noise of a loaded 2-core machine. The benchmark gives the
+    # exact ratio; this only guards against tracing being left on.
+    assert ratios["main"] > 0.5 and ratios["thread"] > 0.5, ratios
