@@ -68,6 +68,18 @@ def sshd(tmp_path: Path) -> Iterator[list[str]]:
         stop(daemon)
 
 
+def start_tunnel(sshd_options: list[str], local_port: int) -> subprocess.Popen[str]:
+    """`raydebug tunnel` to the test sshd. The remote side finds the hub through the state
+    file the hub wrote (conftest gives the whole test session one state directory)."""
+    remote = (f"env XDG_STATE_HOME={os.environ['XDG_STATE_HOME']} "
+              f"{Path(sys.executable).parent / 'raydebug'}")
+    options = [arg for option in sshd_options for arg in ("--ssh-option", option)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "tunnel", "root@127.0.0.1", *options,
+         "--local-port", str(local_port), "--remote-raydebug", remote],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def _state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
@@ -84,19 +96,11 @@ def ssh_children(pid: int) -> list[int]:
 def test_one_tunnel_reaches_every_session_and_survives_ssh_dying(hub: HubProcess,
                                                                  sshd: list[str],
                                                                  tmp_path: Path):
-    # The remote side finds the hub through the state file the hub wrote (conftest gives
-    # the whole test session one state directory).
-    remote = f"env XDG_STATE_HOME={os.environ['XDG_STATE_HOME']} " \
-             f"{Path(sys.executable).parent / 'raydebug'}"
     script = write_script(tmp_path, "worker.py", WORKER)
     procs = [hub.spawn(script, tag) for tag in ("one", "two")]
     hub.wait_sessions(2)
     local_port = free_port()
-    options = [arg for option in sshd for arg in ("--ssh-option", option)]
-    tunnel = subprocess.Popen(
-        [sys.executable, "-m", "raydebug", "tunnel", "root@127.0.0.1", *options,
-         "--local-port", str(local_port), "--remote-raydebug", remote],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tunnel = start_tunnel(sshd, local_port)
     try:
         assert read_line(tunnel, timeout=60).startswith(
             f"raydebug tunnel ready: 127.0.0.1:{local_port}")
@@ -160,14 +164,8 @@ def test_the_unix_socket_is_private_and_the_tunnel_prefers_it(sshd: list[str], t
             client.sendall(b"GET /api/health HTTP/1.1\r\n\r\n")
             assert client.recv(65536).startswith(b"HTTP/1.1 200")
 
-        remote = f"env XDG_STATE_HOME={os.environ['XDG_STATE_HOME']} " \
-                 f"{Path(sys.executable).parent / 'raydebug'}"
         local_port = free_port()
-        options = [arg for option in sshd for arg in ("--ssh-option", option)]
-        tunnel = subprocess.Popen(
-            [sys.executable, "-m", "raydebug", "tunnel", "root@127.0.0.1", *options,
-             "--local-port", str(local_port), "--remote-raydebug", remote],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        tunnel = start_tunnel(sshd, local_port)
         assert read_line(tunnel, timeout=60).startswith("raydebug tunnel ready")
         [ssh] = ssh_children(tunnel.pid)
         forward = Path(f"/proc/{ssh}/cmdline").read_bytes().split(b"\0")
