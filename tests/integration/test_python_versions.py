@@ -30,7 +30,7 @@ def work():
 
 def best():
     times = []
-    for _ in range(5):
+    for _ in range(9):
         start = time.perf_counter(); work(); times.append(time.perf_counter() - start)
     return min(times)
 
@@ -97,5 +97,7 @@ def test_the_agent_works_in_other_pythons(hub: HubProcess, other_python: tuple[s
     assert code == 0, err[-2000:]
     assert "untraced True" in out
     assert f"value {100 + int(version.split('.')[1])}" in out
+    # Left traced, <= 3.11 runs this 3-11x slower (<= 0.37); 3.12+ barely slows (so there
+    # the check is "untraced True" above). 0.5 leaves room for a loaded 2-core machine.
     ratio = float(out.split("ratio ")[1].split()[0])
-    assert ratio > 0.6, out
+    assert ratio > 0.5, out
