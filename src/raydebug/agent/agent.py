@@ -76,9 +76,10 @@ class Agent:
         ident = threading.get_ident()
         session = LocalSession(record, ident)
         with self._lock:
-            for other in [s for s in self._sessions.values() if s.thread_ident == ident]:
+            others = [s for s in self._sessions.values() if s.thread_ident == ident]
+            self._sessions[record.id] = session  # first: the process never looks idle here
+            for other in others:
                 self._end_session_locked(other.record.id)  # this thread is elsewhere now
-            self._sessions[record.id] = session
             if self._client_ready:
                 session.released.set()
         self.link.post(SessionStarted(session=record.to_dict()))
@@ -87,7 +88,7 @@ class Agent:
             return True
         timeout = self.config.wait_timeout
         say(f"session {record.id} paused at {record.file}:{record.line}, waiting for a "
-            f"debugger via the hub at {self.config.hub_address}"
+            f"debugger (hub: {self.config.hub_address})"
             + (f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""))
         started = time.monotonic()
         if session.released.wait(timeout):

@@ -120,9 +120,9 @@ class HubLink:
                 else:
                     delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
                     attempt += 1
-                    self._serve(timeout=delay, until=time.monotonic() + delay)
+                    self._serve(until=time.monotonic() + delay)
                     continue
-            self._serve(timeout=None, until=None)
+            self._serve(until=None)
 
     def _connect_control(self) -> bool:
         try:
@@ -206,20 +206,18 @@ class HubLink:
             self._stale_hub = info  # replaced on success below, kept if it fails
         return self._hub
 
-    def _serve(self, timeout: float | None, until: float | None) -> None:
-        """Serve sockets until the control connection drops (or ``until`` passes)."""
+    def _serve(self, until: float | None) -> None:
+        """Serve sockets until ``until`` (a monotonic time) passes, or, with None, until the
+        control connection drops."""
         while True:
+            timeout = None if until is None else max(0.0, until - time.monotonic())
             for key, _events in self._selector.select(timeout):
                 try:
                     self._on_readable(key)
                 except OSError:
                     self._drop_control()
-            if self._control is None and until is None:
+            if (self._control is None) if until is None else time.monotonic() >= until:
                 return
-            if until is not None and time.monotonic() >= until:
-                return
-            if until is not None:
-                timeout = max(0.0, until - time.monotonic())
 
     def _on_readable(self, key: selectors.SelectorKey) -> None:
         if key.data == "wake":

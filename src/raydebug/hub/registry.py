@@ -74,8 +74,8 @@ class Registry:
     async def add_session(self, process: Process, record: SessionRecord) -> None:
         """Register (or, for a re-sent id of the same process, refresh) a session.
 
-        Raises :class:`SessionBusyError` when the hub is full, :class:`SessionNotFoundError`
-        style collisions are refused the same way: another process owns that id.
+        Raises :class:`SessionBusyError` when the hub is full, or when another process
+        already owns that id.
         """
         existing = self._sessions.get(record.id)
         if existing is not None and existing.process is not process:
@@ -172,9 +172,7 @@ class Registry:
 
     def sessions(self, state: SessionState | None = None) -> list[dict[str, Any]]:
         """Every session (in ``state``, when given) as JSON-ready dicts, oldest first."""
-        chosen = [s for s in self._sessions.values() if state in (None, s.state)]
-        ordered = sorted(chosen, key=lambda s: s.record.since)
-        return [session.to_dict() for session in ordered]
+        return [s.to_dict() for s in self.all_sessions() if state in (None, s.state)]
 
     def statistics(self) -> dict[str, int]:
         return {
