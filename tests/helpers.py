@@ -101,6 +101,16 @@ class HubProcess:
         await client.initialize()
         return client
 
+    def attach_and_detach(self, session_id: str) -> None:
+        """Attach to a session until it stops, then detach (so the worker runs on)."""
+        async def cycle() -> None:
+            client = await self.dap()
+            await client.attach(session_id)
+            await client.request("disconnect", {})
+            await client.close()
+
+        run(cycle())
+
     def close(self) -> None:
         for proc in self.workers:
             stop(proc)

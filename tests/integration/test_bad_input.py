@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HubProcess, finish, run, write_script
+from helpers import HubProcess, finish, write_script
 from raydebug.protocol import NEED_DATA, frame
 from raydebug.protocol.worker import (
     Challenge,
@@ -60,14 +60,7 @@ def test_client_port_refuses_garbage_and_keeps_serving(hub: HubProcess, tmp_path
     if CLIENT_GARBAGE[name].startswith(b"Content-Length"):
         assert b"raydebug hub:" in answer  # a DAP output event saying what was wrong
     assert hub.get("/api/health")["status"] == "ok"
-
-    async def still_debuggable() -> None:
-        client = await hub.dap()
-        await client.attach(session["id"])
-        await client.request("disconnect", {})
-        await client.close()
-
-    run(still_debuggable())
+    hub.attach_and_detach(session["id"])  # still debuggable
     code, out, _ = finish(proc)
     assert code == 0 and "finished 42" in out
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HubProcess, finish, read_line, run, stop, write_script
+from helpers import HubProcess, finish, read_line, stop, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -49,14 +49,7 @@ def test_commands_and_workers_find_the_local_hub(tmp_path: Path):
                                 text=True, timeout=60)
         [session] = json.loads(listed.stdout)
         assert session["pid"] == worker.pid
-
-        async def release() -> None:
-            client = await hub.dap()
-            await client.attach(session["id"])
-            await client.request("disconnect", {})
-            await client.close()
-
-        run(release())
+        hub.attach_and_detach(session["id"])
         assert finish(worker)[0] == 0
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

@@ -82,18 +82,12 @@ def test_a_later_breakpoint_registers_a_new_session_on_the_same_listener(
         hub: HubProcess, tmp_path: Path):
     proc = hub.spawn(write_script(tmp_path, "twice.py", TWICE))
 
-    async def attach_and_detach(session_id: str) -> None:
-        client = await hub.dap()
-        await client.attach(session_id)
-        await client.request("disconnect", {})
-        await client.close()
-
     [first] = hub.wait_sessions(1)
-    run(attach_and_detach(first["id"]))
+    hub.attach_and_detach(first["id"])
     second = hub.get("/api/sessions?min=1&timeout=30")[0]
     while second["id"] == first["id"]:  # the old session may linger for a moment
         second = hub.get("/api/sessions?min=1&timeout=30")[0]
     assert second["pid"] == first["pid"]
-    run(attach_and_detach(second["id"]))
+    hub.attach_and_detach(second["id"])
     code, out, _ = finish(proc)
     assert code == 0 and "round 0" in out and "round 1" in out
