@@ -237,6 +237,25 @@ def vscode(hub: str | None, ray_address: str | None, client_token: str | None,
     click.echo(f"wrote {config['name']!r} to {path}")
 
 
+@cli.command()
+@click.argument("session", required=False)
+@HUB_OPTION
+@RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
+@click.option("--follow", is_flag=True,
+              help="When a session ends, wait for the next breakpoint anywhere and attach.")
+@click.option("--timeout", default=None, type=float,
+              help="Give up waiting for a breakpoint after this many seconds (default: wait).")
+def attach(session: str | None, hub: str | None, ray_address: str | None,
+           client_token: str | None, follow: bool, timeout: float | None) -> None:
+    """A pdb-like debugger in this terminal for SESSION (default: the oldest waiting one,
+    or the next breakpoint)."""
+    from .terminal.attach import AttachCommand
+
+    address = resolve_client_address(hub, ray_address)
+    sys.exit(AttachCommand(address, client_token, follow, timeout).run(session))
+
+
 @cli.command("hub-address")
 @RAY_ADDRESS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {\"client\": \"host:port\"}.")
@@ -272,6 +291,7 @@ def tunnel(destination: str, ssh_options: tuple[str, ...], local_port: int,
         config = views.vscode_config("127.0.0.1", port)
         click.echo(f"raydebug tunnel ready: 127.0.0.1:{port} -> hub on {destination}")
         click.echo(f"  raydebug list --hub 127.0.0.1:{port}")
+        click.echo(f"  raydebug attach --hub 127.0.0.1:{port}")
         click.echo("  VS Code launch.json configuration:")
         click.echo("    " + json.dumps(config, indent=4).replace("\n", "\n    "))
         sys.stdout.flush()

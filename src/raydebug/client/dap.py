@@ -11,6 +11,7 @@ import collections
 import contextlib
 import itertools
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import HubUnreachableError, RaydebugError, RemoteProtocolError
@@ -40,6 +41,11 @@ class DapClient:
         self._event_arrived = asyncio.Condition()
         self._closed: BaseException | None = None
         self.reverse_requests: list[Request] = []
+        # Events handed to a callback as they arrive (on the loop) instead of being queued
+        # for wait_event: a long session would otherwise queue every `output` event forever.
+        self.listeners: dict[str, Callable[[Event], None]] = {}
+        # Called once with the reason when the connection closes.
+        self.on_close: Callable[[BaseException], None] | None = None
         self._pump = asyncio.ensure_future(self._read_loop())
 
     @classmethod
@@ -168,6 +174,8 @@ class DapClient:
         finally:
             if self._closed is None:
                 self._closed = RemoteProtocolError("client closed")
+            if self.on_close is not None:
+                self.on_close(self._closed)
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(RemoteProtocolError(f"connection closed: {self._closed}"))
@@ -179,6 +187,8 @@ class DapClient:
             future = self._pending.pop(message.request_seq, None)
             if future is not None and not future.done():
                 future.set_result(message)
+        elif isinstance(message, Event) and message.event in self.listeners:
+            self.listeners[message.event](message)
         elif isinstance(message, Event):
             async with self._event_arrived:
                 self._events.append(message)

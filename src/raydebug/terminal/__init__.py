@@ -1,0 +1,9 @@
+"""The terminal debugger (``raydebug attach``): pdb's commands over DAP, through the hub.
+
+- ``commands``: pdb's command language, parsed (pure);
+- ``breakpoints``: the breakpoint table and the DAP requests it becomes (pure);
+- ``render``: what is printed, as text (pure);
+- ``remote``: the DAP connection on its own thread, called synchronously;
+- ``debugger``: each command carried out;
+- ``attach``: choosing sessions, the prompt, ``--follow``.
+"""

@@ -1,0 +1,249 @@
+"""``raydebug attach``: choose a session, attach, and run the prompt until it is over.
+
+Theory of operation. The prompt ``(raydebug) `` is shown only while the debuggee is stopped.
+A command that lets it run (``n``, ``c``...) blocks until the next stop, during which Ctrl-C
+sends ``pause``. A session is over when the user detaches (``q``, Ctrl-D, or ``c`` with no
+breakpoint left, which lets the process run on) or the process goes away; with ``--follow``
+the command then waits for the next breakpoint anywhere in the cluster and attaches to it.
+
+With a terminal on stdin the prompt has line editing, history across runs (in the state
+directory) and tab completion of names (DAP ``completions``). Without one, commands are read
+line by line from stdin and echoed, so a piped script reads like a transcript.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from .. import state_file
+from ..agent.config import parse_address
+from ..client.hub_api import get_json
+from ..errors import RaydebugError, SessionNotFoundError
+from . import commands, render
+from .debugger import Outcome, TerminalDebugger
+from .remote import Remote
+
+PROMPT = "(raydebug) "
+POLL_SECONDS = 30.0
+HISTORY_LENGTH = 1000
+
+
+class Terminal:
+    """Reading commands and printing, on a terminal or on pipes."""
+
+    def __init__(self) -> None:
+        self.interactive = sys.stdin.isatty()
+        self.colour = (sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+                       and os.environ.get("TERM") != "dumb")
+        self._lock = threading.Lock()
+        self._at_line_start = True
+        self.completer: Any = None
+        self._history = state_file.path().parent / "attach_history"
+        if self.interactive:
+            self._setup_readline()
+
+    def write(self, line: str) -> None:
+        with self._lock:
+            if not self._at_line_start:
+                sys.stdout.write("\n")
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+            self._at_line_start = True
+
+    def write_output(self, text: str, category: str) -> None:
+        """The debuggee's output, as it arrives (pieces of lines included)."""
+        stream = sys.stderr if category == "stderr" else sys.stdout
+        with self._lock:
+            stream.write(text)
+            stream.flush()
+            self._at_line_start = text.endswith("\n")
+
+    def read(self, prompt: str = PROMPT) -> str | None:
+        """One line; None at end of input (Ctrl-D). Ctrl-C gives an empty line."""
+        if self.interactive:
+            try:
+                return input(prompt)
+            except EOFError:
+                self.write("")
+                return None
+            except KeyboardInterrupt:
+                self.write("")
+                return ""
+        with self._lock:
+            sys.stdout.write(prompt)
+            sys.stdout.flush()
+        line = sys.stdin.readline()
+        if not line:
+            self.write("")
+            return None
+        self.write(line.rstrip("\n"))  # echo: the transcript shows what ran
+        return line.rstrip("\n")
+
+    def confirm(self, question: str) -> bool:
+        answer = self.read(question)
+        return answer is not None and answer.strip().lower() in ("y", "yes")
+
+    def save_history(self) -> None:
+        if not self.interactive:
+            return
+        import readline
+
+        with contextlib.suppress(OSError):
+            self._history.parent.mkdir(parents=True, exist_ok=True)
+            readline.set_history_length(HISTORY_LENGTH)
+            readline.write_history_file(self._history)
+
+    def _setup_readline(self) -> None:
+        try:
+            import readline
+        except ImportError:  # no line editing, still a debugger
+            return
+        with contextlib.suppress(OSError):
+            readline.read_history_file(self._history)
+        readline.set_completer_delims(" \t\n`~!@#$%^&*()-=+[{]}\\|;:'\",<>/?")
+        readline.set_completer(self._complete)
+        readline.parse_and_bind("tab: complete")
+
+    def _complete(self, text: str, state: int) -> str | None:
+        if self.completer is None:
+            return None
+        try:
+            matches = self.completer(text)
+        except Exception:  # completion must never break the prompt
+            return None
+        return matches[state] if state < len(matches) else None
+
+
+def complete(debugger: TerminalDebugger, line: str, word: str) -> list[str]:
+    """Completions of ``word``, the end of ``line``: a command name while the first word is
+    typed, else a Python name in the current frame (DAP ``completions``)."""
+    if " " not in line.lstrip() and not line.lstrip().startswith("!"):
+        names = [name for name in commands.command_names() if name.startswith(word)]
+        if names:
+            return names
+    command = commands.parse(line)
+    expression = command.arg if command is not None else ""
+    prefix = expression[: len(expression) - len(word)]  # what readline keeps
+    found = []
+    for label, start, length in debugger.completions(expression):
+        completed = expression[:start] + label + expression[start + length:]
+        if completed.startswith(prefix):
+            found.append(completed[len(prefix):])
+    return found
+
+
+class AttachCommand:
+    """The ``raydebug attach`` loop over one session, or (``follow``) one after another."""
+
+    def __init__(self, hub: str, client_token: str | None, follow: bool,
+                 wait_timeout: float | None, terminal: Terminal | None = None) -> None:
+        self.hub = hub
+        self.client_token = client_token
+        self.follow = follow
+        self.wait_timeout = wait_timeout
+        self.terminal = terminal or Terminal()
+        self._visited: set[str] = set()
+
+    def run(self, session_id: str | None) -> int:
+        try:
+            while True:
+                session = self._choose(session_id)
+                if session is None:
+                    return 1
+                outcome = self._debug(session, wanted=session_id is not None)
+                session_id = None
+                if outcome is None:
+                    continue
+                if outcome is Outcome.QUIT or not self.follow:
+                    return 0
+        finally:
+            self.terminal.save_history()
+
+    def _choose(self, session_id: str | None) -> dict[str, Any] | None:
+        sessions = self._sessions()
+        if session_id is not None:
+            for session in sessions:
+                if session.get("id") == session_id:
+                    return session
+            known = ", ".join(f"{s['id']} ({s.get('state')}, pid {s.get('pid')})"
+                              for s in sessions) or "none"
+            raise SessionNotFoundError(f"no session {session_id!r} on the hub at {self.hub}; "
+                                       f"sessions: {known}")
+        return self._wait_for_breakpoint()
+
+    def _wait_for_breakpoint(self) -> dict[str, Any] | None:
+        deadline = None if self.wait_timeout is None else time.monotonic() + self.wait_timeout
+        announced = False
+        while True:
+            waiting_now = self._sessions("state=waiting")
+            fresh = [s for s in waiting_now if s.get("id") not in self._visited]
+            if fresh:
+                return fresh[0]  # the oldest
+            if not announced:
+                self.terminal.write(f"waiting for a breakpoint... (hub {self.hub}; Ctrl-C "
+                                    "stops waiting)")
+                announced = True
+            remaining = POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                self.terminal.write(render.error("no breakpoint was hit in time"))
+                return None
+            # Long-poll until one more session waits than now; then look again.
+            self._sessions(f"state=waiting&min={len(waiting_now) + 1}"
+                           f"&timeout={min(remaining, POLL_SECONDS):.1f}")
+
+    def _sessions(self, query: str = "") -> list[dict[str, Any]]:
+        path = "/api/sessions" + (f"?{query}" if query else "")
+        sessions = get_json(self.hub, path, timeout=POLL_SECONDS + 10, token=self.client_token)
+        return sessions if isinstance(sessions, list) else []
+
+    def _debug(self, session: dict[str, Any], wanted: bool) -> Outcome | None:
+        """Debug one session until it is over; None when it could not be attached."""
+        self._visited.add(str(session["id"]))
+        if self.follow and len(self._visited) > 1:
+            self.terminal.write(render.switch_banner(session))
+        remote = Remote(self.terminal.write_output)
+        try:
+            host, port = parse_address(self.hub, "--hub")
+            remote.connect(host, port)
+            try:
+                remote.attach(str(session["id"]), self.client_token)
+            except RaydebugError as error:
+                if wanted:
+                    raise
+                # Taken by another client, or gone, since we looked: choose again.
+                self.terminal.write(render.error(f"cannot attach to {session['id']}: {error}"))
+                return None
+            debugger = TerminalDebugger(remote, session, self.terminal.write,
+                                        colour=self.terminal.colour,
+                                        confirm=self.terminal.confirm)
+            self.terminal.completer = lambda word: complete(debugger, _line_buffer(), word)
+            debugger.start()
+            return self._prompt_loop(debugger)
+        finally:
+            self.terminal.completer = None
+            remote.close()
+
+    def _prompt_loop(self, debugger: TerminalDebugger) -> Outcome:
+        while True:
+            if debugger.remote.stops.ended is not None:
+                self.terminal.write(f"session {debugger.session['id']}: "
+                                    f"{debugger.remote.stops.ended}")
+                return Outcome.ENDED
+            line = self.terminal.read()
+            if line is None:  # Ctrl-D: detach, and stop following
+                debugger.do_quit("")
+                return Outcome.QUIT
+            outcome = debugger.execute(line)
+            if outcome is not Outcome.STOPPED:
+                return outcome
+
+
+def _line_buffer() -> str:
+    import readline
+
+    return readline.get_line_buffer()

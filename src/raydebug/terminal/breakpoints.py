@@ -1,0 +1,100 @@
+"""The terminal debugger's breakpoints, numbered as pdb numbers them.
+
+DAP's ``setBreakpoints`` replaces every breakpoint of one source file and
+``setFunctionBreakpoints`` every function breakpoint, so the table keeps them all and builds
+those requests' arguments; the responses' ids map a ``stopped`` event's ``hitBreakpointIds``
+back to our numbers (for ``tbreak``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .commands import CommandError
+
+
+@dataclass
+class Breakpoint:
+    number: int
+    file: str | None  # None for a function breakpoint
+    line: int | None
+    function: str | None = None
+    condition: str | None = None
+    temporary: bool = False
+    enabled: bool = True
+    hidden: bool = False  # set by `until N`, not the user: never listed
+    verified: bool = True
+    dap_id: int | None = None
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file else f"function {self.function}"
+
+
+@dataclass
+class BreakpointTable:
+    _all: dict[int, Breakpoint] = field(default_factory=dict)
+    _next_number: int = 1
+
+    def add(self, file: str | None, line: int | None, function: str | None = None,
+            condition: str | None = None, temporary: bool = False,
+            hidden: bool = False) -> Breakpoint:
+        number = 0 if hidden else self._next_number
+        if not hidden:
+            self._next_number += 1
+        point = Breakpoint(number, file, line, function, condition, temporary, hidden=hidden)
+        self._all[number] = point
+        return point
+
+    def get(self, number: int) -> Breakpoint:
+        try:
+            return self._all[number]
+        except KeyError:
+            raise CommandError(f"no breakpoint number {number}") from None
+
+    def remove(self, point: Breakpoint) -> None:
+        self._all.pop(point.number, None)
+
+    def at(self, file: str, line: int) -> list[Breakpoint]:
+        return [p for p in self._all.values() if p.file == file and p.line == line]
+
+    def visible(self) -> list[Breakpoint]:
+        return sorted((p for p in self._all.values() if not p.hidden), key=lambda p: p.number)
+
+    def any_enabled(self) -> bool:
+        return any(p.enabled for p in self._all.values())
+
+    def lines_in(self, file: str) -> set[int]:
+        return {p.line for p in self._all.values()
+                if p.file == file and p.line is not None and not p.hidden}
+
+    def files(self) -> set[str]:
+        return {p.file for p in self._all.values() if p.file}
+
+    def source_arguments(self, file: str) -> tuple[dict[str, Any], list[Breakpoint]]:
+        """``setBreakpoints`` arguments for ``file``, and the breakpoints in their order."""
+        points = [p for p in self._all.values() if p.file == file and p.enabled]
+        return {"source": {"path": file},
+                "breakpoints": [_dap_breakpoint(p, line=p.line) for p in points]}, points
+
+    def function_arguments(self) -> tuple[dict[str, Any], list[Breakpoint]]:
+        points = [p for p in self._all.values() if p.function and p.enabled]
+        return {"breakpoints": [_dap_breakpoint(p, name=p.function) for p in points]}, points
+
+    def record_answer(self, points: list[Breakpoint], answer: list[dict[str, Any]]) -> None:
+        """Remember what the debuggee made of each breakpoint (same order as sent)."""
+        for point, dap in zip(points, answer, strict=False):
+            point.dap_id = dap.get("id")
+            point.verified = bool(dap.get("verified", True))
+            if point.file and isinstance(dap.get("line"), int):
+                point.line = dap["line"]  # pydevd moves a breakpoint to a line with code
+
+    def hit(self, dap_ids: list[int]) -> list[Breakpoint]:
+        return [p for p in self._all.values() if p.dap_id is not None and p.dap_id in dap_ids]
+
+
+def _dap_breakpoint(point: Breakpoint, **where: Any) -> dict[str, Any]:
+    dap: dict[str, Any] = dict(where)
+    if point.condition:
+        dap["condition"] = point.condition
+    return dap

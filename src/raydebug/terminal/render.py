@@ -1,0 +1,140 @@
+"""What the terminal debugger prints, as pure functions of plain data (tests compare text).
+
+The shapes are pdb's: ``> file(line)function()`` then ``-> source`` at a stop, listings with
+``B`` for breakpoints and ``->`` for the current line, ``*** message`` for errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pygments
+from pygments.formatters import TerminalFormatter
+from pygments.lexers import PythonLexer
+
+
+def highlight_lines(source: str) -> list[str]:
+    """The lines of ``source`` with ANSI colours (lexed whole, so strings spanning lines
+    are coloured right)."""
+    coloured: str = pygments.highlight(source, PythonLexer(stripnl=False, ensurenl=True),
+                                  TerminalFormatter())
+    # A colour may run on past a line's end: reset at each end, so the next line's number
+    # (printed before its code) is never coloured.
+    return [line + "\x1b[0m" for line in coloured.splitlines()]
+
+
+def error(message: str) -> str:
+    return f"*** {message}"
+
+
+def evaluate_error(message: str) -> str:
+    """pydevd answers a failed evaluate with the whole traceback; pdb shows its last line."""
+    lines = [line for line in message.strip().splitlines() if line.strip()]
+    return error(lines[-1].strip() if lines else "evaluation failed")
+
+
+def frame_location(frame: dict[str, Any]) -> str:
+    path = (frame.get("source") or {}).get("path") or "<unknown>"
+    return f"{path}({frame.get('line')}){frame.get('name', '?')}()"
+
+
+def stop_lines(frame: dict[str, Any], source_line: str | None) -> list[str]:
+    """pdb's two lines at a stop."""
+    lines = [f"> {frame_location(frame)}"]
+    if source_line is not None:
+        lines.append(f"-> {source_line.strip()}")
+    return lines
+
+
+def stack_lines(frames: list[dict[str, Any]], current: int,
+                source_line: Any) -> list[str]:
+    """``where``: oldest frame first (``frames`` is DAP's order, newest first); ``current``
+    indexes ``frames``; ``source_line(frame)`` gives a frame's line or None."""
+    lines = []
+    for index in reversed(range(len(frames))):
+        frame = frames[index]
+        marker = ">" if index == current else " "
+        lines.append(f"{marker} {frame_location(frame)}")
+        text = source_line(frame)
+        if text is not None:
+            lines.append(f"-> {text.strip()}")
+    return lines
+
+
+def listing(lines: list[str], first: int, last: int, current: int | None,
+            breakpoint_lines: set[int], coloured: list[str] | None = None) -> list[str]:
+    """Lines ``first``..``last`` (1-based, inclusive) in pdb's layout; ``coloured`` is
+    ``lines`` with highlighting, used for the code when given."""
+    shown = []
+    for number in range(max(first, 1), min(last, len(lines)) + 1):
+        code = (coloured or lines)[number - 1].rstrip()
+        mark = "B" if number in breakpoint_lines else " "
+        arrow = "->" if number == current else "  "
+        shown.append(f"{number:>4} {mark}{arrow} {code}")
+    return shown
+
+
+def session_header(session: dict[str, Any]) -> list[str]:
+    """Who is paused, and why: shown on attach."""
+    if session.get("actor_class"):
+        what = f"actor {session['actor_class']}"
+        if session.get("task_name"):
+            what += f" ({session['task_name']})"
+    elif session.get("task_name"):
+        what = f"task {session['task_name']}"
+    else:
+        what = " ".join(session.get("argv") or []) or "process"
+    node = session.get("node_ip") or session.get("host", "?")
+    lines = [f"session {session.get('id')}: {what} on {node}, pid {session.get('pid')}"
+             + (f", job {session['job_id']}" if session.get("job_id") else "")]
+    if session.get("reason") == "exception":
+        lines.append(f"post-mortem: {session.get('exception') or 'an exception'}")
+    else:
+        lines.append(f"paused by {session.get('source') or 'breakpoint()'} at "
+                     f"{session.get('file')}:{session.get('line')}")
+    return lines
+
+
+def breakpoint_table(points: list[Any]) -> list[str]:
+    if not points:
+        return ["No breakpoints."]
+    lines = ["Num Type         Disp Enb   Where"]
+    for point in points:
+        kind = "breakpoint"
+        disp = "del " if point.temporary else "keep"
+        enabled = "yes" if point.enabled else "no "
+        lines.append(f"{point.number:<3} {kind:<12} {disp} {enabled}   {point.where()}")
+        if point.condition:
+            lines.append(f"\tstop only if {point.condition}")
+        if not point.verified:
+            lines.append("\tnot verified by the debuggee (no code on that line?)")
+    return lines
+
+
+def threads_lines(threads: list[dict[str, Any]], current: int | None,
+                  stopped: set[int]) -> list[str]:
+    lines = []
+    for thread in threads:
+        marker = "*" if thread["id"] == current else " "
+        state = "stopped" if thread["id"] in stopped else "running"
+        lines.append(f"{marker} {thread['id']:>4}  {thread.get('name', '')}  ({state})")
+    return lines
+
+
+def exception_lines(info: dict[str, Any]) -> list[str]:
+    """``exceptionInfo``'s answer as the traceback a Python user knows."""
+    details = info.get("details") or {}
+    lines = []
+    trace = details.get("stackTrace")
+    if trace:
+        lines.append("Traceback (most recent call last):")
+        lines += trace.rstrip("\n").splitlines()
+    name = details.get("typeName") or info.get("exceptionId") or "Exception"
+    lines.append(f"{name}: {info.get('description') or details.get('message') or ''}".rstrip())
+    return lines
+
+
+def switch_banner(session: dict[str, Any], width: int = 80) -> str:
+    """The one line --follow prints when it moves to the next session."""
+    text = f"── next breakpoint: {session_header(session)[0]} "
+    return text + "─" * max(0, width - len(text))
