@@ -168,6 +168,7 @@ class Agent:
         self.debugger.replay_stops(suspended)
 
     def on_client_detached(self) -> None:
+        self.debugger.forget_client()
         with self._lock:
             self._client_attached = False
             self._client_ready = False

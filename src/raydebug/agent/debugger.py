@@ -15,6 +15,7 @@ suspended threads and call ``on_resumed`` when one runs again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -132,6 +133,32 @@ class Debugger:
                                    name="raydebug-handoff", daemon=True)
         mark_invisible(handoff)
         handoff.start()
+
+    def forget_client(self) -> None:
+        """After a client left: stop sending the process's output to it, and drop what
+        pydevd queued for it.
+
+        With ``redirectOutput`` pydevd copies stdout/stderr into its writer's queue; the
+        copy stays after the client leaves, and a writer whose connection closed never
+        empties its queue. At exit pydevd's non-daemon CheckAliveThread waits for that
+        queue to empty, so a process that printed after its client left (a post-mortem's
+        traceback) would never exit.
+        """
+        import queue
+
+        from _pydevd_bundle import pydevd_io
+
+        py_db = self._py_db
+        if py_db is None:
+            return
+        py_db.enable_output_redirection(False, False)
+        for std in ("stdout", "stderr"):
+            pydevd_io.stop_redirect_stream_to_pydb_io_messages(std)
+        writer = getattr(py_db, "writer", None)
+        if writer is not None and getattr(writer, "_kill_received", False):
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    writer._cmd_queue.get_nowait()
 
     def is_suspended(self, thread_ident: int) -> bool:
         with self._lock:

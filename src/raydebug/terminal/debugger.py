@@ -119,6 +119,10 @@ class TerminalDebugger:
             self.write(render.error(str(error)))
         except DapRequestError as error:
             self.write(render.evaluate_error(str(error)))
+        except KeyboardInterrupt:  # during a slow request: the prompt comes back
+            self.write("\n--KeyboardInterrupt--")
+        except TimeoutError:
+            self.write(render.error("the debuggee did not answer in time"))
         if self.remote.stops.ended is not None:
             return Outcome.ENDED
         return Outcome.STOPPED
@@ -456,14 +460,21 @@ class TerminalDebugger:
     def _run(self, command: str, arguments: dict[str, Any], show: bool = True) -> Outcome:
         """Resume, then wait for the next stop (Ctrl-C pauses) or the end."""
         seen = self.remote.stops.count
-        self.remote.request(command, arguments)
+        interrupted = False
+        try:
+            self.remote.request(command, arguments)
+        except KeyboardInterrupt:
+            interrupted = True  # the request went out all the same: pause after it
         while True:
             try:
+                if interrupted:
+                    interrupted = False
+                    self.write("\npausing (Ctrl-C)")
+                    self.remote.request("pause", {"threadId": self.thread_id})
                 stop = self.remote.stops.wait(seen)
                 break
             except KeyboardInterrupt:
-                self.write("\npausing (Ctrl-C)")
-                self.remote.request("pause", {"threadId": self.thread_id})
+                interrupted = True
         if stop is None:
             self.write(f"session {self.session.get('id')}: {self.remote.stops.ended}")
             return Outcome.ENDED
