@@ -8,6 +8,7 @@ command is a Python statement, as in pdb; ``!`` forces that reading.
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 from ..errors import RaydebugError
@@ -166,7 +167,13 @@ def help_text(topic: str = "") -> str:
             raise CommandError(f"no help on {topic!r}")
         return f"{spec.usage}\n    {spec.help}"
     lines = ["Commands (pdb's names; any Python statement works too, or !statement):"]
-    lines += [f"  {spec.usage:<44} {spec.help.split('.')[0]}" for spec in SPECS]
+    for spec in SPECS:
+        usage = spec.usage if len(spec.usage) <= 24 else None
+        if usage is None:
+            lines.append(f"  {spec.usage}")
+        summary = textwrap.wrap(spec.help.split(". ")[0].rstrip("."), 80 - 27)
+        for number, text in enumerate(summary):
+            lines.append(f"  {usage if usage and number == 0 else '':<24} {text}")
     lines.append("Ctrl-C pauses a running process; Ctrl-D detaches.")
     return "\n".join(lines)
 

@@ -1,0 +1,159 @@
+"""The terminal debugger's pure parts: pdb's command language, breakpoints, rendering."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from raydebug.terminal import render
+from raydebug.terminal.breakpoints import BreakpointTable
+from raydebug.terminal.commands import (
+    STATEMENT,
+    Command,
+    CommandError,
+    Location,
+    help_text,
+    parse,
+    parse_location,
+)
+from raydebug.terminal.debugger import function_arguments, function_span
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("c", Command("continue")),
+    ("cont", Command("continue")),
+    ("continue", Command("continue")),
+    ("n", Command("next")),
+    ("s", Command("step")),
+    ("r", Command("return")),
+    ("unt 12", Command("until", "12")),
+    ("bt", Command("where")),
+    ("w", Command("where")),
+    ("ll", Command("longlist")),
+    ("l 10, 20", Command("list", "10, 20")),
+    ("b job.py:12, x > 3", Command("break", "job.py:12, x > 3")),
+    ("cl 1 2", Command("clear", "1 2")),
+    ("p  total ", Command("p", "total")),
+    ("q", Command("quit")),
+    ("exit", Command("quit")),
+    ("!n = 3", Command(STATEMENT, "n = 3")),
+    ("n = 3", Command(STATEMENT, "n = 3")),  # pdb: an assignment, not `next`
+    ("n == 3", Command("next", "== 3")),
+    ("total * 2", Command(STATEMENT, "total * 2")),
+    ("print(total)", Command(STATEMENT, "print(total)")),
+])
+def test_parse_uses_pdbs_names_and_abbreviations(line: str, expected: Command):
+    assert parse(line) == expected
+
+
+def test_an_empty_line_repeats_the_last_command():
+    assert parse("   ") is None
+
+
+@pytest.mark.parametrize(("arg", "expected"), [
+    ("12", Location(line=12)),
+    ("job.py:12", Location(file="job.py", line=12)),
+    ("/srv/job.py:7, x > 3", Location(file="/srv/job.py", line=7, condition="x > 3")),
+    ("compute", Location(function="compute")),
+    ("pkg.mod.compute, n == 1", Location(function="pkg.mod.compute", condition="n == 1")),
+])
+def test_break_locations(arg: str, expected: Location):
+    assert parse_location(arg) == expected
+
+
+@pytest.mark.parametrize("arg", ["", "job.py:x", "12,", "not a name"])
+def test_bad_break_locations_say_why(arg: str):
+    with pytest.raises(CommandError):
+        parse_location(arg)
+
+
+def test_help_fits_80_columns_and_covers_one_command():
+    assert all(len(line) <= 80 for line in help_text().splitlines())
+    assert help_text("c").startswith("c(ont(inue))")
+    with pytest.raises(CommandError):
+        help_text("frobnicate")
+
+
+def test_breakpoint_table_builds_dap_requests_per_file():
+    table = BreakpointTable()
+    first = table.add("/a.py", 3)
+    table.add("/a.py", 9, condition="x > 1", temporary=True)
+    table.add("/b.py", 4)
+    function = table.add(None, None, function="compute")
+    arguments, points = table.source_arguments("/a.py")
+    assert arguments == {"source": {"path": "/a.py"},
+                         "breakpoints": [{"line": 3}, {"line": 9, "condition": "x > 1"}]}
+    table.record_answer(points, [{"id": 7, "verified": True, "line": 4},
+                                 {"id": 8, "verified": False}])
+    assert first.line == 4 and not points[1].verified  # pydevd moved it to code
+    assert table.hit([8]) == [points[1]]
+    first.enabled = False
+    assert table.source_arguments("/a.py")[0]["breakpoints"] == [
+        {"line": 9, "condition": "x > 1"}]
+    assert table.function_arguments()[0] == {"breakpoints": [{"name": "compute"}]}
+    assert [p.number for p in table.visible()] == [1, 2, 3, 4]
+    table.remove(function)
+    with pytest.raises(CommandError):
+        table.get(4)
+
+
+def test_hidden_breakpoints_are_not_listed_or_numbered():
+    table = BreakpointTable()
+    table.add("/a.py", 3, hidden=True)
+    assert table.visible() == [] and table.add("/a.py", 5).number == 1
+
+
+SOURCE = textwrap.dedent("""
+    import functools
+
+    @functools.cache
+    def outer(a, b=2, *rest, key, **extra):
+        def inner(x):
+            return x + 1
+        return inner(a)
+
+    value = outer(1, key=3)
+""").lstrip()
+
+
+def test_longlist_span_and_args_come_from_the_source():
+    assert function_span(SOURCE, 7, "outer") == (3, 7)  # decorator included
+    assert function_span(SOURCE, 6, "inner") == (5, 6)
+    assert function_span(SOURCE, 9, "<module>") == (1, 9)
+    assert function_arguments(SOURCE, 7, "outer") == ["a", "b", "rest", "key", "extra"]
+    assert function_arguments("not python (", 1, "f") == []
+
+
+def test_listing_marks_the_current_line_and_breakpoints():
+    lines = ["a = 1\n", "b = 2\n", "c = 3\n"]
+    assert render.listing(lines, 1, 3, 2, {3}) == [
+        "   1     a = 1", "   2  -> b = 2", "   3 B   c = 3"]
+
+
+def test_stack_is_shown_oldest_first_with_the_current_frame_marked():
+    frames = [{"name": "inner", "line": 6, "source": {"path": "/a.py"}},
+              {"name": "outer", "line": 7, "source": {"path": "/a.py"}}]
+    assert render.stack_lines(frames, 1, lambda frame: f"line {frame['line']}") == [
+        "> /a.py(7)outer()", "-> line 7", "  /a.py(6)inner()", "-> line 6"]
+
+
+def test_evaluate_errors_look_like_pdbs():
+    traceback = 'Traceback (most recent call last):\n  File "<string>", line 1\nNameError: x\n'
+    assert render.evaluate_error(traceback) == "*** NameError: x"
+
+
+def test_header_names_the_ray_task_and_the_exception():
+    header = render.session_header({
+        "id": "abc", "pid": 7, "host": "h", "node_ip": "10.0.0.2", "job_id": "01000000",
+        "task_name": "preprocess", "reason": "exception",
+        "exception": "ZeroDivisionError: division by zero"})
+    assert header == ["session abc: task preprocess on 10.0.0.2, pid 7, job 01000000",
+                      "post-mortem: ZeroDivisionError: division by zero"]
+    assert len(render.switch_banner({"id": "abc", "pid": 7})) >= 60
+
+
+def test_highlighting_keeps_one_entry_per_line():
+    source = 'x = """a\nb"""\ny = 1\n'
+    coloured = render.highlight_lines(source)
+    assert len(coloured) == 3 and all(line.endswith("\x1b[0m") for line in coloured)
