@@ -20,6 +20,12 @@ from raydebug.client.dap import DapClient
 
 TIMEOUT = 30.0
 
+PAUSING_WORKER = """
+value = 41
+breakpoint()
+print("finished", value + 1, flush=True)
+"""
+
 
 def run(coro: Coroutine[Any, Any, Any], timeout: float = 60.0) -> Any:
     """Run an async test body with an overall bound."""
@@ -52,6 +58,7 @@ class HubProcess:
     worker: tuple[str, int]
     token: str
     workers: list[subprocess.Popen[str]] = field(default_factory=list)
+    cert: str | None = None  # the fingerprint a hub started with --tls printed
 
     @property
     def client_address(self) -> str:
@@ -67,6 +74,8 @@ class HubProcess:
         env.update(PYTHONBREAKPOINT="raydebug.set_trace", RAYDEBUG_HUB=self.worker_address,
                    RAYDEBUG_TOKEN=self.token, PYDEVD_DISABLE_FILE_VALIDATION="1",
                    PYTHONUNBUFFERED="1")
+        if self.cert:
+            env["RAYDEBUG_HUB_CERT"] = self.cert
         env.update(extra)
         return env
 
@@ -76,6 +85,16 @@ class HubProcess:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.workers.append(proc)
         return proc
+
+    def run_unserved(self, directory: Path, wait_timeout: str = "3", **env: str) -> str:
+        """Run :data:`PAUSING_WORKER` where this hub cannot serve it: it must continue after
+        its wait timeout, finish, and print no traceback. Return its stderr (the why)."""
+        proc = self.spawn(write_script(directory, "unserved.py", PAUSING_WORKER),
+                          RAYDEBUG_WAIT_TIMEOUT=wait_timeout, **env)
+        code, out, err = finish(proc)
+        assert code == 0 and "finished 42" in out, err
+        assert "Traceback" not in err, err
+        return err
 
     def get(self, path: str, timeout: float = TIMEOUT) -> Any:
         with urllib.request.urlopen(f"http://{self.client_address}{path}",
@@ -101,6 +120,21 @@ class HubProcess:
         await client.initialize()
         return client
 
+    def evaluate_and_detach(self, session_id: str, expression: str) -> str:
+        """Attach, evaluate ``expression`` in the paused frame, detach; return the result."""
+        async def cycle() -> str:
+            client = await self.dap()
+            stopped = await client.attach(session_id)
+            frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+            value = await client.request("evaluate", {
+                "expression": expression, "frameId": frames["stackFrames"][0]["id"],
+                "context": "repl"})
+            await client.request("disconnect", {})
+            await client.close()
+            return str(value["result"])
+
+        return str(run(cycle()))
+
     def attach_and_detach(self, session_id: str) -> None:
         """Attach to a session until it stops, then detach (so the worker runs on)."""
         async def cycle() -> None:
@@ -110,6 +144,20 @@ class HubProcess:
             await client.close()
 
         run(cycle())
+
+    def stop_and_read_log(self) -> str:
+        """Stop the hub (and its workers); return what it logged."""
+        for proc in self.workers:
+            stop(proc)
+        self.proc.terminate()
+        _, errors = self.proc.communicate(timeout=TIMEOUT)
+        return str(errors)
+
+    def __enter__(self) -> HubProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def close(self) -> None:
         for proc in self.workers:
@@ -133,13 +181,17 @@ def start_hub(*args: str, token: str = "test-token") -> HubProcess:
         # "raydebug hub ready: clients HOST:PORT workers HOST:PORT"
         words = banner.split()
         client, worker = words[4], words[6]
+        # "Workers connect over TLS; certificate sha256:...": the same write as the first
+        # line (one flush of less than PIPE_BUF), so already buffered
+        assert proc.stdout is not None
+        cert = proc.stdout.readline().split()[-1] if "--tls" in args else None
     except (TimeoutError, IndexError):
         stop(proc)
         error = proc.stderr.read() if proc.stderr else ""
         raise RuntimeError(f"the hub did not start: {error}") from None
     host, port = client.rsplit(":", 1)
     whost, wport = worker.rsplit(":", 1)
-    return HubProcess(proc, (host, int(port)), (whost, int(wport)), token)
+    return HubProcess(proc, (host, int(port)), (whost, int(wport)), token, cert=cert)
 
 
 def write_script(directory: Path, name: str, source: str) -> Path:

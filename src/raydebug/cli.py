@@ -99,9 +99,23 @@ def cli() -> None:
 @click.option("--ray-address", default=None,
               help="Serve this Ray cluster ('auto': the local one): publish the hub where "
                    "workers find it; workers dial this node's address unless --worker-host.")
+@click.option("--tls", is_flag=True, envvar="RAYDEBUG_HUB_TLS",
+              help="Serve workers over TLS with a self-signed certificate, created on first "
+                   "use in ~/.local/state/raydebug/; workers pin its fingerprint (published "
+                   "with the address, or RAYDEBUG_HUB_CERT). Env RAYDEBUG_HUB_TLS=1.")
+@click.option("--max-worker-connections", default=1_000, show_default=True,
+              help="Concurrent worker connections per peer address.")
+@click.option("--max-client-connections", default=64, show_default=True,
+              help="Concurrent client connections per peer address.")
+@click.option("--handshake-timeout", default=10.0, show_default=True,
+              help="Seconds a worker connection has to finish TLS and the token handshake.")
+@click.option("--client-idle-timeout", default=30.0, show_default=True,
+              help="Seconds a client connection has to send its first bytes.")
 def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | None,
         allow_terminate: bool, max_sessions: int, client_token: str | None,
-        unix_socket: str | None, log_level: str, ray_address: str | None) -> None:
+        unix_socket: str | None, log_level: str, ray_address: str | None, tls: bool,
+        max_worker_connections: int, max_client_connections: int, handshake_timeout: float,
+        client_idle_timeout: float) -> None:
     """Run the hub: list sessions and route debuggers to them."""
     from .hub import Hub, HubConfig
 
@@ -118,7 +132,11 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
     config = HubConfig(host=host, port=port, worker_host=worker_host, worker_port=worker_port,
                        allow_terminate=allow_terminate, max_sessions=max_sessions,
                        client_token=client_token or None,
-                       unix_socket=os.path.abspath(unix_socket) if unix_socket else None)
+                       unix_socket=os.path.abspath(unix_socket) if unix_socket else None,
+                       tls=tls, max_worker_connections=max_worker_connections,
+                       max_client_connections=max_client_connections,
+                       handshake_timeout=handshake_timeout,
+                       client_idle_timeout=client_idle_timeout)
     if token:
         config.token = token
     asyncio.run(_serve_hub(Hub(config), ray_integration))
@@ -131,11 +149,12 @@ async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
         raise ConfigurationError(f"cannot listen: {error.strerror or error}") from None
     client = "{}:{}".format(*hub.client_address)
     worker = "{}:{}".format(*hub.worker_address)
+    cert = hub.certificate.fingerprint if hub.certificate else None
     published = None
     if ray_integration is not None:
-        published = ray_integration.publish_cli_hub(client, worker, hub.config.token)
-    recorded = state_file.write(client, worker, hub.config.token, hub.config.unix_socket)
-    click.echo(views.hub_banner(client, worker, hub.config.token), nl=False)
+        published = ray_integration.publish_cli_hub(client, worker, hub.config.token, cert)
+    recorded = state_file.write(client, worker, hub.config.token, hub.config.unix_socket, cert)
+    click.echo(views.hub_banner(client, worker, hub.config.token, cert), nl=False)
     sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,7 +1,8 @@
 """Where a hub started on this machine can be found: a per-user state file.
 
 ``raydebug hub`` writes ``$XDG_STATE_HOME/raydebug/hub.json`` (default
-``~/.local/state/raydebug/hub.json``, mode 0600: it holds the worker token) and removes it
+``~/.local/state/raydebug/hub.json``, mode 0600: it holds the worker token and, with
+``--tls``, the fingerprint workers pin) and removes it
 when it exits. Commands and processes on the machine read it when no address was given.
 A file left by a hub that crashed is recognised by its dead pid and ignored.
 """
@@ -14,24 +15,38 @@ from pathlib import Path
 from typing import Any
 
 
-def path() -> Path:
+def directory() -> Path:
+    """The per-user state directory (the hub's TLS certificate lives there too)."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local",
                                                             "state")
-    return Path(base) / "raydebug" / "hub.json"
+    return Path(base) / "raydebug"
 
 
-def write(client: str, worker: str, token: str, unix: str | None = None) -> dict[str, Any]:
-    """Record this process as the machine's hub; return what was written."""
+def path() -> Path:
+    return directory() / "hub.json"
+
+
+def write(client: str, worker: str, token: str, unix: str | None = None,
+          cert: str | None = None) -> dict[str, Any]:
+    """Record this process as the machine's hub; return what was written.
+
+    ``cert``: the fingerprint of the worker listener's TLS certificate, when it has one.
+    """
     record: dict[str, Any] = {"client": client, "worker": worker, "token": token,
-                              "pid": os.getpid(), "unix": unix}
-    target = path()
+                              "pid": os.getpid(), "unix": unix, "cert": cert}
+    write_private(path(), json.dumps(record).encode())
+    return record
+
+
+def write_private(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` with mode 0600 from the start (its directory 0700);
+    readers never see half a file."""
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     temporary = target.with_suffix(f".{os.getpid()}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        json.dump(record, handle)
-    temporary.replace(target)  # readers never see half a file
-    return record
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+    temporary.replace(target)
 
 
 def read() -> dict[str, Any] | None:

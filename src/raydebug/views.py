@@ -124,12 +124,14 @@ def has_comments(text: str) -> bool:
     return strip_jsonc(text) != text
 
 
-def hub_banner(client: str, worker: str, token: str) -> str:
+def hub_banner(client: str, worker: str, token: str, cert: str | None = None) -> str:
     """What ``raydebug hub`` prints once it listens. The first line is parsed by tools."""
+    pin = f" RAYDEBUG_HUB_CERT={cert}" if cert else ""
     return (
         f"raydebug hub ready: clients {client} workers {worker}\n"
-        "Point Python processes at it:\n"
+        + (f"Workers connect over TLS; certificate {cert}\n" if cert else "")
+        + "Point Python processes at it:\n"
         f"  export PYTHONBREAKPOINT=raydebug.set_trace RAYDEBUG_HUB={worker} "
-        f"RAYDEBUG_TOKEN={token}\n"
+        f"RAYDEBUG_TOKEN={token}{pin}\n"
         f"Then attach a DAP client to {client}, or run: raydebug list --hub {client}\n"
     )

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import HubProcess, finish, run, start_hub, write_script
+from helpers import HubProcess, finish, start_hub, write_script
 from raydebug.protocol import NEED_DATA, frame
 from raydebug.protocol.worker import ControlStream
 
@@ -87,19 +87,7 @@ def test_the_hub_survived_and_still_debugs(quiet_hub: HubProcess, tmp_path: Path
     assert quiet_hub.get("/api/health")["status"] == "ok"
     proc = quiet_hub.spawn(write_script(tmp_path, "worker.py", WORKER))
     [session] = quiet_hub.wait_sessions(1)
-
-    async def attach() -> None:
-        client = await quiet_hub.dap()
-        stopped = await client.attach(session["id"])
-        frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
-        value = await client.request("evaluate", {
-            "expression": "value", "frameId": frames["stackFrames"][0]["id"],
-            "context": "repl"})
-        assert value["result"] == "41"
-        await client.request("disconnect", {})
-        await client.close()
-
-    run(attach())
+    assert quiet_hub.evaluate_and_detach(session["id"], "value") == "41"
     assert finish(proc)[0] == 0
     assert quiet_hub.proc.poll() is None  # never crashed
     quiet_hub.proc.terminate()

@@ -48,3 +48,12 @@ def test_a_chained_hook_runs_the_users_first_then_ours(monkeypatch: pytest.Monke
 
 def test_the_runtime_env_hook_is_the_same_transformation():
     assert ray_integration.runtime_env_hook({"env_vars": {"A": "b"}})["env_vars"] == {"A": "b"}
+
+
+def test_hub_info_carries_the_certificate_workers_pin():
+    info = ray_integration.HubInfo(worker="10.0.0.1:5679", client="127.0.0.1:5678", token="t",
+                                   owner="cli", node_ip="10.0.0.1", pid=1, cert="sha256:ab")
+    assert ray_integration.HubInfo.from_json(info.to_json()) == info
+    older = b'{"worker": "w:1", "client": "c:2", "token": "t", "owner": "actor", ' \
+            b'"node_ip": "w", "pid": 1}'  # published by a hub without TLS support
+    assert ray_integration.HubInfo.from_json(older).cert == ""

@@ -64,7 +64,10 @@ def test_agent_config_from_environment():
     ci = AgentConfig.from_env({"RAYDEBUG_HUB": "h:1", "RAYDEBUG_TOKEN": "t", "CI": "true"})
     assert ci.wait_timeout == CI_WAIT_TIMEOUT
     forever = AgentConfig.from_env({"RAYDEBUG_HUB": "h:1", "RAYDEBUG_TOKEN": "t"})
-    assert forever.wait_timeout is None
+    assert forever.wait_timeout is None and forever.hub_cert is None
+    pinned = AgentConfig.from_env({"RAYDEBUG_HUB": "h:1", "RAYDEBUG_TOKEN": "t",
+                                   "RAYDEBUG_HUB_CERT": "AB:" * 31 + "AB"})
+    assert pinned.hub_cert == "sha256:" + "ab" * 32
     assert parse_address("[::1]:80", "x") == ("::1", 80)
 
 
@@ -75,6 +78,8 @@ def test_agent_config_from_environment():
     ({"RAYDEBUG_HUB": "h:1"}, "RAYDEBUG_TOKEN is not set"),
     ({"RAYDEBUG_HUB": "h:1", "RAYDEBUG_TOKEN": "t", "RAYDEBUG_WAIT_TIMEOUT": "soon"},
      "not a number"),
+    ({"RAYDEBUG_HUB": "h:1", "RAYDEBUG_TOKEN": "t", "RAYDEBUG_HUB_CERT": "/no/such.pem"},
+     "RAYDEBUG_HUB_CERT='/no/such.pem' is neither a SHA-256"),
 ])
 def test_agent_config_errors_name_the_variable(environ: dict[str, str], error: str):
     with pytest.raises(ConfigurationError, match=error):

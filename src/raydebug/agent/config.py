@@ -4,6 +4,9 @@
                           on this machine is found through its state file; inside Ray the
                           hub is found through the cluster, or started on the head node)
 ``RAYDEBUG_TOKEN``        the hub's worker token (inside Ray: found with the hub)
+``RAYDEBUG_HUB_CERT``     the certificate of a hub started with ``--tls``: its SHA-256
+                          fingerprint as the hub prints it, or its PEM file; any other
+                          certificate is refused (found with the hub's address otherwise)
 ``RAYDEBUG_WAIT_TIMEOUT`` seconds a paused thread waits for a hub and a client before it
                           gives up and continues (default: forever; 600 when ``CI`` is set,
                           so a forgotten ``breakpoint()`` cannot hang a pipeline)
@@ -31,6 +34,7 @@ class AgentConfig:
     token: str
     wait_timeout: float | None
     post_mortem: bool = False
+    hub_cert: str | None = None  # the pinned fingerprint of a TLS hub's certificate
 
     @property
     def discover(self) -> bool:
@@ -49,10 +53,12 @@ class AgentConfig:
         """
         hub = environ.get("RAYDEBUG_HUB", "").strip()
         token = environ.get("RAYDEBUG_TOKEN", "")
+        cert = environ.get("RAYDEBUG_HUB_CERT", "").strip()
         if not hub and not in_ray:
             local = state_file.read()  # a hub started on this machine by this user
             if local is not None:
                 hub, token = str(local["worker"]), token or str(local["token"])
+                cert = cert or str(local.get("cert") or "")
         if not hub and in_ray:
             return cls(hub_host=None, hub_port=0, token="",
                        wait_timeout=_wait_timeout(environ),
@@ -72,6 +78,7 @@ class AgentConfig:
             token=token,
             wait_timeout=_wait_timeout(environ),
             post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY,
+            hub_cert=_pin(cert) if cert else None,
         )
 
 
@@ -82,6 +89,12 @@ def parse_address(text: str, what: str) -> tuple[str, int]:
     if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigurationError(f"{what}={text!r} is not host:port")
     return host, int(port)
+
+
+def _pin(text: str) -> str:
+    from ..tls import parse_pin  # ssl is imported only by processes that use TLS
+
+    return parse_pin(text, "RAYDEBUG_HUB_CERT")
 
 
 def _wait_timeout(environ: Mapping[str, str]) -> float | None:

@@ -71,8 +71,9 @@ class HubLink:
         self._handler = handler
         # Where the hub is; resolved again on every reconnect when discovered through Ray
         # (a restarted hub may have moved).
-        self._hub: tuple[str, int, str] | None = (
-            None if config.discover else (str(config.hub_host), config.hub_port, config.token))
+        self._hub: tuple[str, int, str, str | None] | None = (
+            None if config.discover
+            else (str(config.hub_host), config.hub_port, config.token, config.hub_cert))
         self._stale_hub: object = None
         self._outbox: collections.deque[ControlMessage] = collections.deque()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -157,10 +158,12 @@ class HubLink:
                   channel: int = 0) -> tuple[socket.socket, bytes]:
         """Connect to the hub and authenticate; return the socket and bytes read past Welcome.
 
-        On a data connection nothing past Welcome is read: those bytes are pydevd's.
+        On a data connection nothing past Welcome is read: those bytes are pydevd's. With a
+        pinned certificate the connection is TLS, and a hub presenting another certificate
+        is refused before anything is sent.
         Raises :class:`HubUnreachableError` or :class:`AuthenticationError`.
         """
-        host, port, token = self._resolve_hub()
+        host, port, token, cert = self._resolve_hub()
         address = f"{host}:{port}"
         try:
             sock = _nodelay(socket.create_connection((host, port), timeout=CONNECT_TIMEOUT))
@@ -169,8 +172,14 @@ class HubLink:
             raise HubUnreachableError(f"cannot reach the hub at {address} ({reason})") from None
         try:
             sock.settimeout(HANDSHAKE_TIMEOUT)
+            if cert is not None:
+                from ..tls import wrap_pinned
+
+                sock = wrap_pinned(sock, cert, address)
             stream = ControlStream()
-            challenge = _read_message(sock, stream)
+            challenge = _read_greeting(sock, stream, address, tls=cert is not None)
+            if isinstance(challenge, Refused):  # e.g. too many connections from this host
+                raise HubUnreachableError(f"the hub at {address} refused us: {challenge.reason}")
             if not isinstance(challenge, Challenge):
                 raise HubUnreachableError(f"{address} is not a raydebug hub worker port")
             mac = compute_mac(token, challenge.nonce, role)
@@ -195,14 +204,15 @@ class HubLink:
     def hub_address(self) -> str:
         return f"{self._hub[0]}:{self._hub[1]}" if self._hub else self._config.hub_address
 
-    def _resolve_hub(self) -> tuple[str, int, str]:
-        """The hub's worker address and token; raises :class:`HubUnreachableError`."""
+    def _resolve_hub(self) -> tuple[str, int, str, str | None]:
+        """The hub's worker address, token and pinned certificate (None: no TLS); raises
+        :class:`HubUnreachableError`."""
         if self._hub is None:
             from ..integrations import ray as ray_integration
 
             info = ray_integration.find_or_start_hub(stale=self._stale_hub)
             host, port = parse_address(info.worker, "the hub's worker address")
-            self._hub = (host, port, info.token)
+            self._hub = (host, port, info.token, info.cert or None)
             self._stale_hub = info  # replaced on success below, kept if it fails
         return self._hub
 
@@ -230,6 +240,9 @@ class HubLink:
             if not data:
                 self._drop_control()
                 return
+            pending = getattr(self._control, "pending", None)  # TLS: bytes select() misses
+            while pending is not None and pending() > 0:
+                data += self._control.recv(pending())
             self._control_stream.receive_data(data)
             self._handle_control_input()
 
@@ -256,6 +269,8 @@ class HubLink:
                 elif isinstance(message, ClientGone):
                     if self._channel == message.channel:
                         self._client_gone()
+                elif isinstance(message, Refused):  # a session the hub cannot take
+                    say(f"the hub at {self.hub_address} refused a session: {message.reason}")
         except RaydebugError as error:
             say(f"dropping the hub connection: {error}")
             self._drop_control()
@@ -291,6 +306,21 @@ class HubLink:
         if self._channel is not None:
             self._channel = None
             self._handler.on_client_detached()
+
+
+def _read_greeting(sock: socket.socket, stream: ControlStream, address: str,
+                   tls: bool) -> ControlMessage:
+    """The hub's first message. A hub started with --tls waits for a TLS handshake that a
+    plaintext worker never starts, then closes: say so, rather than "connection closed"."""
+    try:
+        return _read_message(sock, stream)
+    except (OSError, HubUnreachableError) as error:
+        if tls:
+            raise
+        reason = "timed out" if isinstance(error, TimeoutError) else "closed the connection"
+        raise HubUnreachableError(
+            f"the hub at {address} {reason} before its challenge: if it runs with --tls, set "
+            "RAYDEBUG_HUB_CERT to the certificate fingerprint it prints") from None
 
 
 def _read_message(sock: socket.socket, stream: ControlStream,

@@ -37,35 +37,35 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
     try:
         await asyncio.wait_for(_read_head(reader, head), HEAD_TIMEOUT)
     except TimeoutError:
-        _respond(writer, HTTPStatus.REQUEST_TIMEOUT, {"error": "request head not received"})
+        respond(writer, HTTPStatus.REQUEST_TIMEOUT, {"error": "request head not received"})
         return
     except ValueError as error:
-        _respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(error)})
+        respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(error)})
         return
     request_line = bytes(head).split(b"\r\n", 1)[0].decode("latin-1")
     parts = request_line.split()
     if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-        _respond(writer, HTTPStatus.BAD_REQUEST, {"error": "malformed request line"})
+        respond(writer, HTTPStatus.BAD_REQUEST, {"error": "malformed request line"})
         return
     method, target, _version = parts
     path, _, query_text = target.partition("?")
     route = routes.get(path)
     if token is not None and not _authorized(bytes(head), token):
-        _respond(writer, HTTPStatus.UNAUTHORIZED, {
+        respond(writer, HTTPStatus.UNAUTHORIZED, {
             "error": "this hub requires its client token: send 'Authorization: Bearer "
                      "<token>' (raydebug commands: --client-token or RAYDEBUG_CLIENT_TOKEN)"})
     elif route is None:
-        _respond(writer, HTTPStatus.NOT_FOUND,
+        respond(writer, HTTPStatus.NOT_FOUND,
                  {"error": f"no such resource {path!r}", "resources": sorted(routes)})
     elif method not in ("GET", "HEAD"):
-        _respond(writer, HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"{method} is not supported"})
+        respond(writer, HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"{method} is not supported"})
     else:
         try:
             payload = await route(dict(parse_qsl(query_text)))
         except ValueError as error:
-            _respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(error)})
+            respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(error)})
         else:
-            _respond(writer, HTTPStatus.OK, payload, head_only=method == "HEAD")
+            respond(writer, HTTPStatus.OK, payload, head_only=method == "HEAD")
     await writer.drain()
 
 
@@ -89,7 +89,7 @@ async def _read_head(reader: asyncio.StreamReader, head: bytearray) -> None:
         head += data
 
 
-def _respond(writer: asyncio.StreamWriter, status: HTTPStatus, payload: Any,
+def respond(writer: asyncio.StreamWriter, status: HTTPStatus, payload: Any,
              head_only: bool = False) -> None:
     body = json.dumps(payload).encode()
     writer.write(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import socket
 from collections.abc import Callable
 from typing import TypeVar
@@ -45,6 +46,45 @@ def peer_name(writer: asyncio.StreamWriter) -> str:
     if isinstance(peer, tuple) and len(peer) >= 2:
         return f"{peer[0]}:{peer[1]}"
     return str(peer or "local")
+
+
+def peer_host(writer: asyncio.StreamWriter) -> str | None:
+    """The peer's IP address; None on a Unix socket."""
+    peer = writer.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else None
+
+
+class PeerLimit:
+    """At most ``limit`` concurrent connections per peer address on one listener, so one
+    host (a runaway script, a flood) cannot take every socket the hub can open."""
+
+    def __init__(self, limit: int, listener: str, option: str) -> None:
+        self.limit = limit
+        self._listener = listener
+        self._option = option
+        self._open: collections.Counter[str] = collections.Counter()
+        self.refused = 0
+
+    def acquire(self, host: str | None) -> bool:
+        """Count a new connection from ``host``; False (counted as refused) when it has
+        ``limit`` open already. A Unix socket's peers (``None``) are not limited."""
+        if host is None:
+            return True
+        if self._open[host] >= self.limit:
+            self.refused += 1
+            return False
+        self._open[host] += 1
+        return True
+
+    def release(self, host: str | None) -> None:
+        if host is not None:
+            self._open[host] -= 1
+            if self._open[host] <= 0:
+                del self._open[host]
+
+    def refusal(self, host: str | None) -> str:
+        return (f"too many connections to the hub's {self._listener} port from {host} "
+                f"(limit {self.limit}; raise it with `raydebug hub {self._option}`)")
 
 
 def is_loopback(host: str) -> bool:

@@ -1,8 +1,14 @@
 """The hub: one object that owns the listeners and all state (a test can run two).
 
-The worker listener takes agents' connections (token-authenticated). The client listener
-(127.0.0.1 by default) serves DAP and HTTP on one port: both protocols speak first, so the
-first bytes decide (``Content-Length`` -> DAP, an HTTP method -> HTTP).
+The worker listener takes agents' connections (token-authenticated; with ``tls``, inside
+TLS with a self-signed certificate that workers pin, see :mod:`raydebug.tls`). The client
+listener (127.0.0.1 by default) serves DAP and HTTP on one port: both protocols speak first,
+so the first bytes decide (``Content-Length`` -> DAP, an HTTP method -> HTTP).
+
+Limits, each a :class:`HubConfig` field: concurrent connections per peer address on each
+listener (one more is refused with a message saying which setting to raise), the time a
+worker has to finish its handshake, the time a client has to send its first bytes, and the
+number of sessions.
 """
 
 from __future__ import annotations
@@ -13,20 +19,24 @@ import os
 import re
 import secrets
 from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
+from .. import state_file, tls
 from ..errors import ConfigurationError
+from ..protocol import Event, encode_message, frame
 from ..session import SessionState
 from .dap_proxy import ClientSession
-from .http_api import serve_http
-from .net import is_loopback, peer_name, set_nodelay
+from .http_api import respond, serve_http
+from .net import PeerLimit, is_loopback, peer_host, peer_name, set_nodelay
 from .parent_session import ParentRegistry
 from .registry import Registry
+from .tls_server import TlsServer
 from .workers import PendingChannels, WorkerListener
 
 log = logging.getLogger("raydebug.hub")
 
-SNIFF_TIMEOUT = 30.0
 MAX_LONG_POLL = 300.0
 _HTTP_REQUEST = re.compile(rb"^(GET|HEAD|POST|PUT|DELETE|OPTIONS|PATCH) ")
 _DAP_PREFIX = b"content-length"
@@ -43,6 +53,14 @@ class HubConfig:
     max_sessions: int = 10_000
     client_token: str | None = None  # required of DAP and HTTP clients when set
     unix_socket: str | None = None  # also serve clients here (mode 0600: this user only)
+    tls: bool = False  # serve workers over TLS, with a self-signed certificate they pin
+    tls_dir: str | None = None  # where that certificate is kept (default: the state dir)
+    # Concurrent connections per peer address. 1,000 paused processes on one host (a load
+    # generator, a big node) must fit: each holds one worker connection, two when attached.
+    max_worker_connections: int = 1_000
+    max_client_connections: int = 64
+    handshake_timeout: float = 10.0  # for a worker's TLS handshake and challenge answer
+    client_idle_timeout: float = 30.0  # for a client's first bytes
 
 
 def sniff(data: bytes) -> str | None:
@@ -68,19 +86,36 @@ class Hub:
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.channels = PendingChannels()
         self.parents = ParentRegistry()
-        self.workers = WorkerListener(self.config.token, self.registry, self.channels)
-        self._servers: list[asyncio.Server] = []
+        self.workers = WorkerListener(self.config.token, self.registry, self.channels,
+                                      self.config.handshake_timeout)
+        self.worker_limit = PeerLimit(self.config.max_worker_connections, "worker",
+                                      "--max-worker-connections")
+        self.client_limit = PeerLimit(self.config.max_client_connections, "client",
+                                      "--max-client-connections")
+        self.certificate: tls.Certificate | None = None
+        self._servers: list[asyncio.Server | TlsServer] = []
         self.client_address: tuple[str, int] = (self.config.host, self.config.port)
         self.worker_address: tuple[str, int] = (self.config.worker_host, self.config.worker_port)
         self._connections: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
-        """Bind both listeners; raises OSError when a port is taken."""
-        workers = await asyncio.start_server(self._track(self.workers.handle),
-                                             self.config.worker_host, self.config.worker_port)
+        """Bind both listeners; raises OSError when a port is taken, ConfigurationError
+        when the TLS certificate can be neither loaded nor created."""
+        serve_worker = self._track(self.workers.handle, self.worker_limit, self.workers.refuse)
+        workers: asyncio.Server | TlsServer
+        if self.config.tls:
+            directory = Path(self.config.tls_dir) if self.config.tls_dir else None
+            self.certificate = tls.load_or_create(directory or state_file.directory())
+            workers = await TlsServer.start(
+                self.config.worker_host, self.config.worker_port,
+                self.certificate.server_context(), self.config.handshake_timeout, serve_worker)
+        else:
+            workers = await asyncio.start_server(serve_worker, self.config.worker_host,
+                                                 self.config.worker_port)
         self._servers.append(workers)
-        clients = await asyncio.start_server(self._track(self._handle_client),
-                                             self.config.host, self.config.port)
+        clients = await asyncio.start_server(
+            self._track(self._handle_client, self.client_limit, self._refuse_client),
+            self.config.host, self.config.port)
         self._servers.append(clients)
         self.worker_address = workers.sockets[0].getsockname()[:2]
         self.client_address = clients.sockets[0].getsockname()[:2]
@@ -96,7 +131,8 @@ class Hub:
             os.unlink(path)  # a previous hub's leftover
         old_mask = os.umask(0o177)  # created 0600 from the start: no window for others
         try:
-            server = await asyncio.start_unix_server(self._track(self._handle_client), path)
+            server = await asyncio.start_unix_server(
+                self._track(self._handle_client, None, self._refuse_client), path)
         finally:
             os.umask(old_mask)
         os.chmod(path, 0o600)
@@ -117,27 +153,57 @@ class Hub:
             await server.wait_closed()
 
     def statistics(self) -> dict[str, Any]:
-        return {**self.registry.statistics(), "refused_workers": self.workers.refused}
+        return {**self.registry.statistics(), "refused_workers": self.workers.refused,
+                "refused_clients_over_limit": self.client_limit.refused}
 
-    def _track(self, handler: Any) -> Any:
+    def _track(self, handler: Any, limit: PeerLimit | None, refuse: Any) -> Any:
+        """``handler`` for each connection that ``limit`` admits, else ``refuse`` (with the
+        reason); the hub's close cancels either."""
         async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.current_task()
             assert task is not None
             self._connections.add(task)
+            host = peer_host(writer)
+            admitted = limit is None or limit.acquire(host)
             try:
-                await handler(reader, writer)
+                if admitted:
+                    await handler(reader, writer)
+                else:
+                    assert limit is not None
+                    await refuse(reader, writer, limit.refusal(host))
             except asyncio.CancelledError:
                 writer.close()  # the hub is closing
             finally:
+                if admitted and limit is not None:
+                    limit.release(host)
                 self._connections.discard(task)
         return tracked
+
+    async def _refuse_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                             reason: str) -> None:
+        """Tell a client why it is refused, in its own protocol, and close."""
+        log.warning("client %s: refused: %s", peer_name(writer), reason)
+        try:
+            first = await asyncio.wait_for(self._sniffed_bytes(reader),
+                                           self.config.client_idle_timeout)
+            if sniff(first) == "http":
+                respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, {"error": reason})
+            elif sniff(first) == "dap":
+                writer.write(frame(encode_message(Event(seq=1, event="output", body={
+                    "category": "console", "output": f"raydebug hub: {reason}\n"}))))
+            await asyncio.wait_for(writer.drain(), self.config.client_idle_timeout)
+        except (TimeoutError, OSError):
+            pass
+        finally:
+            writer.close()
 
     async def _handle_client(self, reader: asyncio.StreamReader,
                              writer: asyncio.StreamWriter) -> None:
         set_nodelay(writer)
         peer = peer_name(writer)
         try:
-            first = await asyncio.wait_for(self._sniffed_bytes(reader), SNIFF_TIMEOUT)
+            first = await asyncio.wait_for(self._sniffed_bytes(reader),
+                                           self.config.client_idle_timeout)
             kind = sniff(first) if first else None
             if kind == "dap":
                 session = ClientSession(self.registry, self.channels,

@@ -3,8 +3,10 @@ data connections to the DAP client that asked for them.
 
 Every connection is answered with a fresh nonce; a worker proves it knows the token with an
 HMAC over it (:mod:`raydebug.protocol.worker`), so the token never crosses the wire and a
-recorded handshake cannot be replayed. Failures are logged with the peer's address and the
-connection is closed; nothing else on the hub is affected.
+recorded handshake cannot be replayed. A connection that does not answer within the
+handshake timeout is closed (an established one may then stay idle: a paused process waits).
+Failures are logged with the peer's address and the connection is closed; nothing else on
+the hub is affected.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import secrets
 from dataclasses import dataclass, field
 
-from ..errors import RaydebugError, RemoteProtocolError
+from ..errors import RaydebugError, RemoteProtocolError, SessionBusyError
 from ..protocol.worker import (
     ROLE_CONTROL,
     ROLE_DATA,
@@ -35,8 +37,6 @@ from .net import peer_name, read_next, set_nodelay
 from .registry import Process, Registry
 
 log = logging.getLogger("raydebug.hub")
-
-HANDSHAKE_TIMEOUT = 10.0
 
 
 @dataclass
@@ -78,11 +78,26 @@ class PendingChannels:
 
 
 class WorkerListener:
-    def __init__(self, token: str, registry: Registry, channels: PendingChannels) -> None:
+    def __init__(self, token: str, registry: Registry, channels: PendingChannels,
+                 handshake_timeout: float = 10.0) -> None:
         self._token = token
         self._registry = registry
         self._channels = channels
+        self._handshake_timeout = handshake_timeout
         self.refused = 0
+
+    async def refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     reason: str) -> None:
+        """Answer a connection with ``Refused(reason)`` instead of a challenge; close it."""
+        self.refused += 1
+        log.warning("worker %s: refused: %s", peer_name(writer), reason)
+        try:
+            writer.write(encode_control(Refused(reason=reason)))
+            await asyncio.wait_for(writer.drain(), self._handshake_timeout)
+        except (OSError, TimeoutError):
+            pass
+        finally:
+            writer.close()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve one worker connection; always closes it."""
@@ -108,7 +123,12 @@ class WorkerListener:
                             stream: ControlStream, peer: str) -> Hello | None:
         nonce = secrets.token_hex(16)
         writer.write(encode_control(Challenge(nonce=nonce)))
-        message = await asyncio.wait_for(_read_message(reader, stream), HANDSHAKE_TIMEOUT)
+        try:
+            message = await asyncio.wait_for(_read_message(reader, stream),
+                                             self._handshake_timeout)
+        except TimeoutError:
+            raise RemoteProtocolError(f"no answer to the challenge within "
+                                      f"{self._handshake_timeout:g}s") from None
         if not isinstance(message, Hello) or message.role not in (ROLE_CONTROL, ROLE_DATA):
             raise RemoteProtocolError("expected a hello message")
         if not verify_mac(self._token, nonce, message.role, message.mac):
@@ -143,7 +163,11 @@ class WorkerListener:
     async def _on_control(self, process: Process, message: ControlMessage) -> None:
         if isinstance(message, SessionStarted):
             record = SessionRecord.from_dict(message.session)
-            await self._registry.add_session(process, record)
+            try:
+                await self._registry.add_session(process, record)
+            except SessionBusyError as error:  # the process's other sessions stay served
+                log.warning("worker %s: session %s refused: %s", process.peer, record.id, error)
+                process.send(Refused(reason=f"session {record.id}: {error}"))
         elif isinstance(message, SessionEnded):
             await self._registry.end_session(process, message.session_id)
         elif isinstance(message, ChannelFailed):

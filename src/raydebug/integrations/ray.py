@@ -57,7 +57,7 @@ def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
     env = dict(base or {})
     env_vars = {str(k): str(v) for k, v in (env.get("env_vars") or {}).items()}
     for name in ("RAYDEBUG_POST_MORTEM", "RAYDEBUG_WAIT_TIMEOUT", "RAYDEBUG_HUB",
-                 "RAYDEBUG_TOKEN", "RAYDEBUG_LABELS"):
+                 "RAYDEBUG_TOKEN", "RAYDEBUG_HUB_CERT", "RAYDEBUG_LABELS"):
         if name in os.environ:
             env_vars.setdefault(name, os.environ[name])
     env["env_vars"] = env_vars
@@ -138,12 +138,14 @@ class HubInfo:
     owner: str  # "actor" or "cli"
     node_ip: str
     pid: int
+    cert: str = ""  # with TLS: the fingerprint of the worker listener's certificate
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> HubInfo:
+        """Raises ValueError or TypeError when ``data`` is not a HubInfo."""
         return cls(**json.loads(data))
 
 
@@ -249,10 +251,11 @@ def connect_kv(address: str | None) -> None:
     internal_kv._initialize_internal_kv(client)
 
 
-def publish_cli_hub(client: str, worker: str, token: str) -> HubInfo:
-    """Publish a hub started by ``raydebug hub --ray-address``: it replaces any other."""
+def publish_cli_hub(client: str, worker: str, token: str, cert: str | None = None) -> HubInfo:
+    """Publish a hub started by ``raydebug hub --ray-address``: it replaces any other.
+    ``cert``: its certificate's fingerprint, which workers then pin (``--tls``)."""
     info = HubInfo(worker=worker, client=client, token=token, owner="cli",
-                   node_ip=worker.rsplit(":", 1)[0], pid=os.getpid())
+                   node_ip=worker.rsplit(":", 1)[0], pid=os.getpid(), cert=cert or "")
     publish_hub_info(info)
     return info
 

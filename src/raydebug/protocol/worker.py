@@ -8,6 +8,9 @@ token never crosses the wire::
     agent -> hub     Hello(role, mac=HMAC-SHA256(token, "raydebug-v1|role|nonce"), ...)
     hub   -> agent   Welcome()  or  Refused(reason), then close
 
+(A hub over its per-address connection limit sends ``Refused(reason)`` in place of the
+challenge. With ``raydebug hub --tls`` all of this runs inside TLS: see :mod:`raydebug.tls`.)
+
 A *control* connection (one per process) then carries session bookkeeping both ways::
 
     agent -> hub     SessionStarted(session)    a thread paused: breakpoint() or exception
@@ -16,6 +19,7 @@ A *control* connection (one per process) then carries session bookkeeping both w
     hub   -> agent   ClientReady(channel)       its configurationDone has been answered
     hub   -> agent   ClientGone(channel)        that client has left
     agent -> hub     ChannelFailed(channel, reason)
+    hub   -> agent   Refused(reason)            a session it cannot take (--max-sessions)
 
 A *data* connection (``Hello.role == "data"``, one per attached client) is answered with
 ``Welcome``; the agent then hands the socket itself to pydevd, so it carries DAP between the
