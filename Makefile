@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo demo-processes test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/ray_demo.py
+
+demo-processes: $(STAMP)
+	$(BIN)/python examples/processes_demo.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from helpers import TIMEOUT, HubProcess, finish, line_of, write_script
+from helpers import TIMEOUT, HubProcess, finish, line_of, start_hub, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -83,10 +83,11 @@ class Attach:
         return str(self.child.before)
 
     def do(self, command: str) -> str:
-        """Type a command; return what it printed before the next prompt."""
+        """Type a command; return what it printed before the next prompt (colours
+        removed)."""
         self.child.sendline(command)
         self.expect(command)  # the terminal's echo
-        return self.expect(PROMPT)
+        return re.sub(r"\x1b\[[0-9;]*m", "", self.expect(PROMPT))
 
     def do_and_end(self, command: str, end: str) -> str:
         self.child.sendline(command)
@@ -132,6 +133,10 @@ def test_a_session_debugged_with_pdb_commands(hub: HubProcess, attach: list[Atta
     assert term.do("p total").strip() == "7"
     term.do("!total = 10")
     assert term.do("p total").strip() == "10"
+    term.child.send("p tot\t")  # Tab completes from the debuggee's names
+    term.child.sendline("")
+    term.expect("p total\r\n")
+    assert term.expect(PROMPT).strip() == "10"
     assert "a = 3" in term.do("args")
 
     break_line = line_of(script, "break here")
@@ -146,6 +151,85 @@ def test_a_session_debugged_with_pdb_commands(hub: HubProcess, attach: list[Atta
     term.child.expect(pexpect.EOF)
     code, out, _ = finish(worker)
     assert code == 0 and "job-1 result=20 total=10" in out
+    history = Path(os.environ["XDG_STATE_HOME"]) / "raydebug" / "attach_history"
+    assert "!total = 10" in history.read_text()  # kept for the next run
+
+
+LOOP = """
+import threading
+
+def work(n):
+    acc = 0
+    for i in range(n):  # loop
+        acc += i  # add
+    done = acc * 2  # after loop
+    return done
+
+def idle(seconds):
+    threading.Event().wait(seconds)  # idle
+
+helper = threading.Thread(target=idle, args=(60,), name="helper", daemon=True)
+helper.start()
+breakpoint()
+print("work", work(3), flush=True)
+"""
+
+
+def test_more_pdb_commands_in_colour(hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    script = write_script(tmp_path, "loop.py", LOOP)
+    worker = hub.spawn(script)
+    hub.wait_sessions(1)
+    term = start_attach(hub, attach, colour=True)
+    assert "\x1b[" in term.expect(PROMPT)  # the listing is highlighted on a terminal
+    assert "Temporary breakpoint 1 at function work" in term.do("tbreak work")
+    stopped = term.do("c")
+    assert "Deleted breakpoint 1" in stopped and "work()" in stopped
+    assert "return done" in term.do("ll")
+    assert "No breakpoints." in term.do("b")
+    add_line = line_of(script, "# add")
+    assert f"Breakpoint 2 at {script}:{add_line}" in term.do(f"b {add_line}, i == 2")
+    assert "display acc: *** NameError" in term.do("display acc")  # not assigned yet
+    stopped = term.do("c")  # the condition skips i == 0 and 1
+    assert f"({add_line})work()" in stopped and "display acc: 1  [old: ***" in stopped
+    assert "Disabled breakpoint 2" in term.do("disable 2")
+    assert "B" in term.do("l")  # still listed, marked
+    assert "Enabled breakpoint 2" in term.do("enable 2")
+    assert "Deleted breakpoint 2" in term.do("cl 2")
+    assert f"({line_of(script, 'after loop')})work()" in term.do("until")
+    threads = term.do("threads")
+    assert "MainThread" in threads and "helper" in threads
+    helper_id = re.search(r"(\d+)  helper", threads).group(1)  # type: ignore[union-attr]
+    assert f"({line_of(script, '# idle')})idle()" in term.do(f"thread {helper_id}")
+    assert "*** thread 999999 is not stopped" in term.do("thread 999999")
+    term.do_and_end("q", "the process runs on")
+    term.child.expect(pexpect.EOF)
+    code, out, _ = finish(worker)
+    assert code == 0 and "work 6" in out
+
+
+def test_kill_asks_first_and_needs_a_hub_that_allows_it(tmp_path: Path):
+    hub = start_hub("--allow-terminate")
+    term = None
+    try:
+        worker = hub.spawn(write_script(tmp_path, "job.py", JOB), "job-1")
+        hub.wait_sessions(1)
+        term = Attach(hub)
+        term.expect(PROMPT)
+        term.child.sendline("kill")
+        term.expect("Kill process")
+        term.child.sendline("n")
+        term.expect(PROMPT)
+        term.child.sendline("kill")
+        term.expect("Kill process")
+        term.child.sendline("y")
+        term.expect(f"killed process {worker.pid}")
+        term.child.expect(pexpect.EOF)
+        _, out, _ = finish(worker)  # pydevd ends it with os._exit(0)
+        assert "result=" not in out  # it never ran past the breakpoint
+    finally:
+        if term is not None:
+            term.close()
+        hub.close()
 
 
 def test_follow_visits_three_processes_one_after_another(hub: HubProcess,
@@ -161,7 +245,7 @@ def test_follow_visits_three_processes_one_after_another(hub: HubProcess,
         pid = int(re.search(r"pid (\d+)", header).group(1))  # type: ignore[union-attr]
         visited.append(pid)
         if number > 1:
-            assert "next breakpoint: session" in header
+            assert f"── breakpoint {number} ──" in header
         assert term.do("p total").strip() == "7"
         term.do_and_end("c", "the process runs on")
         if number == 2:

@@ -64,16 +64,15 @@ class Terminal:
             self._at_line_start = text.endswith("\n")
 
     def read(self, prompt: str = PROMPT) -> str | None:
-        """One line; None at end of input (Ctrl-D). Ctrl-C gives an empty line."""
-        if self.interactive:
+        """One line; None at end of input (Ctrl-D). Ctrl-C starts the line again."""
+        while self.interactive:
             try:
                 return input(prompt)
             except EOFError:
                 self.write("")
                 return None
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # as in pdb: a fresh prompt, nothing repeated
                 self.write("")
-                return ""
         with self._lock:
             sys.stdout.write(prompt)
             sys.stdout.flush()
@@ -205,7 +204,7 @@ class AttachCommand:
         """Debug one session until it is over; None when it could not be attached."""
         self._visited.add(str(session["id"]))
         if self.follow and len(self._visited) > 1:
-            self.terminal.write(render.switch_banner(session))
+            self.terminal.write(render.switch_banner(len(self._visited)))
         remote = Remote(self.terminal.write_output)
         try:
             host, port = parse_address(self.hub, "--hub")

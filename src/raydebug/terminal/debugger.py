@@ -62,8 +62,8 @@ class TerminalDebugger:
     def _select_session_thread(self, stop: Stop | None) -> None:
         wanted = self.session.get("thread")
         threads = self.remote.request("threads")["threads"]
-        stopped = self.remote.stops.stopped_threads
-        by_name = [t["id"] for t in threads if t.get("name") == wanted and t["id"] in stopped]
+        by_name = [t["id"] for t in threads
+                   if t.get("name") == wanted and self.remote.stops.is_stopped(t["id"])]
         if by_name:
             self.thread_id = by_name[0]
         elif stop is not None:
@@ -286,13 +286,14 @@ class TerminalDebugger:
 
     def do_threads(self, arg: str) -> None:
         threads = self.remote.request("threads")["threads"]
-        for line in render.threads_lines(threads, self.thread_id,
-                                         self.remote.stops.stopped_threads):
+        stopped = {t["id"] for t in threads if self.remote.stops.is_stopped(t["id"])}
+        for line in render.threads_lines(threads, self.thread_id, stopped):
             self.write(line)
 
     def do_thread(self, arg: str) -> None:
         wanted = commands.parse_count(arg, default=-1)
-        if wanted not in self.remote.stops.stopped_threads:
+        known = {t["id"] for t in self.remote.request("threads")["threads"]}
+        if wanted not in known or not self.remote.stops.is_stopped(wanted):
             raise CommandError(f"thread {wanted} is not stopped (see threads)")
         self.thread_id = wanted
         self._show_stop()

@@ -37,6 +37,7 @@ class Stops:
     count: int = 0  # stops seen so far: a waiter wants one newer than it saw
     last: Stop | None = None
     stopped_threads: set[int] = field(default_factory=set)
+    all_stopped: bool = False  # pydevd stops every thread at a stop (allThreadsStopped)
     ended: str | None = None  # why the session ended, once it has
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
@@ -47,14 +48,20 @@ class Stops:
             self.last = Stop(int(body.get("threadId", 0)), str(body.get("reason", "")),
                              tuple(body.get("hitBreakpointIds") or ()), str(body.get("text", "")))
             self.stopped_threads.add(self.last.thread_id)
+            self.all_stopped = bool(body.get("allThreadsStopped"))
             self._changed.notify_all()
 
     def on_continued(self, event: Event) -> None:
         with self._changed:
             if event.body.get("allThreadsContinued", True):
                 self.stopped_threads.clear()
+                self.all_stopped = False
             else:
                 self.stopped_threads.discard(int(event.body.get("threadId", 0)))
+
+    def is_stopped(self, thread_id: int) -> bool:
+        with self._changed:
+            return self.all_stopped or thread_id in self.stopped_threads
 
     def on_end(self, reason: str) -> None:
         with self._changed:

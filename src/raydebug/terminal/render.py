@@ -90,8 +90,7 @@ def session_header(session: dict[str, Any]) -> list[str]:
     if session.get("reason") == "exception":
         lines.append(f"post-mortem: {session.get('exception') or 'an exception'}")
     else:
-        lines.append(f"paused by {session.get('source') or 'breakpoint()'} at "
-                     f"{session.get('file')}:{session.get('line')}")
+        lines.append(f"paused at {session.get('file')}:{session.get('line')}")
     return lines
 
 
@@ -134,7 +133,7 @@ def exception_lines(info: dict[str, Any]) -> list[str]:
     return lines
 
 
-def switch_banner(session: dict[str, Any], width: int = 80) -> str:
-    """The one line --follow prints when it moves to the next session."""
-    text = f"── next breakpoint: {session_header(session)[0]} "
+def switch_banner(number: int, width: int = 80) -> str:
+    """The one line --follow prints when it moves to the next session (its header follows)."""
+    text = f"── breakpoint {number} "
     return text + "─" * max(0, width - len(text))

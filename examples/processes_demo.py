@@ -1,4 +1,4 @@
-"""The README's main job, before the Ray demo exists: one hub, two paused processes.
+"""`make demo-processes`: raydebug without Ray: one hub, two paused processes.
 
 It starts a real hub, two real Python processes that hit breakpoint(), shows the session
 list, then a scripted DAP client (the same path VS Code takes) inspects each process and
