@@ -297,6 +297,23 @@ def test_ctrl_c_pauses_a_running_process(hub: HubProcess, attach: list[Attach],
     assert code == 0 and "spun True" in out
 
 
+def test_a_worker_killed_under_the_prompt_ends_the_session_cleanly(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    worker = hub.spawn(write_script(tmp_path, "job.py", JOB), "job-1")
+    hub.wait_sessions(1)
+    term = start_attach(hub, attach)
+    term.expect(PROMPT)
+    worker.kill()
+    worker.wait(timeout=TIMEOUT)
+    hub.wait_sessions(0)
+    term.child.sendline("p total")
+    term.expect("has ended")
+    term.child.expect(pexpect.EOF)
+    assert "Traceback" not in str(term.child.before)
+    term.child.close()
+    assert term.child.exitstatus == 0
+
+
 def test_an_unknown_session_is_an_error_that_lists_the_sessions(hub: HubProcess,
                                                                 tmp_path: Path):
     script = write_script(tmp_path, "job.py", JOB)

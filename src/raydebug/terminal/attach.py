@@ -211,11 +211,13 @@ class AttachCommand:
             remote.connect(host, port)
             try:
                 remote.attach(str(session["id"]), self.client_token)
-            except RaydebugError as error:
+            except (RaydebugError, TimeoutError) as error:
                 if wanted:
-                    raise
+                    raise RaydebugError(f"cannot attach to {session['id']}: "
+                                        f"{error or 'no answer in time'}") from None
                 # Taken by another client, or gone, since we looked: choose again.
-                self.terminal.write(render.error(f"cannot attach to {session['id']}: {error}"))
+                self.terminal.write(render.error(
+                    f"cannot attach to {session['id']}: {error or 'no answer in time'}"))
                 return None
             debugger = TerminalDebugger(remote, session, self.terminal.write,
                                         colour=self.terminal.colour,

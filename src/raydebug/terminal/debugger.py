@@ -124,7 +124,11 @@ class TerminalDebugger:
             self.write("\n--KeyboardInterrupt--")
         except TimeoutError:
             self.write(render.error("the debuggee did not answer in time"))
+        except RaydebugError as error:  # the connection broke: said once, below
+            if self.remote.stops.ended is None:
+                self.write(render.error(str(error)))
         if self.remote.stops.ended is not None:
+            self.write(f"session {self.session.get('id')}: {self.remote.stops.ended}")
             return Outcome.ENDED
         return Outcome.STOPPED
 
