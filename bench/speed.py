@@ -16,10 +16,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import core
-from raydebug.client.dap import DapClient
+from raydebug.client.dap import DapClient, DapRequestError
 
 SPEED_TARGET = Path(__file__).with_name("speed_target.py")
 MODES = ("raydebug", "adapter")
+FAILED_ATTACHES: list[str] = []
 
 
 async def attach_step_detach(address: tuple[str, int], session_id: str | None) -> None:
@@ -52,7 +53,14 @@ def run_once(mode: str, hub: Any, previous: str | None) -> tuple[dict[str, float
             words = core.read_line(proc, timeout=120).split()
             assert words[0] == "PORT", words
             address = ("127.0.0.1", int(words[1]))
-        asyncio.run(asyncio.wait_for(attach_step_detach(address, session_id), 120))
+        try:
+            asyncio.run(asyncio.wait_for(attach_step_detach(address, session_id), 120))
+        except DapRequestError as error:
+            # Seen once in ~30 runs, on a loaded machine: pydevd closed the data channel
+            # before answering initialize. Counted in the results, and tried once more.
+            print(f"attach failed ({error}); retrying once", file=sys.stderr, flush=True)
+            FAILED_ATTACHES.append(str(error))
+            asyncio.run(asyncio.wait_for(attach_step_detach(address, session_id), 120))
         out, _ = proc.communicate(timeout=120)
     finally:
         core.stop(proc)
@@ -62,17 +70,18 @@ def run_once(mode: str, hub: Any, previous: str | None) -> tuple[dict[str, float
     return ratios, session_id
 
 
-def run(hub: Any, repeats: int = 5, baseline_repeats: int = 1) -> dict[str, Any]:
-    """Per mode: the slowest thread's before/after ratio of each process, summarised."""
-    results: dict[str, Any] = {}
+def run(hub: Any, repeats: int = 7, baseline_repeats: int = 1) -> dict[str, Any]:
+    """Per mode and thread: the after/before speed ratios of separate processes, summarised."""
+    results: dict[str, Any] = {"failed_attaches": FAILED_ATTACHES}
     for mode in MODES:
         print(f"measuring speed after detach, {mode}...", file=sys.stderr, flush=True)
-        worst, per_thread, previous = core.Sample(), [], None
+        threads: dict[str, core.Sample] = {"main": core.Sample(), "thread": core.Sample()}
+        previous = None
         for _ in range(repeats if mode == "raydebug" else baseline_repeats):
             ratios, previous = run_once(mode, hub, previous)
-            per_thread.append(ratios)
-            worst.values.append(min(ratios.values()))
-        results[mode] = {"worst_thread": worst.summary(), "runs": per_thread}
+            for thread, ratio in ratios.items():
+                threads[thread].values.append(ratio)
+        results[mode] = {thread: sample.summary() for thread, sample in threads.items()}
     return results
 
 
