@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,27 +27,46 @@ from raydebug.client.dap import DapClient
 TARGET = Path(__file__).with_name("target.py")
 MODES = tuple(os.environ.get("BENCH_MODES", "raydebug,nodelay,direct,adapter").split(","))
 REQUESTS = ("threads", "stackTrace", "scopes", "variables", "evaluate")
+BUDGET = 2.0  # seconds per measured request type (see timed())
+MIN_SAMPLES = 20
+
+
+NOISY = 0.2  # a measure whose interquartile range exceeds this share of its median
 
 
 @dataclass
 class Sample:
     values: list[float] = field(default_factory=list)
 
-    def summary(self) -> dict[str, float]:
+    def summary(self) -> dict[str, Any]:
+        """Median, p95, n, and ``spread``: the interquartile range as a share of the median
+        (``noisy`` above :data:`NOISY`; a single value has no spread)."""
         ordered = sorted(self.values)
+        median = statistics.median(ordered)
+        spread = 0.0
+        if len(ordered) > 1 and median:
+            low, _, high = statistics.quantiles(ordered, n=4, method="inclusive")
+            spread = (high - low) / abs(median)
         return {
-            "median": statistics.median(ordered),
+            "median": median,
             "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
             "n": len(ordered),
+            "spread": spread,
+            "noisy": spread > NOISY,
         }
 
 
-def rss_kib(pid: int) -> int:
+def status_kib(pid: int, key: str) -> int:
+    """A memory figure of /proc/PID/status (VmRSS, VmHWM: the peak RSS), in KiB; 0 if gone."""
     try:
         with open(f"/proc/{pid}/status") as status:
-            return int(next(line for line in status if line.startswith("VmRSS")).split()[1])
+            return int(next(line for line in status if line.startswith(key)).split()[1])
     except (OSError, StopIteration):
         return 0
+
+
+def rss_kib(pid: int) -> int:
+    return status_kib(pid, "VmRSS")
 
 
 def adapter_pids() -> set[int]:
@@ -74,8 +94,22 @@ def wait_listed(client_address: str, previous: str | None, timeout: float = 30) 
     raise TimeoutError("no session listed")
 
 
+async def timed(count: int, action: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+    """Time ``action`` ``count`` times, or fewer (at least MIN_SAMPLES) once BUDGET seconds
+    are spent: the stock paths take 44-200 ms per request and vary little."""
+    sample = Sample()
+    deadline = time.perf_counter() + BUDGET
+    while len(sample.values) < count and (len(sample.values) < MIN_SAMPLES
+                                          or time.perf_counter() < deadline):
+        start = time.perf_counter()
+        await action()
+        sample.values.append(time.perf_counter() - start)
+    return sample.summary()
+
+
 async def measure_session(client: DapClient, session_id: str | None, requests: int,
                           steps: int, footprint: Any) -> dict[str, Any]:
+    """Attach, then time each request type and ``next`` (none with ``requests=0``); resume."""
     started = time.perf_counter()
     await client.initialize()
     # justMyCode off, as VS Code's Ray extension attaches: Ray's debugger stops in its own
@@ -93,20 +127,16 @@ async def measure_session(client: DapClient, session_id: str | None, requests: i
         "variables": {"variablesReference": scopes[0]["variablesReference"]},
         "evaluate": {"expression": "total + 1", "frameId": frame["id"], "context": "repl"},
     }
-    for command in REQUESTS:
-        sample = Sample()
-        for _ in range(requests):
-            start = time.perf_counter()
-            await client.request(command, arguments[command])
-            sample.values.append(time.perf_counter() - start)
-        results[command] = sample.summary()
-    sample = Sample()
-    for _ in range(steps):
-        start = time.perf_counter()
-        await client.request("next", {"threadId": thread_id})
-        await client.wait_event("stopped")
-        sample.values.append(time.perf_counter() - start)
-    results["next_to_stopped"] = sample.summary()
+    if requests:
+        for command in REQUESTS:
+            results[command] = await timed(
+                requests, lambda c=command: client.request(c, arguments[c]))
+
+        async def step() -> None:
+            await client.request("next", {"threadId": thread_id})
+            await client.wait_event("stopped")
+
+        results["next_to_stopped"] = await timed(steps, step)
     await client.request("continue", {"threadId": thread_id})
     await client.request("disconnect", {})
     await client.close()
@@ -125,7 +155,7 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dic
     listed, results, extra_rss, extra_processes = Sample(), [], [], []
     previous = None
     try:
-        for _ in range(rounds):
+        for round_number in range(rounds):
             words = read_line(proc).split()
             assert words[0] == "T", words
             called, rss_before = float(words[1]), int(words[2])
@@ -148,7 +178,9 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dic
                                  + sum(rss_kib(pid) for pid in adapters))
 
             async def one(address: tuple[str, int] = address,
-                          session_id: str | None = session["id"]) -> dict[str, Any]:
+                          session_id: str | None = session["id"],
+                          requests: int = requests if round_number == 0 else 0,
+                          ) -> dict[str, Any]:  # request latencies: first round only
                 client = await DapClient.connect(*address)
                 return await measure_session(client, session_id, requests, steps, footprint)
 

@@ -91,12 +91,12 @@ def read_mark(path: Path, timeout: float = 120) -> tuple[float, int, int]:
 
 
 def run_mode(mode: str, cluster: LocalRay, requests: int, steps: int,
-             rounds: int) -> dict[str, Any]:
+             rounds: int, kill_rounds: int = 3) -> dict[str, Any]:
     marks = Path(cluster.temp) / f"mark-{mode}"
     adapters_before = core.adapter_pids()
     driver = subprocess.Popen(
         [sys.executable, str(HERE / "ray_target.py"), mode, cluster.gcs, str(marks),
-         str(rounds)], env={**os.environ, **ENV}, stdout=subprocess.PIPE,
+         str(rounds + kill_rounds)], env={**os.environ, **ENV}, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True)
     listed, results, extra_rss, extra_processes = core.Sample(), [], [], []
     previous = None
@@ -126,12 +126,16 @@ def run_mode(mode: str, cluster: LocalRay, requests: int, steps: int,
                                  + sum(core.rss_kib(a) for a in adapters))
 
             async def one(address: tuple[str, int] = address,
-                          session_id: str | None = session_id) -> dict[str, Any]:
+                          session_id: str | None = session_id,
+                          requests: int = requests if round_number == rounds - 1 else 0,
+                          ) -> dict[str, Any]:  # request latencies: last round only
                 client = await DapClient.connect(*address)
                 return await core.measure_session(client, session_id, requests, steps,
                                                   footprint)
 
             results.append(asyncio.run(asyncio.wait_for(one(), 600)))
+        kills = [kill_to_gone(mode, cluster, Path(f"{marks}.{number}"))
+                 for number in range(rounds, rounds + kill_rounds)]
         driver.communicate(timeout=300)
     finally:
         core.stop(driver)
@@ -144,7 +148,41 @@ def run_mode(mode: str, cluster: LocalRay, requests: int, steps: int,
         **{command: results[-1][command] for command in (*core.REQUESTS, "next_to_stopped")},
         "extra_processes": max(extra_processes),
         "extra_rss_mb": extra_rss[0] * 1024 / 1e6,
+        "kill_to_gone": core.Sample([k["gone"] for k in kills]).summary(),
+        "kill_still_paused": any(k["still_paused"] for k in kills),
     }
+
+
+KILL_TIMEOUT = 10.0
+
+
+def listed_pids(mode: str, cluster: LocalRay) -> dict[int, dict[str, Any]]:
+    """Paused processes as each debugger's list shows them, by pid."""
+    if mode == "raydebug":
+        url = f"http://{cluster.hub_client}/api/sessions"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return {s["pid"]: s for s in json.loads(response.read())}
+    return {w["pid"]: w for w in cluster.paused_workers()}
+
+
+def kill_to_gone(mode: str, cluster: LocalRay, mark: Path) -> dict[str, Any]:
+    """SIGKILL a paused worker; time until its list stops offering it (polled at once).
+
+    Ray's dashboard keeps a killed worker with its last ``num_paused_threads``; only its
+    ``is_alive`` turns false. So for Ray "gone" means is_alive false (a client that filters
+    on num_paused_threads alone, as described in DESIGN.md, would list it for good:
+    ``still_paused``).
+    """
+    _, _, pid = read_mark(mark)
+    while pid not in listed_pids(mode, cluster):
+        pass
+    start = time.perf_counter()
+    os.kill(pid, signal.SIGKILL)
+    while time.perf_counter() - start < KILL_TIMEOUT:
+        entry = listed_pids(mode, cluster).get(pid)
+        if entry is None or entry.get("is_alive") is False:
+            return {"gone": time.perf_counter() - start, "still_paused": entry is not None}
+    raise TimeoutError(f"{mode}: pid {pid} still listed {KILL_TIMEOUT} s after SIGKILL")
 
 
 START_HUB = """

@@ -1,6 +1,7 @@
 """Driver of the Ray benchmark: MODE is "raydebug" (runtime_env enabled) or "ray" (Ray's
 built-in debugger, RAY_DEBUG=1: debugpy in the worker). Each round submits a task to the
-same worker that writes "time rss" to a file and calls breakpoint()."""
+same worker (a new one after the benchmark killed it) that writes "time rss pid" to a file
+and calls breakpoint()."""
 
 import os
 import sys
@@ -23,7 +24,7 @@ def rss_kib() -> int:
         return int(next(line for line in status if line.startswith("VmRSS")).split()[1])
 
 
-@ray.remote(num_cpus=0)
+@ray.remote(num_cpus=0, max_retries=0)  # the last rounds are killed: no retry
 def paused(round_number: int) -> int:
     if not hasattr(paused, "threads"):  # four background threads, as in the core benchmark
         stop = threading.Event()
@@ -41,5 +42,8 @@ def paused(round_number: int) -> int:
 
 
 for round_number in range(rounds):
-    ray.get(paused.remote(round_number))
+    try:
+        ray.get(paused.remote(round_number))
+    except ray.exceptions.WorkerCrashedError:
+        pass  # the benchmark killed it
 print("END", flush=True)

@@ -1,12 +1,20 @@
-"""`make bench`: run the benchmarks, print one table, write bench/results.json."""
+"""`make bench`: run the benchmarks, print the tables, write bench/results.json.
+
+Sections: ``core`` (one plain process, raydebug vs stock debugpy), ``ray`` (a local Ray,
+raydebug vs Ray's built-in debugger), ``scale`` (one hub with 1,000 paused sessions; a
+killed worker leaving the list; a worker's speed after its debug session).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
+import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,100 +22,195 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import core
 import ray_bench
+import scale
+import speed
 
 RESULTS = Path(__file__).with_name("results.json")
+SECTIONS = ("core", "ray", "scale")
+
+# A measure read from a mode's results: a number, a Sample summary (median + spread), or None.
+Reader = Callable[[dict[str, Any]], Any]
 
 # measure -> (how to read it from a mode's results, target text)
-ROWS: list[tuple[str, Any, str]] = [
+ROWS: list[tuple[str, Reader, str]] = [
     ("breakpoint() -> listed, first", lambda r: r["listed_first"], "<= 250 ms"),
-    ("breakpoint() -> listed, later", lambda r: r["listed_later"]["median"]
-     if r["listed_later"] else None, "<= 20 ms"),
+    ("breakpoint() -> listed, later", lambda r: r["listed_later"], "<= 20 ms"),
     ("connect -> stopped, first pause", lambda r: r["connect_to_stopped_first"], "<= 50 ms"),
-    ("connect -> stopped, later pauses", lambda r: r["connect_to_stopped_later"]["median"]
-     if r["connect_to_stopped_later"] else None, "<= 50 ms"),
-    *[(f"{command} round trip (median)", lambda r, c=command: r[c]["median"], "<= 1 ms")
+    ("connect -> stopped, later pauses", lambda r: r["connect_to_stopped_later"], "<= 50 ms"),
+    *[(f"{command} round trip (median)", lambda r, c=command: r[c], "<= 1 ms")
       for command in core.REQUESTS],
     ("stackTrace round trip (p95)", lambda r: r["stackTrace"]["p95"], ""),
-    ("next -> stopped, 4 threads (median)", lambda r: r["next_to_stopped"]["median"], "<= 2 ms"),
+    ("next -> stopped, 4 threads (median)", lambda r: r["next_to_stopped"], "<= 2 ms"),
     ("next -> stopped, 4 threads (p95)", lambda r: r["next_to_stopped"]["p95"], ""),
 ]
 
 
-def milliseconds(value: float | None) -> str:
+def median(value: Any) -> float | None:
+    return value["median"] if isinstance(value, dict) else value
+
+
+def milliseconds(value: Any) -> str:
+    value = median(value)
     return "-" if value is None else f"{value * 1000:.2f} ms"
+
+
+def noisy(cells: dict[str, Any]) -> str:
+    """The "noisy" column: which of a row's samples spread more than core.NOISY (their
+    interquartile range as a share of the median)."""
+    return ", ".join(f"{name} IQR {value['spread']:.0%}" for name, value in cells.items()
+                     if isinstance(value, dict) and value.get("noisy"))
+
+
+def render(lines: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in lines) for i in range(len(lines[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+                     .rstrip() for row in lines)
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
     header = ("measure", "raydebug (hub)", "direct+nodelay", "debugpy direct",
-              "debugpy adapter (Ray)", "adapter/raydebug", "target")
+              "debugpy adapter (Ray)", "adapter/raydebug", "target", "noisy")
     lines = [header]
     for name, read, target in ROWS:
-        ours, nodelay, direct, adapter = (read(results[mode]) for mode in core.MODES)
+        cells = {mode: read(results[mode]) for mode in core.MODES}
+        ours, adapter = median(cells["raydebug"]), median(cells["adapter"])
         ratio = f"{adapter / ours:.1f}x" if ours and adapter else "-"
-        lines.append((name, milliseconds(ours), milliseconds(nodelay), milliseconds(direct),
-                      milliseconds(adapter), ratio, target))
+        lines.append((name, *(milliseconds(cell) for cell in cells.values()), ratio, target,
+                      noisy(cells)))
     lines.append(("extra processes per paused worker",
-                  *(str(results[m]["extra_processes"]) for m in core.MODES), "-", "0"))
+                  *(str(results[m]["extra_processes"]) for m in core.MODES), "-", "0", ""))
     lines.append(("extra memory per paused worker",
                   *(f"{results[m]['extra_rss_mb']:.1f} MB" for m in core.MODES), "-",
-                  "<= 25 MB"))
-    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-                     for row in lines)
+                  "<= 25 MB", ""))
+    return render(lines)
 
 
 def ray_table(results: dict[str, Any]) -> str:
     """raydebug vs Ray's built-in debugger on the same local Ray."""
-    header = ("measure (local Ray)", "raydebug", "Ray built-in", "Ray/raydebug", "target")
+    header = ("measure (local Ray)", "raydebug", "Ray built-in", "Ray/raydebug", "target",
+              "noisy")
     lines = [header]
-    for name, read, target in ROWS:
-        ours, theirs = read(results["raydebug"]), read(results["ray"])
+    for name, read, target in [*ROWS, ("SIGKILL paused worker -> gone from list",
+                                       lambda r: r["kill_to_gone"], "")]:
+        cells = {mode: read(results[mode]) for mode in ("raydebug", "ray")}
+        ours, theirs = median(cells["raydebug"]), median(cells["ray"])
         ratio = f"{theirs / ours:.1f}x" if ours and theirs else "-"
-        lines.append((name, milliseconds(ours), milliseconds(theirs), ratio, target))
+        lines.append((name, milliseconds(cells["raydebug"]), milliseconds(cells["ray"]), ratio,
+                      target, noisy(cells)))
     lines.append(("extra processes per paused worker",
-                  *(str(results[m]["extra_processes"]) for m in ("raydebug", "ray")), "-", "0"))
+                  *(str(results[m]["extra_processes"]) for m in ("raydebug", "ray")), "-", "0",
+                  ""))
     lines.append(("extra memory per paused worker",
                   *(f"{results[m]['extra_rss_mb']:.1f} MB" for m in ("raydebug", "ray")),
-                  "-", "<= 25 MB"))
+                  "-", "<= 25 MB", ""))
     lines.append(("hub start (first breakpoint of a cluster)",
-                  milliseconds(results["hub_start"]), "-", "-", "once"))
+                  milliseconds(results["hub_start"]), "-", "-", "once", ""))
     flow = results["throughput"]
     spread = max(max(v) / min(v) for v in flow["seconds"].values())
     lines.append((f"task throughput, {flow['tasks']} no-op tasks", "enabled", "plain Ray",
-                  f"{flow['ratio']:.2f}" + (" (noisy)" if spread > 1.2 else ""), ">= 0.98"))
-    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-                     for row in lines)
+                  f"{flow['ratio']:.2f}", ">= 0.98",
+                  f"runs max/min {spread:.2f}" if spread > 1 + core.NOISY else ""))
+    text = render(lines)
+    if results["ray"]["kill_still_paused"]:
+        text += ("\n(Ray: a killed worker stays in the dashboard's workers list with its "
+                 "num_paused_threads; the time is until its is_alive turns false)")
+    return text
+
+
+def scale_table(results: dict[str, Any]) -> str:
+    """One hub with many paused sessions; a worker's speed after its session."""
+    at = results["scale"]
+    header = ("measure (one hub)", "raydebug", "baseline", "target", "noisy")
+    rate = at["registration_rate"]
+    lines = [header, (
+        f"register {at['sessions']:,} paused sessions", f"{rate['median']:,.0f} sessions/s",
+        "n/a", "-", noisy({"raydebug": rate}))]
+    for name, key, target in (
+            (f"list {at['sessions']:,}: GET /api/sessions", "list_http", "<= 100 ms"),
+            (f"list {at['sessions']:,}: raydebug list --json", "list_cli", "<= 100 ms"),
+            (f"attach -> stopped + stackTrace among {at['sessions']:,}", "attach_to_stack",
+             "<= 50 ms"),
+            ("SIGKILL paused worker -> gone from list", "kill_to_gone", "-")):
+        lines.append((name, milliseconds(at[key]), "n/a", target, noisy({"raydebug": at[key]})))
+    lines.append((f"hub RSS: idle / {at['sessions']:,} sessions (peak)",
+                  f"{at['hub_rss_mb_idle']:.0f} / {at['hub_rss_mb_full']:.0f} MB "
+                  f"({at['hub_peak_rss_mb']:.0f})", "n/a", "<= 150 MB", ""))
+    fast = results["speed"]
+
+    def ratios(mode: str) -> str:
+        return " / ".join(f"{fast[mode][thread]['median']:.2f}" for thread in ("main", "thread"))
+
+    lines.append(("speed after detach / before: main / thread", ratios("raydebug"),
+                  f"{ratios('adapter')} (debugpy adapter, as Ray)", ">= 0.95",
+                  noisy({f"{mode} {thread}": fast[mode][thread]
+                         for mode in ("raydebug", "adapter") for thread in ("main", "thread")})))
+    text = render(lines)
+    if fast["failed_attaches"]:
+        text += f"\n(speed: {len(fast['failed_attaches'])} attach(es) failed and were retried)"
+    return text
+
+
+def versions() -> dict[str, Any]:
+    found: dict[str, Any] = {"python": platform.python_version(),
+                             "platform": platform.platform(), "cpus": os.cpu_count()}
+    for package in ("raydebug", "debugpy", "ray"):
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = None
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--requests", type=int, default=200,
+                        help="Samples per request type (fewer once 2 s are spent).")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sessions", type=int, default=1000, help="Sessions of the scale test.")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"Comma-separated sections to run, of {', '.join(SECTIONS)}.")
     parser.add_argument("--no-ray", action="store_true", help="Skip the Ray comparison.")
     parser.add_argument("--only-ray", action="store_true", help="Only the Ray comparison.")
+    parser.add_argument("--only-scale", action="store_true",
+                        help="Only the scale section (measures 6-8 without Ray).")
     args = parser.parse_args()
+    sections = set(args.only.split(","))
+    if args.no_ray:
+        sections.discard("ray")
+    if args.only_ray:
+        sections = {"ray"}
+    if args.only_scale:
+        sections = {"scale"}
     started = time.time()
-    results = None
-    if not args.only_ray:
-        results = core.run(args.requests, args.steps, args.rounds)
-        print(table(results))
-    ray_results = None
-    if not args.no_ray:
-        ray_results = ray_bench.run(args.requests, args.steps, min(args.rounds, 3))
-        print()
-        print(ray_table(ray_results))
-    import debugpy
-
+    load_before = os.getloadavg()
+    results: dict[str, Any] = {"core": None, "ray": None, "scale": None}
+    if "core" in sections:
+        results["core"] = core.run(args.requests, args.steps, args.rounds)
+        print(table(results["core"]), "\n")
+    if "ray" in sections:
+        results["ray"] = ray_bench.run(args.requests, args.steps, min(args.rounds, 3))
+        print(ray_table(results["ray"]), "\n")
+    if "scale" in sections:
+        print(f"measuring a hub with {args.sessions} sessions...", file=sys.stderr, flush=True)
+        results["scale"] = {"scale": scale.run(args.sessions)}
+        hub = core.start_hub()
+        try:
+            results["scale"]["speed"] = speed.run(hub)
+        finally:
+            hub.close()
+        print(scale_table(results["scale"]), "\n")
+    seconds = time.time() - started
+    print(f"{seconds / 60:.1f} min; load average {load_before[0]:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after (on {os.cpu_count()} CPUs)")
     RESULTS.write_text(json.dumps({
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": __import__("os").cpu_count(), "debugpy": debugpy.__version__},
-        "core": results,
-        "ray": ray_results,
+        "seconds": seconds,
+        "machine": {**versions(), "load_average_before": load_before,
+                    "load_average_after": os.getloadavg()},
+        **results,
     }, indent=2))
-    print(f"\nwritten to {RESULTS}")
+    print(f"written to {RESULTS}")
 
 
 if __name__ == "__main__":
