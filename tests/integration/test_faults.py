@@ -113,3 +113,38 @@ def test_a_restarted_hub_gets_every_paused_worker_back(tmp_path: Path):
         hub.close()
         for proc in procs:
             stop(proc)
+
+
+PRINTER = """
+import threading
+
+def chatter():
+    while True:
+        print("background", flush=True)  # keeps printing while the client leaves
+        threading.Event().wait(0.001)
+
+threading.Thread(target=chatter, daemon=True).start()
+breakpoint()
+for n in range(200):
+    print("line", n, flush=True)
+"""
+
+
+def test_a_process_printing_as_its_client_leaves_exits(hub: HubProcess, tmp_path: Path):
+    """With redirectOutput pydevd copies output to the client's writer; after the client
+    left, that copy must neither keep the process from exiting nor crash it."""
+    script = write_script(tmp_path, "printer.py", PRINTER)
+    workers = [hub.spawn(script) for _ in range(4)]
+    sessions = hub.wait_sessions(len(workers))
+
+    async def attach_and_leave(session_id: str) -> None:
+        client = await hub.dap()
+        await client.attach(session_id, redirectOutput=True)
+        await client.request("disconnect", {})
+        await client.close()
+
+    for session in sessions:
+        run(attach_and_leave(session["id"]))
+    for worker in workers:
+        code, out, _ = finish(worker)
+        assert code == 0 and "line 199" in out

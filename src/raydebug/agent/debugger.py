@@ -135,30 +135,32 @@ class Debugger:
         handoff.start()
 
     def forget_client(self) -> None:
-        """After a client left: stop sending the process's output to it, and drop what
-        pydevd queued for it.
+        """After a client left: drop what pydevd queued for it, and whatever it would queue.
 
-        With ``redirectOutput`` pydevd copies stdout/stderr into its writer's queue; the
-        copy stays after the client leaves, and a writer whose connection closed never
-        empties its queue. At exit pydevd's non-daemon CheckAliveThread waits for that
-        queue to empty, so a process that printed after its client left (a post-mortem's
-        traceback) would never exit.
+        With ``redirectOutput`` pydevd copies stdout/stderr into its writer's queue, and the
+        copy outlives the client (pydevd's disconnect only clears a flag). The writer thread
+        ends with the connection, so its queue never empties again; at exit pydevd's
+        non-daemon CheckAliveThread waits for that queue to be empty, and a process that
+        printed after its client left would never exit (a long-lived Ray worker's queue
+        would also grow without bound). The next client gets a new writer.
+
+        ``sys.stdout`` itself is left alone: on Python 3.11 ``print()`` holds only a
+        borrowed reference to it, so swapping it while another thread prints can free the
+        stream under that thread (a segfault we saw).
         """
         import queue
-
-        from _pydevd_bundle import pydevd_io
 
         py_db = self._py_db
         if py_db is None:
             return
         py_db.enable_output_redirection(False, False)
-        for std in ("stdout", "stderr"):
-            pydevd_io.stop_redirect_stream_to_pydb_io_messages(std)
         writer = getattr(py_db, "writer", None)
-        if writer is not None and getattr(writer, "_kill_received", False):
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    writer._cmd_queue.get_nowait()
+        if writer is None:
+            return
+        writer.add_command = _discard  # its client is gone: nothing more is for it
+        with contextlib.suppress(queue.Empty):
+            while True:
+                writer._cmd_queue.get_nowait()
 
     def is_suspended(self, thread_ident: int) -> bool:
         with self._lock:
@@ -236,6 +238,10 @@ class Debugger:
             )
             py_db.writer.add_command(command)
         return len(threads)
+
+
+def _discard(command: Any) -> None:
+    pass
 
 
 class _AlsoWake:
