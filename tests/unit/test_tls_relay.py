@@ -152,3 +152,10 @@ def test_the_hub_closing_the_channel_gives_pydevd_eof(channel: Channel, clean: b
     channel.relay.join(CLOSE_TIMEOUT)
     assert not channel.relay.is_alive()
 
+
+def test_without_tls_there_is_no_relay():
+    from raydebug.agent.link import _is_tls
+
+    plain, other = socket.socketpair()
+    with plain, other:
+        assert not _is_tls(plain)
