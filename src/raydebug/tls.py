@@ -93,8 +93,9 @@ class Certificate:
     fingerprint: str
 
     def server_context(self) -> ssl.SSLContext:
-        """The worker listener's context. No session tickets: nothing but application data
-        follows the handshake, so pydevd's reader and writer threads can share the socket."""
+        """The worker listener's context. No session tickets: workers never resume a
+        session, so nothing but application data follows the handshake (the agent still
+        relays a TLS data channel on one thread, see :mod:`raydebug.agent.relay`)."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.num_tickets = 0

@@ -3,8 +3,9 @@
 It keeps a *control* connection to the hub (reconnecting with backoff when it drops, then
 registering every live session again). For each client that attaches it dials a *data*
 connection, authenticates it, and hands the socket to pydevd: DAP then flows between the hub
-and pydevd with no copy in this process. Blocking sockets and one ``selectors`` loop: the
-paused threads are parked anyway, and nothing here may touch an actor's event loop.
+and pydevd with no copy in this process (over TLS, through a relay thread: see
+:mod:`raydebug.agent.relay`). Blocking sockets and one ``selectors`` loop: the paused threads
+are parked anyway, and nothing here may touch an actor's event loop.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import selectors
 import socket
 import threading
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from ..errors import AuthenticationError, HubUnreachableError, RaydebugError
 from ..protocol import NEED_DATA
@@ -42,6 +43,9 @@ from .debugger import mark_invisible
 from .metadata import process_info
 from .report import say
 
+if TYPE_CHECKING:
+    import ssl
+
 CONNECT_TIMEOUT = 5.0
 HANDSHAKE_TIMEOUT = 5.0
 RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
@@ -61,6 +65,12 @@ class LinkHandler(Protocol):
 def _nodelay(sock: socket.socket) -> socket.socket:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
+
+
+def _is_tls(sock: socket.socket) -> TypeGuard[ssl.SSLSocket]:
+    """Whether ``sock`` is an ``ssl.SSLSocket``; without importing ssl into agents that
+    do not use TLS."""
+    return hasattr(sock, "pending")
 
 
 class HubLink:
@@ -294,6 +304,10 @@ class HubLink:
             self.post(ChannelFailed(channel=channel, reason=str(error)))
             return
         try:
+            if _is_tls(sock):  # pydevd's threads must not share one SSL object
+                from .relay import start_relay
+
+                sock, _ = start_relay(sock)  # the relay closes the TLS socket when sock closes
             self._handler.serve_client(sock)
         except Exception as error:  # pydevd refused it: tell the client, keep the link
             sock.close()
