@@ -5,7 +5,6 @@ A :class:`~raydebug.errors.RaydebugError` becomes one red line on stderr and exi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from . import state_file, views
 from .agent.config import parse_address
@@ -139,6 +137,8 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
                        client_idle_timeout=client_idle_timeout)
     if token:
         config.token = token
+    import asyncio
+
     asyncio.run(_serve_hub(Hub(config), ray_integration))
 
 
@@ -156,6 +156,8 @@ async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
     recorded = state_file.write(client, worker, hub.config.token, hub.config.unix_socket, cert)
     click.echo(views.hub_banner(client, worker, hub.config.token, cert), nl=False)
     sys.stdout.flush()
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -210,6 +212,8 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
     if as_json:
         click.echo(json.dumps(sessions, indent=2))
     else:
+        from rich.console import Console  # imported here: `list --json` stays quick
+
         Console().print(views.sessions_table(sessions))
 
 
@@ -333,6 +337,8 @@ def main() -> None:
         error.show()
         sys.exit(error.exit_code)
     except RaydebugError as error:
+        from rich.console import Console
+
         Console(stderr=True).print(f"[red]raydebug: {error}[/red]", highlight=False)
         sys.exit(1)
     except KeyboardInterrupt:

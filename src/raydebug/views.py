@@ -9,9 +9,10 @@ import json
 import os
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.table import Table
 
 LAUNCH_CONFIG_NAME = "raydebug: attach to the cluster"
 
@@ -34,6 +35,8 @@ def short_path(path: str, width: int = 40) -> str:
 
 def sessions_table(sessions: list[dict[str, Any]], now: float | None = None) -> Table:
     """The ``raydebug list`` table, oldest session first."""
+    from rich.table import Table  # only here: commands that print no table start faster
+
     table = Table(title=f"{len(sessions)} paused session(s)", title_justify="left")
     for column in ("id", "state", "host", "pid"):
         table.add_column(column, no_wrap=True)

@@ -5,6 +5,8 @@ there keep working."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import socket
 import time
 import urllib.error
@@ -116,3 +118,24 @@ def test_a_worker_message_too_large_is_refused_and_logged():
         assert hub.get("/api/health")["status"] == "ok"
         assert "message of 2000000 bytes announced, limit is 1048576 bytes" \
             in hub.stop_and_read_log()
+
+
+def test_the_hub_raises_its_open_file_limit_for_many_workers():
+    """One socket per paused process: a soft limit of 1,024 (or less) would refuse the
+    thousandth worker of a cluster, so a starting hub raises it towards its hard limit."""
+    program = (
+        "import asyncio, resource\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "from raydebug.hub import Hub, HubConfig\n"
+        "async def main():\n"
+        "    hub = Hub(HubConfig(port=0, worker_port=0))\n"
+        "    await hub.start()\n"
+        "    await hub.close()\n"
+        "asyncio.run(main())\n"
+        "print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)\n")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    soft, hard = (int(word) for word in result.stdout.split())
+    assert soft == min(65536, hard if hard >= 0 else 65536) and soft > 256

@@ -89,3 +89,20 @@ class PeerLimit:
 
 def is_loopback(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def raise_open_file_limit(wanted: int = 65536) -> int:
+    """Raise this process's soft limit on open files towards ``wanted`` (never above the
+    hard limit); return the limit in force. The hub holds a socket per paused process, and
+    the usual soft limit of 1,024 would refuse a cluster's thousandth worker."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass  # keep what we have; the connection limits still apply
+    return int(soft)

@@ -29,7 +29,7 @@ from ..protocol import Event, encode_message, frame
 from ..session import SessionState
 from .dap_proxy import ClientSession
 from .http_api import respond, serve_http
-from .net import PeerLimit, is_loopback, peer_host, peer_name, set_nodelay
+from .net import PeerLimit, is_loopback, peer_host, peer_name, raise_open_file_limit, set_nodelay
 from .parent_session import ParentRegistry
 from .registry import Registry
 from .tls_server import TlsServer
@@ -101,6 +101,7 @@ class Hub:
     async def start(self) -> None:
         """Bind both listeners; raises OSError when a port is taken, ConfigurationError
         when the TLS certificate can be neither loaded nor created."""
+        raise_open_file_limit()
         serve_worker = self._track(self.workers.handle, self.worker_limit, self.workers.refuse)
         workers: asyncio.Server | TlsServer
         if self.config.tls:
