@@ -5,9 +5,9 @@ there keep working."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
-import socket
 import time
 import urllib.error
 import urllib.request
