@@ -45,8 +45,7 @@ from raydebug.protocol.worker import (
     encode_control,
 )
 
-# Hub settings the benchmark needs beyond the defaults, e.g. a per-address connection
-# limit (all generated connections come from 127.0.0.1): BENCH_HUB_ARGS="--flag value".
+# More hub settings, if a run needs them: BENCH_HUB_ARGS="--flag value".
 EXTRA_HUB_ARGS = os.environ.get("BENCH_HUB_ARGS", "").split()
 CONNECT_CONCURRENCY = 64  # in-flight handshakes; asyncio's listen backlog is 100
 
@@ -156,7 +155,10 @@ class Scale:
 
     def __init__(self, sessions: int, real: int) -> None:
         self.count, self.real = sessions, real
-        self.hub = core.start_hub("--max-sessions", str(2 * (sessions + real)),
+        # Every generated connection comes from 127.0.0.1, where a cluster spreads its
+        # workers over its nodes' addresses: raise the per-address limit accordingly.
+        limit = str(2 * (sessions + real))
+        self.hub = core.start_hub("--max-sessions", limit, "--max-worker-connections", limit,
                                   "--log-level", "warning", *EXTRA_HUB_ARGS)
         # The hub writes warnings to a pipe: read it, or a burst of them would block the hub.
         self.hub_log: collections.deque[str] = collections.deque(maxlen=20)
@@ -195,7 +197,7 @@ class Scale:
         _, start, _, refused = self.command("register")
         if int(refused):
             raise RuntimeError(f"the hub refused {refused} of {self.count} generated workers "
-                               f"(a connection limit? set BENCH_HUB_ARGS): {list(self.hub_log)}")
+                               f"(set hub flags with BENCH_HUB_ARGS): {list(self.hub_log)}")
         listed = self.wait_count(self.count + self.real)
         return self.count / (listed - float(start))
 
