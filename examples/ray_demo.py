@@ -44,7 +44,7 @@ class Trainer:
 
     def update(self, shard: int) -> float:
         gradient = shard * 0.1
-        breakpoint()  # an actor method pauses: `p self.weight`, `!gradient = 0`...
+        breakpoint()  # try `p self.weight`, `!gradient = 0`, `c`
         self.weight -= gradient
         return self.weight
 
@@ -52,7 +52,7 @@ class Trainer:
 @ray.remote(max_retries=0)
 def validate(shard: int) -> float:
     expected = shard - 3
-    return 100 / expected  # shard 3 divides by zero: the task freezes post-mortem
+    return 100 / expected  # shard 3: ZeroDivisionError, frozen post-mortem
 
 
 def start_ray() -> None:

@@ -157,3 +157,19 @@ def test_highlighting_keeps_one_entry_per_line():
     source = 'x = """a\nb"""\ny = 1\n'
     coloured = render.highlight_lines(source)
     assert len(coloured) == 3 and all(line.endswith("\x1b[0m") for line in coloured)
+
+
+def test_an_actor_method_is_named_once():
+    header = render.session_header({"id": "a", "pid": 1, "actor_class": "Trainer",
+                                    "task_name": "Trainer.update", "node_ip": "10.0.0.2"})
+    assert header[0] == "session a: actor Trainer.update on 10.0.0.2, pid 1"
+
+
+def test_exception_info_reads_as_a_traceback_without_repeating_its_last_line():
+    info = {"exceptionId": "ZeroDivisionError", "description": "division by zero",
+            "details": {"typeName": "ZeroDivisionError",
+                        "stackTrace": '  File "/a.py", line 2, in f\n    1 / 0\n'
+                                      "ZeroDivisionError: division by zero\n"}}
+    assert render.exception_lines(info) == [
+        "Traceback (most recent call last):", '  File "/a.py", line 2, in f', "    1 / 0",
+        "ZeroDivisionError: division by zero"]

@@ -76,12 +76,12 @@ def listing(lines: list[str], first: int, last: int, current: int | None,
 
 def session_header(session: dict[str, Any]) -> list[str]:
     """Who is paused, and why: shown on attach."""
-    if session.get("actor_class"):
-        what = f"actor {session['actor_class']}"
-        if session.get("task_name"):
-            what += f" ({session['task_name']})"
-    elif session.get("task_name"):
-        what = f"task {session['task_name']}"
+    actor, task = session.get("actor_class"), session.get("task_name")
+    if actor:
+        # Ray names an actor's task "Class.method": say it once.
+        what = f"actor {task}" if task and task.startswith(f"{actor}.") else f"actor {actor}"
+    elif task:
+        what = f"task {task}"
     else:
         what = " ".join(session.get("argv") or []) or "process"
     node = session.get("node_ip") or session.get("host", "?")
@@ -129,7 +129,9 @@ def exception_lines(info: dict[str, Any]) -> list[str]:
         lines.append("Traceback (most recent call last):")
         lines += trace.rstrip("\n").splitlines()
     name = details.get("typeName") or info.get("exceptionId") or "Exception"
-    lines.append(f"{name}: {info.get('description') or details.get('message') or ''}".rstrip())
+    last = f"{name}: {info.get('description') or details.get('message') or ''}".rstrip()
+    if not lines or lines[-1].strip() != last:  # pydevd's trace may end with it already
+        lines.append(last)
     return lines
 
 
