@@ -53,10 +53,20 @@ class Debugger:
         # pydevd warns about frozen modules on every start; the warning is noise in logs.
         os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
         import debugpy
+        import debugpy.server  # puts debugpy's vendored pydevd on sys.path
+        import pydevd
 
         # Without this every forked child (a DataLoader worker) would wait for a debugger.
         debugpy.configure(subProcess=False)
-        debugpy.listen(("127.0.0.1", 0), in_process_debug_adapter=True)
+        # listen() is how debugpy starts pydevd in-process; its socket must never accept a
+        # connection (that would be a debugger anyone on the machine could reach), not even
+        # in the moment before _stop_listening: it is bound but never listens.
+        make_server_socket = pydevd.create_server_socket
+        pydevd.create_server_socket = _unreachable_server_socket
+        try:
+            debugpy.listen(("127.0.0.1", 0), in_process_debug_adapter=True)
+        finally:
+            pydevd.create_server_socket = make_server_socket
         # Importing pydevd replaced sys.breakpointhook with its own; keep raydebug's.
         sys.breakpointhook = hook
         # Importable only now: debugpy puts its vendored pydevd on sys.path in listen().
@@ -316,11 +326,42 @@ def _hide_raydebug_frames(py_db: Any) -> None:
     py_db.get_cache_file_type().clear()  # forget types computed before this rule
 
 
-def _stop_listening(py_db: Any) -> None:
-    """Shut pydevd's loopback listener: clients reach pydevd only through the hub.
+class _NeverListening(socket.socket):
+    """A bound TCP socket that ignores ``listen()``, so no connection can ever reach it;
+    ``accept()`` waits until the socket is closed, then fails as a closed socket does."""
 
-    ``close()`` alone does not wake a thread blocked in ``accept()`` on Linux (the port
-    would stay open), so the thread is told to stop first, then the socket is shut down.
+    def __init__(self) -> None:
+        super().__init__(socket.AF_INET, socket.SOCK_STREAM)
+        self._closed = threading.Event()
+
+    def listen(self, backlog: int = 0) -> None:
+        pass
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        self._closed.wait()
+        raise OSError("raydebug: pydevd's listener is closed")
+
+    def close(self) -> None:
+        self._closed.set()
+        super().close()
+
+
+def _unreachable_server_socket(host: str, port: int) -> socket.socket:
+    """Stands in for pydevd's ``create_server_socket`` while debugpy starts."""
+    server = _NeverListening()
+    try:
+        server.bind(("127.0.0.1", 0))
+    except OSError:
+        server.close()
+        raise
+    return server
+
+
+def _stop_listening(py_db: Any) -> None:
+    """End pydevd's accept thread and close its socket (bound, never listening: see
+    _NeverListening): clients reach pydevd only through the hub.
+
+    The thread is told to stop first, so that the failed ``accept()`` ends it.
     """
     from _pydevd_bundle.pydevd_daemon_thread import PyDBDaemonThread
 

@@ -232,9 +232,7 @@ class TerminalDebugger:
             self.write(result)
 
     def _evaluate(self, expression: str, context: str) -> str:
-        body = self.remote.request("evaluate", {"expression": expression, "context": context,
-                                                "frameId": self.frame["id"]})
-        return str(body.get("result", ""))
+        return self._evaluate_in(self.frame, expression, context)
 
     def do_locals(self, arg: str) -> None:
         for name, value in self._locals():

@@ -149,6 +149,8 @@ class Remote:
                 pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5.0)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     def _on_output(self, event: Event) -> None:
         category = str(event.body.get("category", "console"))
