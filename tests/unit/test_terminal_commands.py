@@ -165,11 +165,15 @@ def test_an_actor_method_is_named_once():
     assert header[0] == "session a: actor Trainer.update on 10.0.0.2, pid 1"
 
 
-def test_exception_info_reads_as_a_traceback_without_repeating_its_last_line():
-    info = {"exceptionId": "ZeroDivisionError", "description": "division by zero",
-            "details": {"typeName": "ZeroDivisionError",
-                        "stackTrace": '  File "/a.py", line 2, in f\n    1 / 0\n'
-                                      "ZeroDivisionError: division by zero\n"}}
+def test_exception_info_reads_as_a_traceback_oldest_frame_first():
+    trace = ('  File "/a.py", line 2, in f\n    1 / 0\n'
+             '  File "/a.py", line 5, in <module> (Current frame)\n    f()\n'
+             "ZeroDivisionError: division by zero\n")
+    info = {"exceptionId": "ZeroDivisionError       (note: pydevd's own)",
+            "description": "division by zero",
+            "details": {"typeName": "ZeroDivisionError", "stackTrace": trace}}
     assert render.exception_lines(info) == [
-        "Traceback (most recent call last):", '  File "/a.py", line 2, in f', "    1 / 0",
+        "Traceback (most recent call last):",
+        '  File "/a.py", line 5, in <module>', "    f()",
+        '  File "/a.py", line 2, in f', "    1 / 0",
         "ZeroDivisionError: division by zero"]

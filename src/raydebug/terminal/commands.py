@@ -34,7 +34,8 @@ SPECS = [
          "(to older frames)."),
     Spec("down", "d", "d(own) [count]", "Move the current frame count (default 1) levels "
          "down (to newer frames)."),
-    Spec("frame", "f", "f(rame) N", "Select frame N, as numbered by where (0 is the oldest)."),
+    Spec("frame", "f", "f(rame) N", "Select frame N, counting from 0 at the oldest (the first "
+         "that where lists)."),
     Spec("list", "l", "l(ist) [first[, last] | .]", "List 11 lines around the current line, "
          "or continue the previous listing; '.' lists around the current line again."),
     Spec("longlist", "longlist", "ll | longlist", "List the whole source of the current "

@@ -301,10 +301,12 @@ class TerminalDebugger:
         self._show_stop()
 
     def do_exceptions(self, arg: str) -> None:
-        try:
-            info = self.remote.request("exceptionInfo", {"threadId": self.thread_id})
-        except DapRequestError:
-            raise CommandError("this thread did not stop on an exception") from None
+        last = self.remote.stops.last
+        on_exception = last is not None and last.thread_id == self.thread_id and \
+            last.reason == "exception"
+        if not on_exception:  # pydevd answers garbage (and logs a traceback) otherwise
+            raise CommandError("this thread did not stop on an exception")
+        info = self.remote.request("exceptionInfo", {"threadId": self.thread_id})
         for line in render.exception_lines(info):
             self.write(line)
 
@@ -367,6 +369,8 @@ class TerminalDebugger:
         self._set_enabled(arg, True)
 
     def _set_enabled(self, arg: str, enabled: bool) -> None:
+        if not arg:
+            raise CommandError("give breakpoint numbers (see break)")
         for number in commands.parse_numbers(arg):
             point = self.breakpoints.get(number)
             point.enabled = enabled

@@ -121,17 +121,30 @@ def threads_lines(threads: list[dict[str, Any]], current: int | None,
 
 
 def exception_lines(info: dict[str, Any]) -> list[str]:
-    """``exceptionInfo``'s answer as the traceback a Python user knows."""
+    """``exceptionInfo``'s answer as the traceback a Python user knows.
+
+    pydevd lists the frames newest first and marks the one it is paused in; Python lists
+    them oldest first, and the type name it reports may carry a note of pydevd's own.
+    """
     details = info.get("details") or {}
-    lines = []
-    trace = details.get("stackTrace")
-    if trace:
-        lines.append("Traceback (most recent call last):")
-        lines += trace.rstrip("\n").splitlines()
-    name = details.get("typeName") or info.get("exceptionId") or "Exception"
+    frames: list[list[str]] = []
+    tail: list[str] = []
+    for line in (details.get("stackTrace") or "").rstrip("\n").splitlines():
+        if line.startswith("  File "):
+            frames.append([line.replace(" (Current frame)", "")])
+        elif line.startswith(" ") and frames:
+            frames[-1].append(line)
+        elif line.strip():
+            tail.append(line)
+    frames.reverse()
+    lines = ["Traceback (most recent call last):"] if frames else []
+    for frame in frames:
+        lines += frame
+    raw_name = info.get("exceptionId") or details.get("typeName") or "Exception"
+    name = str(raw_name).split()[0]
     last = f"{name}: {info.get('description') or details.get('message') or ''}".rstrip()
-    if not lines or lines[-1].strip() != last:  # pydevd's trace may end with it already
-        lines.append(last)
+    lines += [line for line in tail if line.strip() != last]
+    lines.append(last)
     return lines
 
 
