@@ -17,7 +17,7 @@ from raydebug.terminal.commands import (
     parse,
     parse_location,
 )
-from raydebug.terminal.debugger import function_arguments, function_span
+from raydebug.terminal.sources import function_arguments, function_span
 
 
 @pytest.mark.parametrize(("line", "expected"), [

@@ -7,7 +7,6 @@ are printed as pdb prints them, ``*** NameError: ...``).
 
 from __future__ import annotations
 
-import ast
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from typing import Any
 
 from ..client.dap import DapRequestError
 from ..errors import RaydebugError
-from . import commands, render
+from . import commands, render, sources
 from .breakpoints import BreakpointTable
 from .commands import STATEMENT, Command, CommandError
 from .remote import Remote, Stop
@@ -194,7 +193,7 @@ class TerminalDebugger:
         lines = self._source(frame)
         if lines is None:
             raise CommandError("source not available")
-        first, last = function_span("".join(lines), int(frame.get("line", 0)),
+        first, last = sources.function_span("".join(lines), int(frame.get("line", 0)),
                                     str(frame.get("name", "")))
         self._write_listing(frame, first, last)
 
@@ -204,7 +203,7 @@ class TerminalDebugger:
             self._write_listing(frame, line - context, line + context)
 
     def _write_listing(self, frame: dict[str, Any], first: int, last: int) -> None:
-        path = _path(frame)
+        path = sources.frame_path(frame)
         lines = self._source(frame) or []
         current = int(frame.get("line", 0))
         for text in render.listing(lines, first, last, current,
@@ -222,7 +221,7 @@ class TerminalDebugger:
         if not arg:
             raise CommandError("give an expression")
         text = self._evaluate(f"__import__('pprint').pformat(({arg}))", "clipboard")
-        for line in _literal(text).splitlines():
+        for line in sources.literal(text).splitlines():
             self.write(line)
 
     def do_statement(self, arg: str) -> None:
@@ -241,7 +240,7 @@ class TerminalDebugger:
     def do_args(self, arg: str) -> None:
         frame = self.frame
         lines = self._source(frame)
-        names = function_arguments("".join(lines or []), int(frame.get("line", 0)),
+        names = sources.function_arguments("".join(lines or []), int(frame.get("line", 0)),
                                    str(frame.get("name", "")))
         values = dict(self._locals())
         for name in names:
@@ -390,11 +389,11 @@ class TerminalDebugger:
         """A breakpoint's file as the debuggee knows it: the current file, an absolute path,
         or the path of a file on the stack that ends with the name given."""
         if given is None:
-            return _path(self.frame)
+            return sources.frame_path(self.frame)
         if given.startswith("/"):
             return given
         for frame in self.frames:
-            path = _path(frame)
+            path = sources.frame_path(frame)
             if path.endswith("/" + given) or path == given:
                 return path
         raise CommandError(f"{given!r} is not a file on the stack: give its absolute path on "
@@ -417,7 +416,7 @@ class TerminalDebugger:
             line = commands.parse_count(arg)
             if line <= int(frame.get("line", 0)):
                 raise CommandError('"until" line number is smaller than current line number')
-            point = self.breakpoints.add(_path(frame), line, hidden=True)
+            point = self.breakpoints.add(sources.frame_path(frame), line, hidden=True)
             self._send_breakpoints(point.file)
             try:
                 return self._run("continue", {"threadId": self.thread_id})
@@ -502,21 +501,17 @@ class TerminalDebugger:
 
     def _source(self, frame: dict[str, Any]) -> list[str] | None:
         """The lines of a frame's file as the debuggee has them (cached)."""
-        path = _path(frame)
+        path = sources.frame_path(frame)
         if path not in self._sources:
             self._sources[path] = self._fetch_source(frame, path)
         return self._sources[path]
 
     def _fetch_source(self, frame: dict[str, Any], path: str) -> list[str] | None:
-        # Read on the worker's machine (its file, maybe not on ours) via linecache, which
-        # also knows sources that are not files.
-        expression = f"''.join(__import__('linecache').getlines({path!r}))"
         try:
-            text = self._evaluate_in(frame, expression, "clipboard")
+            answer = self._evaluate_in(frame, sources.fetch_expression(path), "clipboard")
         except (DapRequestError, CommandError):
             return None
-        source = _literal(text)
-        return source.splitlines(keepends=True) if source else None
+        return sources.lines_from_answer(answer)
 
     def _evaluate_in(self, frame: dict[str, Any], expression: str, context: str) -> str:
         body = self.remote.request("evaluate", {"expression": expression, "context": context,
@@ -546,62 +541,3 @@ class TerminalDebugger:
                                                    "frameId": self.frame["id"]}, timeout=2.0)
         return [(t["label"], int(t.get("start", 0)), int(t.get("length", 0)))
                 for t in body.get("targets", [])]
-
-
-def _path(frame: dict[str, Any]) -> str:
-    return str((frame.get("source") or {}).get("path") or "")
-
-
-def _literal(text: str) -> str:
-    """pydevd answers a string evaluate with its repr."""
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-    return value if isinstance(value, str) else text
-
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def _enclosing_function(source: str, line: int, name: str) -> Function | None:
-    """The innermost function called ``name`` whose lines include ``line``."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    best: Function | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            end = node.end_lineno or node.lineno
-            if _start(node) <= line <= end and (best is None or _start(node) >= _start(best)):
-                best = node
-    return best
-
-
-def _start(node: Function) -> int:
-    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
-
-
-def function_span(source: str, line: int, name: str) -> tuple[int, int]:
-    """First and last line of the function ``name`` around ``line`` (``ll``); the whole
-    file at module level, as pdb does."""
-    node = _enclosing_function(source, line, name)
-    if node is None:
-        return 1, len(source.splitlines())
-    return _start(node), node.end_lineno or node.lineno
-
-
-def function_arguments(source: str, line: int, name: str) -> list[str]:
-    """Parameter names of the function ``name`` around ``line``, in order (``args``)."""
-    node = _enclosing_function(source, line, name)
-    if node is None:
-        return []
-    arguments = node.args
-    names = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
-    if arguments.vararg:
-        names.append(arguments.vararg.arg)
-    names += [a.arg for a in arguments.kwonlyargs]
-    if arguments.kwarg:
-        names.append(arguments.kwarg.arg)
-    return names
