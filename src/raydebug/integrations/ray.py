@@ -57,7 +57,7 @@ def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
     env = dict(base or {})
     env_vars = {str(k): str(v) for k, v in (env.get("env_vars") or {}).items()}
     for name in ("RAYDEBUG_POST_MORTEM", "RAYDEBUG_WAIT_TIMEOUT", "RAYDEBUG_HUB",
-                 "RAYDEBUG_TOKEN", "RAYDEBUG_HUB_CERT", "RAYDEBUG_LABELS"):
+                 "RAYDEBUG_TOKEN", "RAYDEBUG_HUB_CERT", "RAYDEBUG_HUB_TLS", "RAYDEBUG_LABELS"):
         if name in os.environ:
             env_vars.setdefault(name, os.environ[name])
     env["env_vars"] = env_vars
@@ -207,10 +207,16 @@ def find_or_start_hub(stale: object = None) -> HubInfo:
             name=HUB_ACTOR_NAME, namespace=HUB_ACTOR_NAMESPACE, lifetime="detached",
             get_if_exists=True, num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001},
         ).remote()
-        data = ray.get(actor.start.remote(), timeout=HUB_START_TIMEOUT)
+        data = ray.get(actor.start.remote(tls=hub_tls_wanted()), timeout=HUB_START_TIMEOUT)
     except Exception as error:  # Ray's errors are many; the user needs one line
         raise HubUnreachableError(f"could not start the raydebug hub actor: {error}") from None
     return HubInfo(**data)
+
+
+def hub_tls_wanted() -> bool:
+    """``RAYDEBUG_HUB_TLS=1`` (in the job's environment): the hub actor, if this process
+    starts it, serves workers over TLS; they pin its certificate through the KV."""
+    return os.environ.get("RAYDEBUG_HUB_TLS", "").strip().lower() in TRUTHY
 
 
 def _hub_actor_alive() -> bool:
@@ -290,24 +296,26 @@ class _HubActor:
         self._hub: Any = None
         self._serving: Any = None
 
-    async def start(self) -> dict[str, Any]:
+    async def start(self, tls: bool = False) -> dict[str, Any]:
         """Start serving once; return the HubInfo as a dict (every caller gets the same).
 
-        Publishes it again on every call: a hub started by hand may have replaced it in the
-        KV and gone since, and whoever calls found the KV empty.
+        The first call decides ``tls`` (the worker listener over TLS, its certificate's
+        fingerprint in the HubInfo). Publishes it again on every call: a hub started by
+        hand may have replaced it in the KV and gone since, and whoever calls found the KV
+        empty.
         """
         async with self._lock:
             if self._info is None:
-                self._info = await self._start()
+                self._info = await self._start(tls)
             publish_hub_info(self._info)
         return asdict(self._info)
 
-    async def _start(self) -> HubInfo:
+    async def _start(self, tls: bool) -> HubInfo:
         from ..hub import Hub, HubConfig
 
         ip = node_ip()
         for port in (DEFAULT_CLIENT_PORT, 0):  # 5678, or any port when it is taken
-            hub = Hub(HubConfig(port=port, worker_host=ip, worker_port=0))
+            hub = Hub(HubConfig(port=port, worker_host=ip, worker_port=0, tls=tls))
             try:
                 await hub.start()
                 break
@@ -317,7 +325,8 @@ class _HubActor:
         self._serving = asyncio.ensure_future(hub.serve_forever())
         return HubInfo(worker="{}:{}".format(*hub.worker_address),
                        client="{}:{}".format(*hub.client_address),
-                       token=hub.config.token, owner="actor", node_ip=ip, pid=os.getpid())
+                       token=hub.config.token, owner="actor", node_ip=ip, pid=os.getpid(),
+                       cert=hub.certificate.fingerprint if hub.certificate else "")
 
 
 # -- session metadata -------------------------------------------------------------------------
