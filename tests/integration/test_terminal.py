@@ -287,6 +287,7 @@ def test_ctrl_c_pauses_a_running_process(hub: HubProcess, attach: list[Attach],
     term.expect(PROMPT)
     term.child.sendline("n")  # spin() never returns by itself
     term.expect("spinning")  # its output, shown in place
+    term.expect("(running; Ctrl-C pauses it)")  # said once the silence lasts
     term.child.sendintr()
     paused = term.expect(PROMPT)
     assert "pausing (Ctrl-C)" in paused and "spin()" in paused

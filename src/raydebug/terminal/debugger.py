@@ -22,6 +22,7 @@ from .remote import Remote, Stop
 LIST_LINES = 11
 MAX_UNTIL_STEPS = 10_000
 PAUSE_RETRY = 1.0  # seconds
+RUNNING_HINT_AFTER = 5.0  # seconds
 
 
 class Outcome(enum.Enum):
@@ -472,21 +473,26 @@ class TerminalDebugger:
             self.remote.request(command, arguments)
         except KeyboardInterrupt:
             interrupted = True  # the request went out all the same: pause after it
-        pausing = False
+        pausing = hinted = False
         while True:
             try:
                 if interrupted:
                     interrupted, pausing = False, True
                     self.write("\npausing (Ctrl-C)")
                     self.remote.request("pause", {"threadId": self.thread_id})
-                stop = self.remote.stops.wait(seen, timeout=PAUSE_RETRY if pausing else None)
+                timeout = PAUSE_RETRY if pausing else None if hinted else RUNNING_HINT_AFTER
+                stop = self.remote.stops.wait(seen, timeout=timeout)
                 break
             except KeyboardInterrupt:
                 interrupted = True
             except TimeoutError:
-                # pydevd drops a pause that lands while the step it follows is still being
-                # set up: ask again.
-                self.remote.request("pause", {"threadId": self.thread_id})
+                if pausing:
+                    # pydevd drops a pause that lands while the step it follows is still
+                    # being set up: ask again.
+                    self.remote.request("pause", {"threadId": self.thread_id})
+                else:  # a silent terminal looks hung: say what is going on, once
+                    hinted = True
+                    self.write("(running; Ctrl-C pauses it)")
         if stop is None:
             self.write(f"session {self.session.get('id')}: {self.remote.stops.ended}")
             return Outcome.ENDED
