@@ -164,8 +164,8 @@ class AttachCommand:
             self.terminal.save_history()
 
     def _choose(self, session_id: str | None) -> dict[str, Any] | None:
-        sessions = self._sessions()
         if session_id is not None:
+            sessions = self._sessions()
             for session in sessions:
                 if session.get("id") == session_id:
                     return session

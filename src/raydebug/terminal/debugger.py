@@ -270,7 +270,9 @@ class TerminalDebugger:
     def do_undisplay(self, arg: str) -> None:
         if not arg:
             self.displays.clear()
-        elif self.displays.pop(arg, None) is None and arg not in self.displays:
+        elif arg in self.displays:
+            del self.displays[arg]
+        else:
             raise CommandError(f"not displaying {arg}")
 
     def _show_displays(self) -> None:
