@@ -15,12 +15,13 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import PAUSING_WORKER, TIMEOUT, HubProcess, finish, write_script
+from helpers import PAUSING_WORKER, TIMEOUT, HubProcess, finish, read_line, stop, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +54,15 @@ def other_user() -> Iterator[tuple[int, int]]:
         subprocess.run(["userdel", name], check=True, timeout=TIMEOUT)  # its group too
 
 
-def as_user(user: tuple[int, int], *command: str) -> subprocess.CompletedProcess[str]:
+def become(user: tuple[int, int]) -> list[str]:
     uid, gid = user
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                           *command], capture_output=True, text=True, timeout=TIMEOUT,
-                          env={"PATH": os.environ["PATH"], "HOME": "/nonexistent",
-                               "NO_COLOR": "1"})
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+
+
+def as_user(user: tuple[int, int], *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*become(user), *command], capture_output=True, text=True,
+                          timeout=TIMEOUT, env={"PATH": os.environ["PATH"],
+                                                "HOME": "/nonexistent", "NO_COLOR": "1"})
 
 
 def test_another_user_is_refused_and_the_hubs_user_is_not(hub: HubProcess, tmp_path: Path,
@@ -94,3 +98,29 @@ def test_another_user_is_refused_and_the_hubs_user_is_not(hub: HubProcess, tmp_p
     assert health["refused_clients_not_admitted"] == 2
     log = hub.stop_and_read_log()
     assert log.count(f"belongs to uid {uid}") == 2, log
+
+
+def test_a_hub_run_by_another_user_serves_that_user_and_root(other_user: tuple[int, int]):
+    """The rule is "the hub's own uid", not "root": a hub of an ordinary user serves it."""
+    state = tempfile.mkdtemp(prefix="raydebug-other-user-")
+    os.chown(state, *other_user)  # where that user's hub writes its state file
+    proc = subprocess.Popen(
+        [*become(other_user), sys.executable, "-m", "raydebug", "hub", "--port", "0",
+         "--worker-port", "0", "--token", "t"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={"PATH": os.environ["PATH"], "HOME": "/nonexistent",
+                        "XDG_STATE_HOME": state})
+    try:
+        words = read_line(proc).split()  # "raydebug hub ready: clients H:P workers H:P"
+        host, port = words[4].rsplit(":", 1)
+        hub = HubProcess(proc, (host, int(port)), ("127.0.0.1", 0), "t")
+        listed = as_user(other_user, sys.executable, "-m", "raydebug", "list", "--hub",
+                         hub.client_address, "--json")
+        assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed
+        assert hub.get("/api/health")["status"] == "ok"  # root: admitted too
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        finally:
+            stop(proc)
+        shutil.rmtree(state, ignore_errors=True)
