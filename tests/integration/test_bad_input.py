@@ -12,7 +12,14 @@ import pytest
 from helpers import HubProcess, finish, write_script
 from raydebug.protocol import NEED_DATA, frame
 from raydebug.protocol.handshake import AgentHandshake
-from raydebug.protocol.worker import Challenge, ControlStream, Refused, Welcome
+from raydebug.protocol.worker import (
+    Challenge,
+    ControlStream,
+    Refused,
+    SessionStarted,
+    Welcome,
+    encode_control,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -99,6 +106,22 @@ def test_worker_port_refuses_wrong_tokens_and_replays(hub: HubProcess):
         exchange(hub.worker, garbage)
     health = hub.get("/api/health")
     assert health["status"] == "ok" and health["refused_workers"] == 2
+
+
+def test_a_control_connection_says_who_it_is_first(hub: HubProcess):
+    with socket.create_connection(hub.worker, timeout=10) as sock:
+        shake = AgentHandshake(hub.token, "control")
+        while shake.next_event() is NEED_DATA:
+            shake.receive_data(sock.recv(65536))
+        sock.sendall(shake.send())
+        while (welcome := shake.next_event()) is NEED_DATA:
+            shake.receive_data(sock.recv(65536))
+        assert isinstance(welcome, Welcome)
+        sock.sendall(encode_control(SessionStarted(session={"id": "abc"})))  # no Identify
+        while sock.recv(65536):
+            pass  # until the hub closes
+    assert hub.get("/api/health")["registered_total"] == 0
+    assert "expected an identify message first" in hub.stop_and_read_log()
 
 
 def test_worker_with_wrong_token_says_so_and_continues(hub: HubProcess, tmp_path: Path):

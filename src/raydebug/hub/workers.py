@@ -158,7 +158,12 @@ class WorkerListener:
                 writer.write(encode_control(message))
 
         # The agent says who it is only once the hub proved itself (argv may hold secrets).
-        identify = await asyncio.wait_for(_read_message(reader, stream), self._handshake_timeout)
+        try:
+            identify = await asyncio.wait_for(_read_message(reader, stream),
+                                              self._handshake_timeout)
+        except TimeoutError:
+            raise RemoteProtocolError(f"no identify message within "
+                                      f"{self._handshake_timeout:g}s") from None
         if not isinstance(identify, Identify):
             raise RemoteProtocolError("expected an identify message first on a control "
                                       "connection")
