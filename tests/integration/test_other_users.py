@@ -3,7 +3,8 @@
 A real second Unix user, created for the test and removed afterwards, runs real clients
 (``raydebug list``, and a DAP client sending ``initialize``) against a root-run hub with a
 paused worker: both are refused, naming their uid, and the hub logs it. The hub's user then
-lists and debugs the worker as usual.
+lists and debugs the worker as usual. A hub run by an ordinary user serves that user; and
+through a real sshd, a forward (what ``raydebug tunnel`` runs) is the user who logged in.
 """
 
 from __future__ import annotations
@@ -13,10 +14,16 @@ import os
 import pwd
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -124,3 +131,125 @@ def test_a_hub_run_by_another_user_serves_that_user_and_root(other_user: tuple[i
         finally:
             stop(proc)
         shutil.rmtree(state, ignore_errors=True)
+
+
+SSHD = "/usr/sbin/sshd"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Login:
+    """A throwaway user who can log in over ssh (with the fixture's client key)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: Path
+
+
+@pytest.fixture
+def two_logins(tmp_path: Path) -> Iterator[tuple[list[Login], list[str]]]:
+    """Two throwaway users and an sshd on loopback that lets them in with one key; yields
+    them and the ssh options to log in. Users, homes and sshd are removed afterwards."""
+    if os.geteuid() != 0 or not shutil.which("useradd") or not os.path.exists(SSHD):
+        pytest.skip("needs root, useradd and Debian's openssh-server (.ci/run installs it)")
+    keys = tmp_path / "ssh"
+    keys.mkdir()
+    for key in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / key)],
+                       check=True, timeout=TIMEOUT)
+    logins: list[Login] = []
+    daemon = None
+    try:
+        for _ in range(2):
+            name = f"rdbg{secrets.token_hex(3)}"
+            # Password "*": no password login, yet not a locked account (sshd refuses those).
+            subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", "--user-group",
+                            "--password", "*", name], check=True, timeout=TIMEOUT)
+            entry = pwd.getpwnam(name)
+            login = Login(name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
+            logins.append(login)
+            (login.home / ".ssh").mkdir(mode=0o700)
+            shutil.copy(keys / "client_key.pub", login.home / ".ssh" / "authorized_keys")
+            for path in (login.home / ".ssh", login.home / ".ssh" / "authorized_keys"):
+                os.chown(path, login.uid, login.gid)
+        port = free_port()
+        (keys / "sshd_config").write_text("\n".join([
+            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {keys / 'host_key'}",
+            "AuthorizedKeysFile %h/.ssh/authorized_keys", f"PidFile {keys / 'sshd.pid'}",
+            "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
+            "AllowTcpForwarding yes", ""]))
+        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+        daemon = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert daemon.stderr is not None
+        assert any("Server listening" in line for line in daemon.stderr)
+        yield logins, ["-i", str(keys / "client_key"), "-p", str(port), "-o",
+                       "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                       "-o", "LogLevel=ERROR", "-o", "BatchMode=yes"]
+    finally:
+        if daemon is not None:
+            stop(daemon)
+        for login in logins:
+            subprocess.run(["userdel", "--remove", login.name], check=False, timeout=TIMEOUT,
+                           capture_output=True)  # (it warns that there is no mail spool)
+
+
+def get_through(port: int, timeout: float = TIMEOUT) -> tuple[int, object]:
+    """GET /api/sessions on 127.0.0.1:``port`` once a forward there answers: (status, JSON).
+    ssh says nothing when its forward is up, so ask until it answers (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/sessions",
+                                        timeout=timeout) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+        except (urllib.error.URLError, ConnectionError):
+            if time.monotonic() > deadline:
+                raise
+            threading.Event().wait(0.1)  # the forward is not listening yet
+
+
+@pytest.mark.parametrize("who", ["the hub's user", "another user"])
+def test_an_ssh_forward_is_the_user_who_logged_in(two_logins: tuple[list[Login], list[str]],
+                                                  who: str):
+    """The forward's socket on the head node belongs to the user who logged in (sshd's
+    session process runs as them): that user's hub serves it, another user's is refused."""
+    (owner, other), ssh_options = two_logins
+    login = owner if who == "the hub's user" else other
+    state = owner.home / "state"
+    state.mkdir()
+    os.chown(state, owner.uid, owner.gid)
+    hub_proc = subprocess.Popen(
+        [*become((owner.uid, owner.gid)), sys.executable, "-m", "raydebug", "hub", "--port",
+         "0", "--worker-port", "0", "--token", "t"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={"PATH": os.environ["PATH"], "HOME": str(owner.home), "XDG_STATE_HOME": str(state)})
+    forward = None
+    try:
+        client = read_line(hub_proc).split()[4]  # "raydebug hub ready: clients H:P ..."
+        local_port = free_port()
+        forward = subprocess.Popen(  # what `raydebug tunnel` runs, as `ssh -L` by hand
+            ["ssh", *ssh_options, "-N", "-L", f"127.0.0.1:{local_port}:{client}",
+             f"{login.name}@127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        status, answer = get_through(local_port)
+    finally:
+        for proc in (forward, hub_proc):
+            if proc is not None:
+                stop(proc)
+    assert hub_proc.stderr is not None
+    log = hub_proc.stderr.read()
+    if login is owner:
+        assert (status, answer) == (200, []), answer
+        assert "refused" not in log, log
+    else:
+        assert status == 403, answer
+        assert isinstance(answer, dict) and f"belongs to uid {other.uid}" in answer["error"]
+        assert f"refused: this hub serves its own user (uid {owner.uid})" in log, log
