@@ -3,8 +3,9 @@ session leaves the list.
 
 A load generator (this file run with ``--generate``: one process, asyncio) opens N real TCP
 connections to a real hub subprocess's worker listener and speaks the real worker protocol
-on each: it answers the Challenge with a Hello carrying a correct MAC, then sends a
-SessionStarted with a session like the agent sends from a Ray task. Among those sessions,
+on each: the agent's side of the real mutual handshake (protocol/handshake.py: it answers
+the Challenge and checks the hub's proof), then Identify and a SessionStarted with a session
+like the agent sends from a Ray task. Among those sessions,
 a few real processes pause in ``breakpoint()`` with ``PYTHONBREAKPOINT=raydebug.set_trace``;
 the benchmark attaches to them through the crowded hub, then SIGKILLs them.
 """
@@ -33,15 +34,13 @@ import core
 from helpers import run as run_async  # tests/helpers.py, on the path through core
 from raydebug.client.dap import DapClient
 from raydebug.hub.net import read_next
+from raydebug.protocol.handshake import AgentHandshake
 from raydebug.protocol.worker import (
     ROLE_CONTROL,
     Challenge,
-    ControlMessage,
-    ControlStream,
-    Hello,
+    Identify,
     SessionStarted,
     Welcome,
-    compute_mac,
     encode_control,
 )
 
@@ -75,7 +74,7 @@ ARGV = ["/usr/bin/python3", "-u", "/opt/conda/lib/python3.11/site-packages/ray/_
 
 
 def fake_process(index: int) -> dict[str, Any]:
-    """What the agent's Hello says about its process (agent/metadata.py:process_info)."""
+    """What the agent's Identify says about its process (agent/metadata.py:process_info)."""
     return {"pid": 10_000 + index, "host": f"worker-{index // 16:03d}", "argv": ARGV,
             "python": "3.11.7"}
 
@@ -97,12 +96,6 @@ def fake_session(index: int) -> dict[str, Any]:
     }
 
 
-async def _read(reader: asyncio.StreamReader, stream: ControlStream) -> ControlMessage | None:
-    message = await read_next(reader, stream.receive_data, stream.next_event)
-    assert message is None or isinstance(message, ControlMessage)
-    return message
-
-
 async def register_one(host: str, port: int, token: str, index: int,
                        gate: asyncio.Semaphore) -> asyncio.StreamWriter | None:
     """Connect, authenticate and register one paused session; None if the hub refused."""
@@ -111,20 +104,23 @@ async def register_one(host: str, port: int, token: str, index: int,
             reader, writer = await asyncio.open_connection(host, port)
         except OSError:
             return None
-        stream = ControlStream()
-        challenge = await _read(reader, stream)
-        if not isinstance(challenge, Challenge):
+        handshake = AgentHandshake(token, ROLE_CONTROL, hub=f"the hub at {host}:{port}")
+        if not isinstance(await _next(reader, handshake), Challenge):
             writer.close()
             return None
-        mac = compute_mac(token, challenge.nonce, ROLE_CONTROL)
-        writer.write(encode_control(Hello(role=ROLE_CONTROL, mac=mac,
-                                          process=fake_process(index))))
-        if not isinstance(await _read(reader, stream), Welcome):
+        writer.write(handshake.send())
+        if not isinstance(await _next(reader, handshake), Welcome):  # the hub is proven
             writer.close()
             return None
+        writer.write(encode_control(Identify(process=fake_process(index))))
         writer.write(encode_control(SessionStarted(session=fake_session(index))))
         await writer.drain()
         return writer
+
+
+async def _next(reader: asyncio.StreamReader, handshake: AgentHandshake) -> object:
+    """The handshake's next event (a refusal included); raises if the hub fails its proof."""
+    return await read_next(reader, handshake.receive_data, handshake.next_event)
 
 
 async def generate(worker: str, token: str, count: int) -> None:

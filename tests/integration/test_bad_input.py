@@ -5,20 +5,19 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from helpers import HubProcess, finish, write_script
 from raydebug.protocol import NEED_DATA, frame
+from raydebug.protocol.handshake import AgentHandshake
 from raydebug.protocol.worker import (
     Challenge,
     ControlStream,
-    Hello,
     Refused,
+    SessionStarted,
     Welcome,
-    compute_mac,
     encode_control,
 )
 
@@ -66,49 +65,63 @@ def test_client_port_refuses_garbage_and_keeps_serving(hub: HubProcess, tmp_path
 
 
 def test_http_errors_are_json(hub: HubProcess):
-    answer = exchange(hub.client, b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = exchange(hub.client, b"GET /nope HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 404")
     assert b'"/api/sessions"' in answer
-    answer = exchange(hub.client, b"POST /api/sessions HTTP/1.1\r\n\r\n")
+    answer = exchange(hub.client, b"POST /api/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 405")
-    answer = exchange(hub.client, b"GET /api/sessions?min=x&timeout=1 HTTP/1.1\r\n\r\n")
+    answer = exchange(hub.client, b"GET /api/sessions?min=x&timeout=1 HTTP/1.0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 400")
 
 
-def handshake(hub: HubProcess, answer: Callable[[Challenge], bytes]) -> object:
-    """Answer the hub's challenge with ``answer``; return the hub's reply message."""
+def handshake(hub: HubProcess, token: str, replay: bytes | None = None) -> tuple[object, bytes]:
+    """The agent's side of the handshake with ``token``, or with a recorded ``replay`` of an
+    earlier hello; return the hub's answer (a Welcome whose proof was checked, or a Refused)
+    and the hello sent."""
     with socket.create_connection(hub.worker, timeout=10) as sock:
-        stream = ControlStream()
-        while (challenge := stream.next_event()) is NEED_DATA:
-            stream.receive_data(sock.recv(65536))
+        shake, stream = AgentHandshake(token, "control"), ControlStream()
+        while (challenge := shake.next_event()) is NEED_DATA:
+            shake.receive_data(sock.recv(65536))
         assert isinstance(challenge, Challenge)
-        sock.sendall(answer(challenge))
-        while (reply := stream.next_event()) is NEED_DATA:
-            stream.receive_data(sock.recv(65536))
-    return reply
+        hello = shake.send() if replay is None else replay
+        sock.sendall(hello)
+        reader = shake if replay is None else stream  # a replay's answer is read as is
+        while (reply := reader.next_event()) is NEED_DATA:
+            reader.receive_data(sock.recv(65536))
+    return reply, hello
 
 
 def test_worker_port_refuses_wrong_tokens_and_replays(hub: HubProcess):
-    refused = handshake(hub, lambda c: encode_control(
-        Hello(role="control", mac=compute_mac("wrong", c.nonce, "control"))))
+    refused, _ = handshake(hub, "wrong")
     assert isinstance(refused, Refused) and "wrong token" in refused.reason
 
     # A handshake recorded on one connection is useless on the next: the nonce is fresh.
-    recorded: list[bytes] = []
-
-    def record(challenge: Challenge) -> bytes:
-        recorded.append(encode_control(
-            Hello(role="control", mac=compute_mac(hub.token, challenge.nonce, "control"))))
-        return recorded[0]
-
-    assert isinstance(handshake(hub, record), Welcome)
-    assert isinstance(handshake(hub, lambda c: recorded[0]), Refused)
+    welcome, recorded = handshake(hub, hub.token)
+    assert isinstance(welcome, Welcome)  # and the hub proved it knows the token
+    replayed, _ = handshake(hub, hub.token, replay=recorded)
+    assert isinstance(replayed, Refused) and "wrong token" in replayed.reason
 
     for garbage in (b"\x00" * 100, b"Content-Length: 99999999999\r\n\r\n",
                     frame(b'{"type": "hello"}'), frame(b"nonsense")):
         exchange(hub.worker, garbage)
     health = hub.get("/api/health")
     assert health["status"] == "ok" and health["refused_workers"] == 2
+
+
+def test_a_control_connection_says_who_it_is_first(hub: HubProcess):
+    with socket.create_connection(hub.worker, timeout=10) as sock:
+        shake = AgentHandshake(hub.token, "control")
+        while shake.next_event() is NEED_DATA:
+            shake.receive_data(sock.recv(65536))
+        sock.sendall(shake.send())
+        while (welcome := shake.next_event()) is NEED_DATA:
+            shake.receive_data(sock.recv(65536))
+        assert isinstance(welcome, Welcome)
+        sock.sendall(encode_control(SessionStarted(session={"id": "abc"})))  # no Identify
+        while sock.recv(65536):
+            pass  # until the hub closes
+    assert hub.get("/api/health")["registered_total"] == 0
+    assert "expected an identify message first" in hub.stop_and_read_log()
 
 
 def test_worker_with_wrong_token_says_so_and_continues(hub: HubProcess, tmp_path: Path):

@@ -17,13 +17,8 @@ import pytest
 
 from helpers import PAUSING_WORKER, finish, start_hub, write_script
 from raydebug.protocol import NEED_DATA, frame
-from raydebug.protocol.worker import (
-    Challenge,
-    ControlStream,
-    Hello,
-    compute_mac,
-    encode_control,
-)
+from raydebug.protocol.handshake import AgentHandshake
+from raydebug.protocol.worker import Challenge, ControlStream, Welcome
 
 pytestmark = pytest.mark.integration
 
@@ -107,12 +102,14 @@ def test_a_session_too_many_is_refused_and_the_others_keep_working(tmp_path: Pat
 def test_a_worker_message_too_large_is_refused_and_logged():
     with start_hub() as hub:
         with socket.create_connection(hub.worker, timeout=30) as sock:
-            stream = ControlStream()
-            while (challenge := stream.next_event()) is NEED_DATA:
-                stream.receive_data(sock.recv(65536))
+            shake = AgentHandshake(hub.token, "control")
+            while (challenge := shake.next_event()) is NEED_DATA:
+                shake.receive_data(sock.recv(65536))
             assert isinstance(challenge, Challenge)
-            sock.sendall(encode_control(Hello(
-                role="control", mac=compute_mac(hub.token, challenge.nonce, "control"))))
+            sock.sendall(shake.send())
+            while (welcome := shake.next_event()) is NEED_DATA:
+                shake.receive_data(sock.recv(65536))
+            assert isinstance(welcome, Welcome)
             sock.sendall(b"Content-Length: 2000000\r\n\r\n")
             read_until_closed(sock)
         assert hub.get("/api/health")["status"] == "ok"

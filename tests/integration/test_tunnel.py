@@ -161,7 +161,7 @@ def test_the_unix_socket_is_private_and_the_tunnel_prefers_it(sshd: list[str], t
         assert status.st_uid == os.getuid()
         with socket.socket(socket.AF_UNIX) as client:  # the hub answers on it
             client.connect(str(sock_path))
-            client.sendall(b"GET /api/health HTTP/1.1\r\n\r\n")
+            client.sendall(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\n\r\n")
             assert client.recv(65536).startswith(b"HTTP/1.1 200")
 
         local_port = free_port()

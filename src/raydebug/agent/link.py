@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from ..errors import AuthenticationError, HubUnreachableError, RaydebugError
 from ..protocol import NEED_DATA
+from ..protocol.framing import NeedData
+from ..protocol.handshake import AgentHandshake
 from ..protocol.worker import (
     ROLE_CONTROL,
     ROLE_DATA,
@@ -30,12 +32,11 @@ from ..protocol.worker import (
     ClientReady,
     ControlMessage,
     ControlStream,
-    Hello,
+    Identify,
     OpenChannel,
     Refused,
     SessionStarted,
     Welcome,
-    compute_mac,
     encode_control,
 )
 from .config import AgentConfig, parse_address
@@ -166,12 +167,18 @@ class HubLink:
 
     def handshake(self, role: str, *, process: dict[str, object] | None = None,
                   channel: int = 0) -> tuple[socket.socket, bytes]:
-        """Connect to the hub and authenticate; return the socket and bytes read past Welcome.
+        """Connect to the hub and authenticate both ways; return the socket and the bytes
+        read past the Welcome.
 
-        On a data connection nothing past Welcome is read: those bytes are pydevd's. With a
-        pinned certificate the connection is TLS, and a hub presenting another certificate
-        is refused before anything is sent.
-        Raises :class:`HubUnreachableError` or :class:`AuthenticationError`.
+        The hub must prove it knows the token (see :mod:`raydebug.protocol.handshake`)
+        before anything goes to it: on a control connection ``process`` is then sent as
+        the first message; a data socket is returned only then, for pydevd, with nothing
+        read past the Welcome (those bytes are pydevd's). With a pinned certificate the
+        connection is TLS, and a hub presenting another certificate is refused before
+        anything is sent.
+        Raises :class:`HubUnreachableError`, :class:`AuthenticationError` (the hub refused
+        us, or :class:`HubAuthenticationError`: it could not prove itself) or
+        :class:`ProtocolVersionError`.
         """
         host, port, token, cert = self._resolve_hub()
         address = f"{host}:{port}"
@@ -186,22 +193,19 @@ class HubLink:
                 from ..tls import wrap_pinned
 
                 sock = wrap_pinned(sock, cert, address)
-            stream = ControlStream()
-            challenge = _read_greeting(sock, stream, address, tls=cert is not None)
-            if isinstance(challenge, Refused):  # e.g. too many connections from this host
-                raise HubUnreachableError(f"the hub at {address} refused us: {challenge.reason}")
-            if not isinstance(challenge, Challenge):
-                raise HubUnreachableError(f"{address} is not a raydebug hub worker port")
-            mac = compute_mac(token, challenge.nonce, role)
-            sock.sendall(encode_control(Hello(role=role, mac=mac, process=process or {},
-                                              channel=channel)))
-            reply = _read_message(sock, stream, exact=role == ROLE_DATA)
+            shake = AgentHandshake(token, role, channel=channel, hub=f"the hub at {address}")
+            greeting = _read_greeting(sock, shake, address, tls=cert is not None)
+            if isinstance(greeting, Refused):  # e.g. too many connections from this host
+                raise HubUnreachableError(f"the hub at {address} refused us: {greeting.reason}")
+            sock.sendall(shake.send())
+            reply = _read_event(sock, shake, address, exact=role == ROLE_DATA)
             if isinstance(reply, Refused):
                 raise AuthenticationError(f"the hub at {address} refused us: {reply.reason}")
-            if not isinstance(reply, Welcome):
-                raise HubUnreachableError(f"unexpected {reply.TYPE!r} from the hub at {address}")
+            # The hub is proven: only now does it learn who we are.
+            if process is not None:
+                sock.sendall(encode_control(Identify(process=process)))
             sock.settimeout(None)
-            return sock, stream.take_buffered()
+            return sock, shake.take_buffered()
         except OSError as error:
             sock.close()
             raise HubUnreachableError(f"lost the hub at {address} during the handshake "
@@ -322,12 +326,12 @@ class HubLink:
             self._handler.on_client_detached()
 
 
-def _read_greeting(sock: socket.socket, stream: ControlStream, address: str,
-                   tls: bool) -> ControlMessage:
+def _read_greeting(sock: socket.socket, shake: AgentHandshake, address: str,
+                   tls: bool) -> Challenge | Refused:
     """The hub's first message. A hub started with --tls waits for a TLS handshake that a
     plaintext worker never starts, then closes: say so, rather than "connection closed"."""
     try:
-        return _read_message(sock, stream)
+        event = _read_event(sock, shake, address)
     except (OSError, HubUnreachableError) as error:
         if tls:
             raise
@@ -335,19 +339,22 @@ def _read_greeting(sock: socket.socket, stream: ControlStream, address: str,
         raise HubUnreachableError(
             f"the hub at {address} {reason} before its challenge: if it runs with --tls, set "
             "RAYDEBUG_HUB_CERT to the certificate fingerprint it prints") from None
+    assert not isinstance(event, Welcome)  # the handshake takes no welcome before a hello
+    return event
 
 
-def _read_message(sock: socket.socket, stream: ControlStream,
-                  exact: bool = False) -> ControlMessage:
-    """Read one message; with ``exact``, byte by byte, so nothing after it is consumed."""
+def _read_event(sock: socket.socket, shake: AgentHandshake, address: str,
+                exact: bool = False) -> Challenge | Welcome | Refused:
+    """The handshake's next event; with ``exact``, read byte by byte, so nothing after it
+    is consumed. Raises what :meth:`AgentHandshake.next_event` raises, OSError, and
+    :class:`HubUnreachableError` when the hub closes the connection."""
     size = 1 if exact else RECV_SIZE
     while True:
-        message = stream.next_event()
-        if message is not NEED_DATA:
-            assert isinstance(message, ControlMessage)
-            return message
+        event = shake.next_event()
+        if not isinstance(event, NeedData):
+            return event
         data = sock.recv(size)
-        stream.receive_data(data)
         if not data:
-            stream.next_event()  # raises on a partial message
-            raise HubUnreachableError("the hub closed the connection during the handshake")
+            raise HubUnreachableError(f"the hub at {address} closed the connection during "
+                                      "the handshake")
+        shake.receive_data(data)

@@ -7,31 +7,129 @@
 ``GET /api/health``    ``{"status": "ok", ...statistics}``
 
 One request per connection (``Connection: close``); requests are bounded in size and time.
+
+DNS rebinding: a web page whose name an attacker points at 127.0.0.1 can make the user's
+browser send requests here and read the answers, as the page's own origin. Its requests
+still carry the page's name in ``Host``, so only requests whose ``Host`` names the hub (see
+:class:`HubNames`) are served; others get 421, a request with an ``Origin`` of another
+site 403, and an HTTP/1.1 request without ``Host`` 400 (HTTP/1.0 may omit it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import ipaddress
 import json
+import logging
+import socket
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
+
+from ..errors import ClientRefusedError
+from .net import peer_name
+
+log = logging.getLogger("raydebug.hub")
 
 MAX_REQUEST_HEAD = 16 * 1024
 HEAD_TIMEOUT = 10.0
+_WILDCARDS = ("", "0.0.0.0", "::")
 
 Query = dict[str, str]
 Routes = dict[str, Callable[[Query], Awaitable[Any]]]
 
 
+@dataclass(frozen=True)
+class HubNames:
+    """The names by which an HTTP request may address the hub (any port): ``localhost``,
+    loopback addresses, and the address the client listener is bound to. A listener bound
+    to every address also answers to any address literal (DNS rebinding needs a name) and
+    to this machine's host name."""
+
+    bound: str = "127.0.0.1"
+    hostname: str = field(default_factory=lambda: socket.gethostname().lower())
+
+    def names_hub(self, authority: str) -> bool:
+        """Whether ``authority`` (a ``Host`` value: ``host[:port]``, ``[v6][:port]``) is
+        one of the hub's names."""
+        host = _host_of(authority)
+        if host is None:
+            return False
+        if host == "localhost":
+            return True
+        wildcard = self.bound.lower() in _WILDCARDS
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return host == self.bound.lower() or (wildcard and host == self.hostname)
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if address.is_loopback or wildcard:
+            return True
+        try:
+            return address == ipaddress.ip_address(self.bound)
+        except ValueError:
+            return False
+
+
+def _host_of(authority: str) -> str | None:
+    """The host part of ``host[:port]`` or ``[v6][:port]``, lowercased; None if malformed."""
+    value = authority.strip().lower()
+    if value.startswith("["):
+        host, bracket, port = value[1:].partition("]")
+        if not bracket or (port and not (port[0] == ":" and port[1:].isdigit())):
+            return None
+        return host
+    host, colon, port = value.partition(":")
+    if not host or (colon and not port.isdigit()):
+        return None
+    return host.rstrip(".")  # "localhost." is localhost
+
+
+def _headers(head: bytes) -> list[tuple[str, str]]:
+    """(lowercased name, value) of each header line, in order."""
+    headers = []
+    for line in head.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if colon:
+            headers.append((name.strip().lower().decode("latin-1"),
+                            value.strip().decode("latin-1")))
+    return headers
+
+
+def misdirected(version: str, headers: list[tuple[str, str]],
+                names: HubNames) -> tuple[HTTPStatus, str] | None:
+    """Why a request is not for this hub (status and reason), or None when it is."""
+    hosts = [value for name, value in headers if name == "host"]
+    if len(hosts) > 1:
+        return HTTPStatus.BAD_REQUEST, "more than one Host header"
+    if not hosts:
+        if version == "HTTP/1.0":
+            return None
+        return HTTPStatus.BAD_REQUEST, "an HTTP/1.1 request needs a Host header"
+    if not names.names_hub(hosts[0]):
+        return HTTPStatus.MISDIRECTED_REQUEST, (
+            f"this hub does not answer to Host {hosts[0]!r} (DNS rebinding protection): "
+            "address it as 127.0.0.1, localhost or the address it listens on")
+    for name, origin in headers:
+        if name == "origin" and not names.names_hub(urlsplit(origin).netloc or "-"):
+            return HTTPStatus.FORBIDDEN, f"requests from the web page {origin!r} are not served"
+    return None
+
+
 async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter, routes: Routes,
-                     token: str | None = None) -> None:
+                     token: str | None = None, *, names: HubNames | None = None,
+                     refusal: ClientRefusedError | None = None) -> None:
     """Answer one HTTP request whose first bytes were already read.
 
-    With ``token``, the request must carry ``Authorization: Bearer <token>``.
+    With ``token``, the request must carry ``Authorization: Bearer <token>``. ``names``
+    (by default those of a hub on 127.0.0.1) are the ``Host`` values served. With
+    ``refusal`` (a client the hub does not serve), the request is read and answered with
+    its status and reason. Refusals are logged with the peer's address.
     """
     head = bytearray(first_bytes)
     try:
@@ -47,10 +145,18 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
     if len(parts) != 3 or not parts[2].startswith("HTTP/"):
         respond(writer, HTTPStatus.BAD_REQUEST, {"error": "malformed request line"})
         return
-    method, target, _version = parts
+    method, target, version = parts
     path, _, query_text = target.partition("?")
     route = routes.get(path)
-    if token is not None and not _authorized(bytes(head), token):
+    headers = _headers(bytes(head))
+    wrong = misdirected(version, headers, names or HubNames())
+    if refusal is not None:
+        respond(writer, HTTPStatus(refusal.status), {"error": str(refusal)})
+    elif wrong is not None:
+        status, reason = wrong
+        log.warning("client %s: refused: %s", peer_name(writer), reason)
+        respond(writer, status, {"error": reason})
+    elif token is not None and not _authorized(headers, token):
         respond(writer, HTTPStatus.UNAUTHORIZED, {
             "error": "this hub requires its client token: send 'Authorization: Bearer "
                      "<token>' (raydebug commands: --client-token or RAYDEBUG_CLIENT_TOKEN)"})
@@ -69,13 +175,12 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
     await writer.drain()
 
 
-def _authorized(head: bytes, token: str) -> bool:
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"authorization":
-            scheme, _, given = value.strip().partition(b" ")
-            return scheme.lower() == b"bearer" and hmac.compare_digest(
-                given.strip(), token.encode())
+def _authorized(headers: list[tuple[str, str]], token: str) -> bool:
+    for name, value in headers:
+        if name == "authorization":
+            scheme, _, given = value.partition(" ")
+            return scheme.lower() == "bearer" and hmac.compare_digest(
+                given.strip().encode("latin-1"), token.encode())
     return False
 
 

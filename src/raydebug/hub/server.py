@@ -24,12 +24,21 @@ from pathlib import Path
 from typing import Any
 
 from .. import state_file, tls
-from ..errors import ConfigurationError
-from ..protocol import Event, encode_message, frame
+from ..errors import ClientRefusedError, ConfigurationError, RaydebugError
+from ..protocol import DapConnection, Event, Request, Response, encode_message, frame
 from ..session import SessionState
+from .client_admission import ClientAdmission
 from .dap_proxy import ClientSession
-from .http_api import respond, serve_http
-from .net import PeerLimit, is_loopback, peer_host, peer_name, raise_open_file_limit, set_nodelay
+from .http_api import HubNames, respond, serve_http
+from .net import (
+    PeerLimit,
+    is_loopback,
+    peer_host,
+    peer_name,
+    raise_open_file_limit,
+    read_next,
+    set_nodelay,
+)
 from .parent_session import ParentRegistry
 from .registry import Registry
 from .tls_server import TlsServer
@@ -92,6 +101,9 @@ class Hub:
                                       "--max-worker-connections")
         self.client_limit = PeerLimit(self.config.max_client_connections, "client",
                                       "--max-client-connections")
+        # Who may use the client port, and by which names (see client_admission, http_api).
+        self.admission = ClientAdmission(has_client_token=bool(self.config.client_token))
+        self.http_names = HubNames(self.config.host)
         self.certificate: tls.Certificate | None = None
         self._servers: list[asyncio.Server | TlsServer] = []
         self.client_address: tuple[str, int] = (self.config.host, self.config.port)
@@ -102,6 +114,8 @@ class Hub:
         """Bind both listeners; raises OSError when a port is taken, ConfigurationError
         when the TLS certificate can be neither loaded nor created."""
         raise_open_file_limit()
+        if (blind := self.admission.blind_spot()) is not None:
+            log.warning("%s", blind)
         serve_worker = self._track(self.workers.handle, self.worker_limit, self.workers.refuse)
         workers: asyncio.Server | TlsServer
         if self.config.tls:
@@ -155,7 +169,8 @@ class Hub:
 
     def statistics(self) -> dict[str, Any]:
         return {**self.registry.statistics(), "refused_workers": self.workers.refused,
-                "refused_clients_over_limit": self.client_limit.refused}
+                "refused_clients_over_limit": self.client_limit.refused,
+                "refused_clients_not_admitted": self.admission.refused}
 
     def _track(self, handler: Any, limit: PeerLimit | None, refuse: Any) -> Any:
         """``handler`` for each connection that ``limit`` admits, else ``refuse`` (with the
@@ -203,17 +218,22 @@ class Hub:
         set_nodelay(writer)
         peer = peer_name(writer)
         try:
+            # Who the client is, while its socket surely exists (before it can close).
+            refusal = self._admit(writer)
             first = await asyncio.wait_for(self._sniffed_bytes(reader),
                                            self.config.client_idle_timeout)
             kind = sniff(first) if first else None
-            if kind == "dap":
+            if kind == "dap" and refusal is not None:
+                await self._refuse_dap(reader, writer, first, str(refusal))
+            elif kind == "dap":
                 session = ClientSession(self.registry, self.channels,
                                         self.config.allow_terminate, reader, writer, first, peer,
                                         self.parents, self.config.client_token)
                 await session.run()
             elif kind == "http":
                 await serve_http(first, reader, writer, self._routes(),
-                                 self.config.client_token)
+                                 self.config.client_token, names=self.http_names,
+                                 refusal=refusal)
             elif first:
                 log.warning("client %s: neither DAP nor HTTP; connection closed", peer)
                 writer.write(b"raydebug hub: speak DAP (Content-Length framing) or HTTP\r\n")
@@ -223,6 +243,36 @@ class Hub:
             log.exception("client %s: unexpected error", peer)
         finally:
             writer.close()
+
+    def _admit(self, writer: asyncio.StreamWriter) -> ClientRefusedError | None:
+        """None for a client the hub serves; else the refusal, logged (with the uid)."""
+        try:
+            self.admission.check(writer.get_extra_info("peername"),
+                                 writer.get_extra_info("sockname"))
+        except ClientRefusedError as refusal:
+            log.warning("client %s: refused: %s", peer_name(writer), refusal)
+            return refusal
+        return None
+
+    async def _refuse_dap(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                          first: bytes, reason: str) -> None:
+        """Answer the client's first request with an error saying why, print it in its
+        console too (an ``output`` event), and close."""
+        connection = DapConnection()
+        connection.receive_data(first)
+        try:
+            request = await asyncio.wait_for(
+                read_next(reader, connection.receive_data, connection.next_event),
+                self.config.client_idle_timeout)
+        except (RaydebugError, TimeoutError):
+            request = None
+        writer.write(frame(encode_message(Event(seq=1, event="output", body={
+            "category": "important", "output": f"raydebug hub: {reason}\n"}))))
+        if isinstance(request, Request):
+            writer.write(frame(encode_message(Response(
+                seq=2, request_seq=request.seq, command=request.command, success=False,
+                message=f"raydebug hub: {reason}"))))
+        await asyncio.wait_for(writer.drain(), self.config.client_idle_timeout)
 
     @staticmethod
     async def _sniffed_bytes(reader: asyncio.StreamReader) -> bytes:

@@ -2,9 +2,12 @@
 data connections to the DAP client that asked for them.
 
 Every connection is answered with a fresh nonce; a worker proves it knows the token with an
-HMAC over it (:mod:`raydebug.protocol.worker`), so the token never crosses the wire and a
-recorded handshake cannot be replayed. A connection that does not answer within the
-handshake timeout is closed (an established one may then stay idle: a paused process waits).
+HMAC over it and its own nonce, and the hub then proves it too
+(:mod:`raydebug.protocol.handshake`), so the token never crosses the wire, a recorded
+handshake cannot be replayed, and a worker gives nothing to a listener without the token. A
+connection that does not answer within the handshake timeout is closed (an established one
+may then stay idle: a paused process waits). A worker of another protocol version is
+refused with a message naming both versions.
 Failures are logged with the peer's address and the connection is closed; nothing else on
 the hub is affected.
 """
@@ -16,21 +19,25 @@ import logging
 import secrets
 from dataclasses import dataclass, field
 
-from ..errors import RaydebugError, RemoteProtocolError, SessionBusyError
+from ..errors import (
+    AuthenticationError,
+    ProtocolVersionError,
+    RaydebugError,
+    RemoteProtocolError,
+    SessionBusyError,
+)
+from ..protocol.handshake import HubHandshake
 from ..protocol.worker import (
     ROLE_CONTROL,
-    ROLE_DATA,
-    Challenge,
     ChannelFailed,
     ControlMessage,
     ControlStream,
     Hello,
+    Identify,
     Refused,
     SessionEnded,
     SessionStarted,
-    Welcome,
     encode_control,
-    verify_mac,
 )
 from ..session import SessionRecord
 from .net import peer_name, read_next, set_nodelay
@@ -103,15 +110,18 @@ class WorkerListener:
         """Serve one worker connection; always closes it."""
         set_nodelay(writer)
         peer = peer_name(writer)
-        stream = ControlStream()
+        handshake = HubHandshake(self._token)
         try:
-            hello = await self._authenticate(reader, writer, stream, peer)
+            hello = await self._authenticate(reader, writer, handshake, peer)
             if hello is None:
                 return
+            stream = ControlStream()
+            if leftover := handshake.take_buffered():  # (b"" would say end of stream)
+                stream.receive_data(leftover)
             if hello.role == ROLE_CONTROL:
-                await self._serve_control(reader, writer, stream, hello, peer)
+                await self._serve_control(reader, writer, stream, peer)
             else:
-                await self._serve_data(reader, writer, stream, hello, peer)
+                await self._serve_data(reader, writer, stream, hello)
         except (RaydebugError, OSError, TimeoutError) as error:
             log.warning("worker %s: %s; connection closed", peer, error or type(error).__name__)
         except Exception:  # a bug of ours: close this connection, keep serving the others
@@ -120,36 +130,46 @@ class WorkerListener:
             writer.close()
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                            stream: ControlStream, peer: str) -> Hello | None:
-        nonce = secrets.token_hex(16)
-        writer.write(encode_control(Challenge(nonce=nonce)))
+                            handshake: HubHandshake, peer: str) -> Hello | None:
+        """Challenge the worker, check its proof and prove ours (the Welcome); None when
+        it was refused (wrong token, another protocol version: it is told why)."""
+        writer.write(handshake.send())
         try:
-            message = await asyncio.wait_for(_read_message(reader, stream),
-                                             self._handshake_timeout)
+            hello = await asyncio.wait_for(
+                read_next(reader, handshake.receive_data, handshake.next_event),
+                self._handshake_timeout)
         except TimeoutError:
             raise RemoteProtocolError(f"no answer to the challenge within "
                                       f"{self._handshake_timeout:g}s") from None
-        if not isinstance(message, Hello) or message.role not in (ROLE_CONTROL, ROLE_DATA):
-            raise RemoteProtocolError("expected a hello message")
-        if not verify_mac(self._token, nonce, message.role, message.mac):
+        except (AuthenticationError, ProtocolVersionError) as error:
             self.refused += 1
-            log.warning("worker %s: refused: wrong token", peer)
-            writer.write(encode_control(Refused(
-                reason="wrong token: set RAYDEBUG_TOKEN to the token `raydebug hub` printed")))
+            log.warning("worker %s: refused: %s", peer, error)
+            writer.write(handshake.refuse(str(error)))
             await writer.drain()
             return None
-        return message
+        assert hello is not None  # the handshake raises at an end of stream
+        writer.write(handshake.send())  # the Welcome, with the hub's own proof
+        return hello
 
     async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                             stream: ControlStream, hello: Hello, peer: str) -> None:
+                             stream: ControlStream, peer: str) -> None:
         def send(message: ControlMessage) -> None:
             if not writer.is_closing():
                 writer.write(encode_control(message))
 
-        process = self._registry.add_process(hello.process, peer, send)
-        writer.write(encode_control(Welcome()))
+        # The agent says who it is only once the hub proved itself (argv may hold secrets).
+        try:
+            identify = await asyncio.wait_for(_read_message(reader, stream),
+                                              self._handshake_timeout)
+        except TimeoutError:
+            raise RemoteProtocolError(f"no identify message within "
+                                      f"{self._handshake_timeout:g}s") from None
+        if not isinstance(identify, Identify):
+            raise RemoteProtocolError("expected an identify message first on a control "
+                                      "connection")
+        process = self._registry.add_process(identify.process, peer, send)
         log.info("worker %s: process %s (pid %s) connected", peer, process.id,
-                 hello.process.get("pid"))
+                 identify.process.get("pid"))
         try:
             while True:
                 message = await _read_message(reader, stream)
@@ -176,10 +196,8 @@ class WorkerListener:
             raise RemoteProtocolError(f"unexpected {message.TYPE!r} on a control connection")
 
     async def _serve_data(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                          stream: ControlStream, hello: Hello, peer: str) -> None:
-        channel = DataChannel(reader, writer, b"")
-        writer.write(encode_control(Welcome()))
-        channel.leftover = stream.take_buffered()
+                          stream: ControlStream, hello: Hello) -> None:
+        channel = DataChannel(reader, writer, stream.take_buffered())
         if not self._channels.deliver(hello.channel, channel):
             raise RemoteProtocolError(f"unknown data channel {hello.channel}")
         await channel.done.wait()  # the client's proxy owns the streams until then

@@ -1,18 +1,23 @@
 """The worker channel: how an agent inside a paused process talks to the hub.
 
 Theory of operation. A worker dials *out* to the hub's worker listener; nothing listens on
-the worker's side beyond loopback. Every connection opens with a challenge-response, so the
-token never crosses the wire::
+the worker's side beyond loopback. Every connection opens with a mutual challenge-response
+(:mod:`raydebug.protocol.handshake`), so the token never crosses the wire and each side
+proves to the other that it knows it::
 
-    hub   -> agent   Challenge(nonce)
-    agent -> hub     Hello(role, mac=HMAC-SHA256(token, "raydebug-v1|role|nonce"), ...)
-    hub   -> agent   Welcome()  or  Refused(reason), then close
+    hub   -> agent   Challenge(nonce=H)
+    agent -> hub     Hello(role, channel, nonce=A, mac=proof of the agent over H and A)
+    hub   -> agent   Welcome(proof of the hub over H and A)  or  Refused(reason), then close
 
-(A hub over its per-address connection limit sends ``Refused(reason)`` in place of the
-challenge. With ``raydebug hub --tls`` all of this runs inside TLS: see :mod:`raydebug.tls`.)
+The agent sends nothing about itself, and hands nothing to the hub, before it has checked
+the Welcome's proof: whoever answers on the hub's address without the token learns nothing
+and gets nothing. (A hub over its per-address connection limit sends ``Refused(reason)`` in
+place of the challenge. With ``raydebug hub --tls`` all of this runs inside TLS: see
+:mod:`raydebug.tls`.)
 
 A *control* connection (one per process) then carries session bookkeeping both ways::
 
+    agent -> hub     Identify(process)          who is calling: the first message, once
     agent -> hub     SessionStarted(session)    a thread paused: breakpoint() or exception
     agent -> hub     SessionEnded(session_id)   it resumed with no client, or gave up
     hub   -> agent   OpenChannel(channel)       a client wants to debug this process
@@ -25,13 +30,13 @@ A *data* connection (``Hello.role == "data"``, one per attached client) is answe
 ``Welcome``; the agent then hands the socket itself to pydevd, so it carries DAP between the
 hub and pydevd with no relay in between (and pydevd listens on no port at all).
 
-Messages are JSON objects framed like DAP (Content-Length), with a ``type`` field.
+Messages are JSON objects framed like DAP (Content-Length), with a ``type`` field. Fields a
+version does not know are ignored, so that the ``version`` of a peer that speaks another one
+can still be read, and the refusal can name both versions.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
@@ -39,22 +44,13 @@ from typing import Any, ClassVar
 from ..errors import LocalProtocolError, RemoteProtocolError
 from .framing import NEED_DATA, Framer, NeedData, frame
 
-PROTOCOL_VERSION = 1
+# 2: the hub proves the token too (Hello.nonce, Welcome.proof), and Identify carries the
+# process's description once the hub is proven (it was in Hello).
+PROTOCOL_VERSION = 2
 MAX_CONTROL_MESSAGE = 1024 * 1024
 
 ROLE_CONTROL = "control"
 ROLE_DATA = "data"
-
-
-def compute_mac(token: str, nonce: str, role: str) -> str:
-    """The proof that a peer knows ``token``, bound to this connection's nonce and role."""
-    text = f"raydebug-v{PROTOCOL_VERSION}|{role}|{nonce}".encode()
-    return hmac.new(token.encode(), text, hashlib.sha256).hexdigest()
-
-
-def verify_mac(token: str, nonce: str, role: str, mac: str) -> bool:
-    """Constant-time check of a :func:`compute_mac` answer."""
-    return hmac.compare_digest(compute_mac(token, nonce, role), mac)
 
 
 @dataclass(frozen=True)
@@ -80,13 +76,22 @@ class Hello(ControlMessage):
     role: str
     mac: str
     version: int = PROTOCOL_VERSION
-    process: dict[str, Any] = field(default_factory=dict)  # control: who is calling
+    nonce: str = ""  # the agent's challenge to the hub (absent before version 2)
     channel: int = 0  # data: which OpenChannel this answers
 
 
 @dataclass(frozen=True)
 class Welcome(ControlMessage):
     TYPE: ClassVar[str] = "welcome"
+    proof: str = ""  # the hub's answer to Hello.nonce (absent before version 2)
+
+
+@dataclass(frozen=True)
+class Identify(ControlMessage):
+    """The first message on a control connection: what the process says about itself."""
+
+    TYPE: ClassVar[str] = "identify"
+    process: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ class ChannelFailed(ControlMessage):
 
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
-    for cls in (Challenge, Hello, Welcome, Refused, SessionStarted, SessionEnded,
+    for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
                 OpenChannel, ClientReady, ClientGone, ChannelFailed)
 }
 _JSON_TYPES = {"str": str, "int": int, "dict[str, Any]": dict}
@@ -198,3 +203,8 @@ class ControlStream:
     def take_buffered(self) -> bytes:
         """Hand over bytes received past the last message (a data channel's first DAP bytes)."""
         return self._framer.take_buffered()
+
+    @property
+    def at_eof(self) -> bool:
+        """True once the peer closed its side."""
+        return self._framer.at_eof
