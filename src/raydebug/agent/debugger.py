@@ -221,6 +221,30 @@ class Debugger:
             self._untraced.set()
             return True
 
+    def reset_after_fork(self) -> None:
+        """In a fork child: forget the parent's pydevd so that the child can start its own.
+
+        debugpy patches ``os.fork`` only with ``subProcess=True`` (we set False), so pydevd's
+        own fork handling never ran: do what it does (``_on_forked_process`` without tracing),
+        and take the parent's tracing out of the forking thread, the child's only thread.
+        """
+        if self._py_db is None:
+            return
+        import debugpy.server.api
+        from _pydev_bundle import pydev_monkey
+        from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING
+
+        if PYDEVD_USE_SYS_MONITORING:  # Python >= 3.12
+            from _pydevd_sys_monitoring import pydevd_sys_monitoring
+
+            pydevd_sys_monitoring.stop_monitoring(all_threads=True)
+        pydev_monkey._on_forked_process(setup_tracing=False)  # restores sys.settrace too
+        pydev_monkey.undo_patch_thread_modules()
+        threading.settrace(None)  # type: ignore[arg-type,unused-ignore]
+        sys.settrace(None)
+        debugpy.server.api.listen.called = False
+        self._py_db = None
+
     def wait_untraced(self, timeout: float) -> bool:
         """Wait until tracing has been removed at least once (for tests and benchmarks)."""
         return self._untraced.wait(timeout)
