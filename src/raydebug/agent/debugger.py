@@ -230,6 +230,12 @@ class Debugger:
         """
         if self._py_db is None:
             return
+        for pydevd_thread in (getattr(self._py_db, "writer", None),
+                              getattr(self._py_db, "reader", None)):
+            sock = getattr(pydevd_thread, "sock", None)
+            if sock is not None:  # our copy of the parent's client connection: close() only
+                with contextlib.suppress(OSError):
+                    sock.close()
         import debugpy.server.api
         from _pydev_bundle import pydev_monkey
         from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING

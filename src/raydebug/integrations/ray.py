@@ -201,6 +201,8 @@ def prepare_children() -> None:
     global _hub_failed_at
     if not _ray_usable or not ray.is_initialized():
         return  # a fork child passes on what it inherited
+    if _safe(ray.get_runtime_context().get_actor_name) == HUB_ACTOR_NAME:
+        return  # the hub actor (it inherits a job's setup hook) must not wait for itself
     try:
         os.environ[TASK_VARIABLE] = json.dumps(
             {**session_fields(), "parent_pid": os.getpid()})
@@ -220,7 +222,7 @@ def prepare_children() -> None:
         _hub_failed_at = time.monotonic()
         from ..agent.report import say
 
-        say(f"processes started by this task cannot reach the hub ({error})")
+        say(f"processes started by this task will not reach the hub: {error}")
 
 
 def _token_file(token: str) -> str:
