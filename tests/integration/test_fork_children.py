@@ -3,7 +3,7 @@ tests/integration/test_ray_children.py has the Ray cases)."""
 
 from __future__ import annotations
 
-import os
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -13,8 +13,8 @@ from raydebug.client.dap import DapClient, DapRequestError
 
 pytestmark = pytest.mark.integration
 
-# The parent pauses and is debugged (its agent, link thread and pydevd exist, and its
-# client is still attached while it forks), then forks a child that pauses in turn.
+# The parent pauses and is debugged (its agent, link thread and pydevd exist), then forks a
+# child that pauses in turn.
 FORKING = """
 import multiprocessing, os, sys
 
@@ -76,13 +76,34 @@ def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess,
     proc = hub.spawn(script, RAYDEBUG_WAIT_TIMEOUT="120")
     [parent] = hub.wait_sessions(1)
     assert parent["pid"] == proc.pid
-    assert run(debug(hub, parent, "in_parent")) == "1"
 
-    [child] = hub.wait_sessions(1, timeout=60)
-    assert child["pid"] != proc.pid and child["function"] == "child"
-    assert run(debug(hub, child, "in_child")) == str(child["pid"] * 10)
+    async def scenario() -> int:
+        # The parent's client stays attached while it forks: the forking thread is traced
+        # by the parent's pydevd, whose sockets the child inherits.
+        client, stopped = await attach(*hub.client, str(parent["id"]))
+        frames = await client.request("stackTrace", {"threadId": stopped["threadId"]})
+        value = await client.request("evaluate", {
+            "expression": "in_parent", "frameId": frames["stackFrames"][0]["id"],
+            "context": "repl"})
+        assert value["result"] == "1"
+        await client.request("continue", {"threadId": stopped["threadId"]})
+        deadline = asyncio.get_running_loop().time() + 60
+        while True:
+            children = [s for s in await asyncio.to_thread(hub.get, "/api/sessions")
+                        if s["pid"] != proc.pid]
+            if children:
+                break
+            assert asyncio.get_running_loop().time() < deadline, "no child session"
+            await asyncio.sleep(0.05)
+        [child] = children
+        assert child["function"] == "child"
+        assert await debug(hub, child, "in_child") == str(child["pid"] * 10)
+        await client.request("disconnect", {})
+        await client.close()
+        return int(child["pid"])
+
+    child_pid = run(scenario(), timeout=120)
     code, out, err = finish(proc, timeout=60)
     assert code == 0, err
-    assert f"child {child['pid']} gave {child['pid'] * 10} exit 0" in out
+    assert f"child {child_pid} gave {child_pid * 10} exit 0" in out
     assert "Traceback" not in err, err
-    assert os.getpid() != child["pid"]
