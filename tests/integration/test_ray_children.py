@@ -232,35 +232,41 @@ def forks():
 
     def child(queue):
         in_child = os.getpid() * 10
-        breakpoint()  # the child: a session of its own
+        breakpoint()  # each child: a session of its own
         queue.put(in_child)
 
-    context = multiprocessing.get_context("fork")  # as a DataLoader with workers does
+    context = multiprocessing.get_context("fork")  # as a DataLoader with 2 workers does
     queue = context.Queue()
-    process = context.Process(target=child, args=(queue,))
-    process.start()
-    result = queue.get(timeout=240)
-    process.join(timeout=60)
-    return [in_parent, process.pid, result, process.exitcode]
+    children = [context.Process(target=child, args=(queue,)) for _ in range(2)]
+    for process in children:
+        process.start()
+    results = sorted(queue.get(timeout=240) for _ in children)
+    for process in children:
+        process.join(timeout=60)
+    return [in_parent, sorted(p.pid for p in children), results,
+            [p.exitcode for p in children]]
 
 print("result", json.dumps(ray.get(forks.remote())), flush=True)
 """
 
 
-def test_a_fork_child_of_a_task(ray_cluster: RayCluster, tmp_path: Path):
+def test_fork_children_of_a_task(ray_cluster: RayCluster, tmp_path: Path):
     driver, job_id = ray_cluster.start_job(tmp_path, FORK_JOB)
     [parent] = ray_cluster.wait_sessions(1, driver)
     assert parent["job_id"] == job_id and parent["task_name"] == "forks"
     assert ray_cluster.debug(parent, "in_parent") == str(parent["pid"])
 
-    [child] = ray_cluster.wait_sessions(1, driver)
-    assert child["pid"] != parent["pid"] and child["function"] == "child"
-    assert child["labels"]["parent_pid"] == str(parent["pid"])
-    for name in ("job_id", "task_id", "task_name", "node_id", "worker_id", "attempt"):
-        assert child[name] == parent[name], name
-    assert ray_cluster.debug(child, "in_child") == str(child["pid"] * 10)
+    children = sorted(ray_cluster.wait_sessions(2, driver), key=lambda s: s["pid"])
+    pids = [child["pid"] for child in children]
+    assert len(set(pids)) == 2 and parent["pid"] not in pids
+    for child in children:
+        assert child["function"] == "child"
+        assert child["labels"]["parent_pid"] == str(parent["pid"])
+        for name in ("job_id", "task_id", "task_name", "node_id", "worker_id", "attempt"):
+            assert child[name] == parent[name], name
+        assert ray_cluster.debug(child, "in_child") == str(child["pid"] * 10)
     out = ray_cluster.finish(driver)
-    assert f"result [{parent['pid']}, {child['pid']}, {child['pid'] * 10}, 0]" in out
+    assert f"result [{parent['pid']}, {pids}, {[p * 10 for p in pids]}, [0, 0]]" in out
 
 
 THREADED_ACTOR_JOB = """
