@@ -64,3 +64,29 @@ def test_an_environment_given_to_a_spawn_gets_the_current_task(
     assert b"RAYDEBUG_CLUSTER_HUB=h:2" in refreshed and len(refreshed) == len(copied)
     own = [b"PATH=/bin"]  # made without raydebug's variables: left as the caller made it
     assert ray_integration._refreshed(own) is own
+
+
+def test_a_worker_exports_the_hub_for_its_children(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path):
+    ray_integration = pytest.importorskip("raydebug.integrations.ray")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    for name in (*ray_integration.CHILD_VARIABLES, "RAYDEBUG_HUB"):
+        monkeypatch.delenv(name, raising=False)
+    hub = ray_integration.HubInfo(worker="10.0.0.1:7001", client="10.0.0.1:5678",
+                                  token="cluster-secret", owner="actor", node_ip="10.0.0.1",
+                                  pid=1, cert="sha256:" + "ab" * 32)
+    monkeypatch.setattr(ray_integration.ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray_integration, "find_or_start_hub", lambda: hub)
+    monkeypatch.setattr(ray_integration, "session_fields", lambda: {"task_id": "t1"})
+    monkeypatch.setattr(ray_integration, "_hub_failed_at", None)
+    ray_integration.prepare_children()
+
+    import os
+    child = AgentConfig.from_env(dict(os.environ))  # what a child of this worker reads
+    assert (child.hub_host, child.hub_port, child.token) == ("10.0.0.1", 7001, "cluster-secret")
+    assert child.hub_cert == hub.cert
+    assert "cluster-secret" not in json.dumps(dict(os.environ))
+    token_file = Path(os.environ["RAYDEBUG_TOKEN_FILE"])
+    assert token_file.parent == tmp_path / "raydebug" and token_file.stat().st_mode & 0o77 == 0
+    assert json.loads(os.environ["RAYDEBUG_RAY_TASK"]) == {"task_id": "t1",
+                                                           "parent_pid": os.getpid()}

@@ -70,7 +70,8 @@ def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
     env = dict(base or {})
     env_vars = {str(k): str(v) for k, v in (env.get("env_vars") or {}).items()}
     for name in ("RAYDEBUG_POST_MORTEM", "RAYDEBUG_WAIT_TIMEOUT", "RAYDEBUG_HUB",
-                 "RAYDEBUG_TOKEN", "RAYDEBUG_HUB_CERT", "RAYDEBUG_HUB_TLS", "RAYDEBUG_LABELS"):
+                 "RAYDEBUG_TOKEN", "RAYDEBUG_TOKEN_FILE", "RAYDEBUG_HUB_CERT",
+                 "RAYDEBUG_HUB_TLS", "RAYDEBUG_LABELS"):
         if name in os.environ:
             env_vars.setdefault(name, os.environ[name])
     env["env_vars"] = env_vars
@@ -201,9 +202,9 @@ def prepare_children() -> None:
     global _hub_failed_at
     if not _ray_usable or not ray.is_initialized():
         return  # a fork child passes on what it inherited
-    if _safe(ray.get_runtime_context().get_actor_name) == HUB_ACTOR_NAME:
-        return  # the hub actor (it inherits a job's setup hook) must not wait for itself
     try:
+        if ray.get_runtime_context().get_actor_name() == HUB_ACTOR_NAME:
+            return  # the hub actor (it inherits a job's setup hook) must not wait for itself
         os.environ[TASK_VARIABLE] = json.dumps(
             {**session_fields(), "parent_pid": os.getpid()})
         if os.environ.get("RAYDEBUG_HUB"):
