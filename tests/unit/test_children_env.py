@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,7 @@ def test_an_environment_given_to_a_spawn_gets_the_current_task(
 def test_a_worker_exports_the_hub_for_its_children(monkeypatch: pytest.MonkeyPatch,
                                                     tmp_path: Path):
     ray_integration = pytest.importorskip("raydebug.integrations.ray")
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # what the worker writes stays here
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     for name in (*ray_integration.CHILD_VARIABLES, "RAYDEBUG_HUB"):
         monkeypatch.delenv(name, raising=False)
@@ -81,7 +83,6 @@ def test_a_worker_exports_the_hub_for_its_children(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(ray_integration, "_hub_failed_at", None)
     ray_integration.prepare_children()
 
-    import os
     child = AgentConfig.from_env(dict(os.environ))  # what a child of this worker reads
     assert (child.hub_host, child.hub_port, child.token) == ("10.0.0.1", 7001, "cluster-secret")
     assert child.hub_cert == hub.cert
