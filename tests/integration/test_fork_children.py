@@ -4,6 +4,8 @@ tests/integration/test_ray_children.py has the Ray cases)."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,9 @@ import pytest
 from helpers import HubProcess, finish, run, write_script
 from raydebug.client.dap import DapClient, DapRequestError
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SOURCE = Path(__file__).resolve().parents[2] / "src"
 
 # The parent pauses and is debugged (its agent, link thread and pydevd exist), then forks a
 # child that pauses in turn.
@@ -70,10 +74,32 @@ async def debug(hub: HubProcess, session: dict[str, object], expression: str) ->
     return str(value["result"])
 
 
-def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess,
+@pytest.fixture(scope="module", params=["this", "3.12", "3.13"])
+def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """This interpreter, 3.12 and 3.13 (pydevd traces with sys.monitoring there: its fork reset
+    differs) in a venv with only debugpy; raydebug comes from the source tree."""
+    if request.param == "this":
+        return sys.executable
+    found = sorted(Path("/root/.pyenv/versions").glob(f"{request.param}.*/bin/python3*"))
+    if not found:
+        pytest.skip(f"Python {request.param} is not installed")
+    venv = tmp_path_factory.mktemp(f"py{request.param}")
+    subprocess.run([str(found[0]), "-m", "venv", str(venv)], check=True, timeout=120)
+    debugpy = [line for line in subprocess.run(
+        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
+        check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", *debugpy], check=True, timeout=240)
+    return str(venv / "bin" / "python")
+
+
+def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, python: str,
                                                                 tmp_path: Path):
     script = write_script(tmp_path, "forking.py", FORKING)
-    proc = hub.spawn(script, RAYDEBUG_WAIT_TIMEOUT="120")
+    proc = subprocess.Popen([python, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=hub.env(
+                                RAYDEBUG_WAIT_TIMEOUT="120", PYTHONPATH=str(SOURCE)))
+    hub.workers.append(proc)
     [parent] = hub.wait_sessions(1)
     assert parent["pid"] == proc.pid
 
@@ -102,8 +128,15 @@ def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess,
         await client.close()
         return int(child["pid"])
 
-    child_pid = run(scenario(), timeout=120)
+    try:
+        child_pid = run(scenario(), timeout=120)
+    except Exception:
+        proc.kill()
+        pytest.fail(f"the scenario failed; the process said: {proc.communicate()[1][-3000:]}")
     code, out, err = finish(proc, timeout=60)
     assert code == 0, err
     assert f"child {child_pid} gave {child_pid * 10} exit 0" in out
-    assert "Traceback" not in err, err
+    # CPython 3.13.0 (not 3.12, not a plain pause on 3.13.0) reports an ignored TypeError
+    # from threading's dummy-thread cleanup as the forking parent shuts down: noise, exit 0.
+    noise = "Exception ignored in: <function _DeleteDummyThreadOnDel.__del__"
+    assert "Traceback" not in err.split(noise)[0], err

@@ -244,6 +244,9 @@ class Debugger:
             from _pydevd_sys_monitoring import pydevd_sys_monitoring
 
             pydevd_sys_monitoring.stop_monitoring(all_threads=True)
+            # The forking thread's own record, with the parent's state (pydevd resets it
+            # too when it handles a fork): kept, the child's first stop never happens.
+            pydevd_sys_monitoring.reset_thread_local_info()
         pydev_monkey._on_forked_process(setup_tracing=False)  # restores sys.settrace too
         pydev_monkey.undo_patch_thread_modules()
         threading.settrace(None)  # type: ignore[arg-type,unused-ignore]
