@@ -113,6 +113,8 @@ def setup_worker() -> None:
 
     sys.breakpointhook = set_trace
     os.environ["PYTHONBREAKPOINT"] = "raydebug.set_trace"  # for processes this one starts
+    # Inherited when `raydebug run`'s driver started the cluster; its children are no drivers.
+    os.environ.pop("RAYDEBUG_RAY_DRIVER", None)
     ray_pdb = ray.util.pdb
     ray_pdb._is_ray_debugger_post_mortem_enabled = post_mortem_enabled
     ray_pdb._post_mortem = post_mortem
