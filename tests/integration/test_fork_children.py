@@ -4,6 +4,9 @@ tests/integration/test_ray_children.py has the Ray cases)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -97,9 +100,17 @@ def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, 
                                                                 tmp_path: Path):
     script = write_script(tmp_path, "forking.py", FORKING)
     proc = subprocess.Popen([python, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=hub.env(
-                                RAYDEBUG_WAIT_TIMEOUT="120", PYTHONPATH=str(SOURCE)))
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=hub.env(RAYDEBUG_WAIT_TIMEOUT="120", PYTHONPATH=str(SOURCE)))
     hub.workers.append(proc)
+    try:
+        check_forking(hub, proc)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the child too, if a failure left it
+
+
+def check_forking(hub: HubProcess, proc: subprocess.Popen[str]) -> None:
     [parent] = hub.wait_sessions(1)
     assert parent["pid"] == proc.pid
 
@@ -113,15 +124,9 @@ def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, 
             "context": "repl"})
         assert value["result"] == "1"
         await client.request("continue", {"threadId": stopped["threadId"]})
-        deadline = asyncio.get_running_loop().time() + 60
-        while True:
-            children = [s for s in await asyncio.to_thread(hub.get, "/api/sessions")
-                        if s["pid"] != proc.pid]
-            if children:
-                break
-            assert asyncio.get_running_loop().time() < deadline, "no child session"
-            await asyncio.sleep(0.05)
-        [child] = children
+        # The parent's session goes on (its client is attached); the child's joins it.
+        sessions = await asyncio.to_thread(hub.wait_sessions, 2, 60)
+        [child] = [s for s in sessions if s["pid"] != proc.pid]
         assert child["function"] == "child"
         assert await debug(hub, child, "in_child") == str(child["pid"] * 10)
         await client.request("disconnect", {})
