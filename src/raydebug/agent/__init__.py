@@ -3,6 +3,10 @@
 Importing this package is cheap (no debugpy, no sockets): the work starts at the first pause.
 Every entry point catches its own failures: a user's program sees one line on stderr from
 raydebug, never a traceback, and continues.
+
+A forked child (multiprocessing's fork context, a DataLoader worker) is a process of its own:
+it drops the agent it inherited (whose link thread did not survive the fork, and whose
+sockets are its parent's connections to the hub) and makes its own at its first pause.
 """
 
 from __future__ import annotations
@@ -33,6 +37,22 @@ def get_agent() -> Any:
 
             _agent = Agent(AgentConfig.from_env(in_ray=_in_ray()))
         return _agent
+
+
+def _forget_inherited_agent() -> None:
+    """At-fork hook, in the child: let go of the parent's agent without touching the
+    connections it shares with the parent (closing our copies sends nothing)."""
+    global _agent, _agent_lock
+    inherited, _agent = _agent, None
+    _agent_lock = threading.Lock()  # another thread of the parent may have held it
+    if inherited is not None:
+        try:
+            inherited.abandon_after_fork()
+        except Exception as error:  # the child runs on; its pauses may not work
+            say(f"internal error after fork ({type(error).__name__}: {error})")
+
+
+os.register_at_fork(after_in_child=_forget_inherited_agent)
 
 
 def _in_ray() -> bool:

@@ -144,6 +144,14 @@ class Agent:
             for session in [s for s in self._sessions.values() if s.thread_ident == ident]:
                 self._end_session_locked(session.record.id)
 
+    # -- fork ---------------------------------------------------------------------------------
+
+    def abandon_after_fork(self) -> None:
+        """In a fork child of this process: give up the parent's link and pydevd (the child
+        makes an agent of its own). Nothing is sent: the connections are the parent's."""
+        self.link.close_inherited()
+        self.debugger.reset_after_fork()
+
     # -- LinkHandler: called on the link thread ---------------------------------------------
 
     def live_sessions(self) -> list[SessionStarted]:

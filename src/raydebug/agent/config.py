@@ -4,6 +4,10 @@
                           on this machine is found through its state file; inside Ray the
                           hub is found through the cluster, or started on the head node)
 ``RAYDEBUG_TOKEN``        the hub's worker token (inside Ray: found with the hub)
+``RAYDEBUG_TOKEN_FILE``   a file holding the token instead (kept out of ``ps e`` and logs)
+``RAYDEBUG_CLUSTER_HUB``  host:port of the Ray cluster's hub, set by raydebug in a Ray worker
+                          for the processes it starts (they cannot ask Ray), with
+                          ``RAYDEBUG_TOKEN_FILE``; ``RAYDEBUG_HUB`` takes precedence
 ``RAYDEBUG_HUB_CERT``     the certificate of a hub started with ``--tls``: its SHA-256
                           fingerprint as the hub prints it, or its PEM file; any other
                           certificate is refused (found with the hub's address otherwise)
@@ -52,23 +56,27 @@ class AgentConfig:
         ``in_ray``: this process is a Ray worker or driver, so the hub can be discovered.
         """
         hub = environ.get("RAYDEBUG_HUB", "").strip()
-        token = environ.get("RAYDEBUG_TOKEN", "")
-        cert = environ.get("RAYDEBUG_HUB_CERT", "").strip()
-        if not hub and not in_ray:
-            local = state_file.read()  # a hub started on this machine by this user
-            if local is not None:
-                hub, token = str(local["worker"]), token or str(local["token"])
-                cert = cert or str(local.get("cert") or "")
+        variable = "RAYDEBUG_HUB"
         if not hub and in_ray:
             return cls(hub_host=None, hub_port=0, token="",
                        wait_timeout=_wait_timeout(environ),
                        post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY)
+        token = _token(environ)
+        cert = environ.get("RAYDEBUG_HUB_CERT", "").strip()
+        if not hub:  # a process started by a Ray task: its worker found the hub for it
+            hub, variable = environ.get("RAYDEBUG_CLUSTER_HUB", "").strip(), "RAYDEBUG_CLUSTER_HUB"
+        if not hub:
+            local = state_file.read()  # a hub started on this machine by this user
+            if local is not None:
+                hub = str(local["worker"])
+                token = environ.get("RAYDEBUG_TOKEN") or str(local["token"])
+                cert = cert or str(local.get("cert") or "")
         if not hub:
             raise ConfigurationError(
                 "RAYDEBUG_HUB is not set and no hub runs on this machine: start "
                 "`raydebug hub`, or set RAYDEBUG_HUB=host:port and RAYDEBUG_TOKEN as it prints"
             )
-        host, port = parse_address(hub, "RAYDEBUG_HUB")
+        host, port = parse_address(hub, variable)
         if not token:
             raise ConfigurationError(
                 "RAYDEBUG_TOKEN is not set: use the token `raydebug hub` prints")
@@ -80,6 +88,23 @@ class AgentConfig:
             post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY,
             hub_cert=_pin(cert) if cert else None,
         )
+
+
+def _token(environ: Mapping[str, str]) -> str:
+    """``RAYDEBUG_TOKEN``, else the contents of ``RAYDEBUG_TOKEN_FILE``, else ``""``."""
+    token = environ.get("RAYDEBUG_TOKEN", "")
+    path = environ.get("RAYDEBUG_TOKEN_FILE", "").strip()
+    if token or not path:
+        return token
+    try:
+        with open(path, encoding="utf-8") as handle:
+            token = handle.read().strip()
+    except OSError as error:
+        raise ConfigurationError(
+            f"RAYDEBUG_TOKEN_FILE={path!r} cannot be read ({error.strerror})") from None
+    if not token:
+        raise ConfigurationError(f"RAYDEBUG_TOKEN_FILE={path!r} is empty")
+    return token
 
 
 def parse_address(text: str, what: str) -> tuple[str, int]:

@@ -221,6 +221,39 @@ class Debugger:
             self._untraced.set()
             return True
 
+    def reset_after_fork(self) -> None:
+        """In a fork child: forget the parent's pydevd so that the child can start its own.
+
+        debugpy patches ``os.fork`` only with ``subProcess=True`` (we set False), so pydevd's
+        own fork handling never ran: do what it does (``_on_forked_process`` without tracing),
+        and take the parent's tracing out of the forking thread, the child's only thread.
+        """
+        if self._py_db is None:
+            return
+        for pydevd_thread in (getattr(self._py_db, "writer", None),
+                              getattr(self._py_db, "reader", None)):
+            sock = getattr(pydevd_thread, "sock", None)
+            if sock is not None:  # our copy of the parent's client connection: close() only
+                with contextlib.suppress(OSError):
+                    sock.close()
+        import debugpy.server.api
+        from _pydev_bundle import pydev_monkey
+        from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING
+
+        if PYDEVD_USE_SYS_MONITORING:  # Python >= 3.12
+            from _pydevd_sys_monitoring import pydevd_sys_monitoring
+
+            pydevd_sys_monitoring.stop_monitoring(all_threads=True)
+            # The forking thread's own record, with the parent's state (pydevd resets it
+            # too when it handles a fork): kept, the child's first stop never happens.
+            pydevd_sys_monitoring.reset_thread_local_info()
+        pydev_monkey._on_forked_process(setup_tracing=False)  # restores sys.settrace too
+        pydev_monkey.undo_patch_thread_modules()
+        threading.settrace(None)  # type: ignore[arg-type,unused-ignore]
+        sys.settrace(None)
+        debugpy.server.api.listen.called = False
+        self._py_db = None
+
     def wait_untraced(self, timeout: float) -> bool:
         """Wait until tracing has been removed at least once (for tests and benchmarks)."""
         return self._untraced.wait(timeout)

@@ -115,6 +115,15 @@ class HubLink:
         self._outbox.append(message)
         self._wake()
 
+    def close_inherited(self) -> None:
+        """In a fork child: close this process's copies of the parent's sockets. ``close()``
+        without ``shutdown()`` leaves the parent's connections as they are."""
+        for sock in (self._control, self._wake_r, self._wake_w):
+            if sock is not None:
+                sock.close()
+        self._control = None
+        self._selector.close()  # the epoll instance itself stays the parent's
+
     def _wake(self) -> None:
         try:
             self._wake_w.send(b"x")

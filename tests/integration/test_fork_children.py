@@ -1,0 +1,147 @@
+"""A process forked after its parent was debugged is a session of its own (no Ray here:
+tests/integration/test_ray_children.py has the Ray cases)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import HubProcess, finish, run, write_script
+from raydebug.client.dap import DapClient, DapRequestError
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SOURCE = Path(__file__).resolve().parents[2] / "src"
+
+# The parent pauses and is debugged (its agent, link thread and pydevd exist), then forks a
+# child that pauses in turn.
+FORKING = """
+import multiprocessing, os, sys
+
+def child(queue):
+    in_child = os.getpid() * 10
+    breakpoint()  # pause in the child
+    queue.put(in_child)
+
+in_parent = 1
+breakpoint()  # pause in the parent
+context = multiprocessing.get_context("fork")
+queue = context.Queue()
+worker = context.Process(target=child, args=(queue,))
+worker.start()
+result = queue.get(timeout=120)
+worker.join(timeout=60)
+print("child", worker.pid, "gave", result, "exit", worker.exitcode, flush=True)
+"""
+
+
+async def attach(host: str, port: int, session_id: str,
+                 timeout: float = 30) -> tuple[DapClient, dict[str, object]]:
+    """A client attached to ``session_id``; return it and the ``stopped`` event's body.
+
+    Issue 13 item 1 (fixed on its own branch): an attach at a process's very first pause can
+    fail with "closed its channel" while pydevd is still being imported; the session stays
+    attachable, so this tries again, at most twice.
+    """
+    for attempt in range(3):
+        client = await DapClient.connect(host, port)
+        await client.initialize()
+        try:
+            stopped = await client.attach(session_id, timeout=timeout)
+            return client, stopped.body
+        except DapRequestError as error:
+            await client.close()
+            if "closed its channel" not in str(error) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def debug(hub: HubProcess, session: dict[str, object], expression: str) -> str:
+    """Attach to ``session``, evaluate ``expression`` in its frame, continue."""
+    client, stopped = await attach(*hub.client, str(session["id"]))
+    thread_id = stopped["threadId"]
+    frames = await client.request("stackTrace", {"threadId": thread_id})
+    value = await client.request("evaluate", {
+        "expression": expression, "frameId": frames["stackFrames"][0]["id"],
+        "context": "repl"})
+    await client.request("continue", {"threadId": thread_id})
+    await client.request("disconnect", {})
+    await client.close()
+    return str(value["result"])
+
+
+@pytest.fixture(scope="module", params=["this", "3.12", "3.13"])
+def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """This interpreter, 3.12 and 3.13 (pydevd traces with sys.monitoring there: its fork reset
+    differs) in a venv with only debugpy; raydebug comes from the source tree."""
+    if request.param == "this":
+        return sys.executable
+    found = sorted(Path("/root/.pyenv/versions").glob(f"{request.param}.*/bin/python3*"))
+    if not found:
+        pytest.skip(f"Python {request.param} is not installed")
+    venv = tmp_path_factory.mktemp(f"py{request.param}")
+    subprocess.run([str(found[0]), "-m", "venv", str(venv)], check=True, timeout=120)
+    debugpy = [line for line in subprocess.run(
+        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
+        check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", *debugpy], check=True, timeout=240)
+    return str(venv / "bin" / "python")
+
+
+def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, python: str,
+                                                                tmp_path: Path):
+    script = write_script(tmp_path, "forking.py", FORKING)
+    proc = subprocess.Popen([python, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=hub.env(RAYDEBUG_WAIT_TIMEOUT="120", PYTHONPATH=str(SOURCE)))
+    hub.workers.append(proc)
+    try:
+        check_forking(hub, proc)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the child too, if a failure left it
+
+
+def check_forking(hub: HubProcess, proc: subprocess.Popen[str]) -> None:
+    [parent] = hub.wait_sessions(1)
+    assert parent["pid"] == proc.pid
+
+    async def scenario() -> int:
+        # The parent's client stays attached while it forks: the forking thread is traced
+        # by the parent's pydevd, whose sockets the child inherits.
+        client, stopped = await attach(*hub.client, str(parent["id"]))
+        frames = await client.request("stackTrace", {"threadId": stopped["threadId"]})
+        value = await client.request("evaluate", {
+            "expression": "in_parent", "frameId": frames["stackFrames"][0]["id"],
+            "context": "repl"})
+        assert value["result"] == "1"
+        await client.request("continue", {"threadId": stopped["threadId"]})
+        # The parent's session goes on (its client is attached); the child's joins it.
+        sessions = await asyncio.to_thread(hub.wait_sessions, 2, 60)
+        [child] = [s for s in sessions if s["pid"] != proc.pid]
+        assert child["function"] == "child"
+        assert await debug(hub, child, "in_child") == str(child["pid"] * 10)
+        await client.request("disconnect", {})
+        await client.close()
+        return int(child["pid"])
+
+    try:
+        child_pid = run(scenario(), timeout=120)
+    except Exception:
+        proc.kill()
+        pytest.fail(f"the scenario failed; the process said: {proc.communicate()[1][-3000:]}")
+    code, out, err = finish(proc, timeout=60)
+    assert code == 0, err
+    assert f"child {child_pid} gave {child_pid * 10} exit 0" in out
+    # CPython 3.13.0 (not 3.12, not a plain pause on 3.13.0) reports an ignored TypeError
+    # from threading's dummy-thread cleanup as the forking parent shuts down: noise, exit 0.
+    noise = "Exception ignored in: <function _DeleteDummyThreadOnDel.__del__"
+    assert "Traceback" not in err.split(noise)[0], err
