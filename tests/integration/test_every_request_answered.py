@@ -1,0 +1,233 @@
+"""Every DAP request gets exactly one response, also when its process ends under it; an
+attach that the process cannot serve fails with the process's reason and can be retried."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import HubProcess, finish, line_of, read_line, run, write_script
+from raydebug.client.dap import DapClient, DapRequestError
+from raydebug.protocol import Request, Response
+
+pytestmark = pytest.mark.integration
+
+EXITS_AFTER_PAUSE = """
+import sys
+breakpoint()
+print("done", sys.argv[1], flush=True)
+"""
+
+ENDED = "the debugged process has ended"
+# Below the hub's 5 s grace after a process ended (then it closes the client connection): an
+# unanswered request must show as a timeout, not be hidden by that close.
+ANSWER_WITHIN = 4.0
+
+
+class CountingClient(DapClient):
+    """A DapClient that counts every response it receives, per request seq."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.responses: collections.Counter[int] = collections.Counter()
+
+    async def _dispatch(self, message: Any) -> None:
+        if isinstance(message, Response):
+            self.responses[message.request_seq] += 1
+        await super()._dispatch(message)
+
+
+class ClusterIde:
+    """Like VS Code: one cluster (parent) attach; every startDebugging opens a child
+    connection at once, concurrently with the others."""
+
+    def __init__(self, hub: HubProcess) -> None:
+        self.hub = hub
+        self.parent: DapClient | None = None
+        self.children: list[tuple[CountingClient, int]] = []
+        self._opening: set[asyncio.Task[None]] = set()
+
+    async def attach(self) -> None:
+        self.parent = await DapClient.connect(*self.hub.client)
+        await self.parent.initialize(supportsStartDebuggingRequest=True)
+        attach = self.parent.send_request("attach", {"name": "cluster"})
+        await self.parent.wait_event("initialized")
+        await self.parent.request("configurationDone")
+        assert (await attach).success
+
+    async def wait_children(self, count: int, timeout: float) -> None:
+        """Open a child for each startDebugging until ``count`` children have stopped."""
+        assert self.parent is not None
+        deadline = time.monotonic() + timeout
+        while len(self.children) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{len(self.children)} of {count} children stopped")
+            waiting = asyncio.ensure_future(
+                self.parent.wait_reverse_request("startDebugging", remaining))
+            done, _ = await asyncio.wait({waiting, *self._opening}, timeout=remaining,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for task in done - {waiting}:
+                self._opening.discard(task)  # type: ignore[arg-type]
+                task.result()  # a child that failed to attach fails the test
+            if waiting in done:
+                request = waiting.result()
+                self._opening.add(asyncio.ensure_future(self._open_child(request)))
+            else:
+                waiting.cancel()
+        await asyncio.gather(*self._opening)
+
+    async def _open_child(self, request: Request) -> None:
+        assert self.parent is not None
+        configuration = dict(request.arguments["configuration"])
+        configuration.pop("request")
+        child = await CountingClient.connect(*self.hub.client)
+        await child.initialize()
+        stopped = await child.attach(**configuration)
+        self.parent.respond(request)
+        self.children.append((child, int(stopped.body["threadId"])))
+
+    async def close(self) -> None:
+        for child, _ in self.children:
+            await child.close()
+        if self.parent is not None:
+            await self.parent.close()
+
+
+def test_continue_then_disconnect_on_forty_children_answers_every_request(
+        hub: HubProcess, tmp_path: Path):
+    script = write_script(tmp_path, "exits.py", EXITS_AFTER_PAUSE)
+    count = 40
+    procs = [hub.spawn(script, str(n), RAYDEBUG_WAIT_TIMEOUT="90") for n in range(count)]
+    hub.wait_sessions(count, timeout=90)
+
+    async def scenario() -> None:
+        ide = ClusterIde(hub)
+        await ide.attach()
+        await ide.wait_children(count, timeout=60)
+        started = time.monotonic()
+        # As the issue's client did: continue every child, then disconnect every child. The
+        # processes exit meanwhile, some while their disconnect is on its way.
+        responses = []
+        for child, thread_id in ide.children:
+            responses.append(await child.request_response(
+                "continue", {"threadId": thread_id}, timeout=ANSWER_WITHIN))
+        for child, _ in ide.children:
+            responses.append(await child.request_response("disconnect", {}, timeout=ANSWER_WITHIN))
+        assert time.monotonic() - started < 20  # 1.9 s measured on 2 busy cores
+        for response in responses:  # disconnect always succeeds; continue may come late
+            assert response.success or (response.command == "continue"
+                                        and ENDED in (response.message or "")), response
+        for child, _ in ide.children:
+            await child.wait_event("terminated", timeout=20)  # the process exited: said once
+            assert child.events("terminated") == []
+            assert set(child.responses.values()) == {1}, child.responses
+        await ide.close()
+
+    run(scenario(), timeout=150)
+    for number, proc in enumerate(procs):
+        code, out, err = finish(proc)
+        assert code == 0 and f"done {number}" in out, err
+
+
+BLOCKS_IN_EVALUATE = """
+value = 41
+breakpoint()
+print("finished", value + 1, flush=True)
+"""
+
+
+def test_requests_in_flight_when_the_worker_is_killed_are_answered(hub: HubProcess,
+                                                                    tmp_path: Path):
+    proc = hub.spawn(write_script(tmp_path, "worker.py", BLOCKS_IN_EVALUATE))
+    [session] = hub.wait_sessions(1)
+
+    async def scenario() -> None:
+        client = await CountingClient.connect(*hub.client)
+        await client.initialize()
+        stopped = await client.attach(session["id"])
+        thread_id = stopped.body["threadId"]
+        frames = await client.request("stackTrace", {"threadId": thread_id})
+        frame_id = frames["stackFrames"][0]["id"]
+        evaluating = client.send_request("evaluate", {
+            "expression": "print('evaluating', flush=True) or __import__('time').sleep(60)",
+            "frameId": frame_id, "context": "repl"})
+        assert read_line(proc).strip() == "evaluating"  # pydevd is in it: no answer soon
+        behind = [client.send_request("stackTrace", {"threadId": thread_id}),
+                  client.send_request("evaluate", {"expression": "value", "frameId": frame_id,
+                                                   "context": "repl"})]
+        proc.kill()
+        started = time.monotonic()
+        evaluated = await asyncio.wait_for(evaluating, 10)
+        assert not evaluated.success and ENDED in (evaluated.message or "")
+        for future in behind:
+            response = await asyncio.wait_for(future, 10)
+            assert response.success or ENDED in (response.message or "")
+        await client.wait_event("terminated", timeout=10)
+        assert time.monotonic() - started < 10
+        # After the end, the hub answers for the process.
+        with pytest.raises(DapRequestError, match=ENDED):
+            await client.request("threads", timeout=10)
+        await client.request("disconnect", {}, timeout=10)
+        assert client.events("terminated") == []  # only one
+        assert set(client.responses.values()) == {1}, client.responses
+        await client.close()
+
+    run(scenario())
+    proc.wait(timeout=30)
+
+
+# A worker whose agent cannot hand the first channels to pydevd (as when debugpy's import
+# is still in progress on another thread): the failure the hub must pass on.
+FAILS_TO_SERVE = """
+import os
+from raydebug.agent import debugger
+
+real_serve_client = debugger.Debugger.serve_client
+failures = [int(os.environ["FAIL_SERVES"])]
+
+def failing_serve_client(self, sock):
+    if failures[0] > 0:
+        failures[0] -= 1
+        raise ModuleNotFoundError("No module named '_pydevd_bundle' (simulated)")
+    return real_serve_client(self, sock)
+
+debugger.Debugger.serve_client = failing_serve_client
+value = 41
+breakpoint()
+print("finished", value + 1, flush=True)
+"""
+
+
+def test_a_failed_attach_says_why_and_the_session_stays_attachable(hub: HubProcess,
+                                                                   tmp_path: Path):
+    script = write_script(tmp_path, "fails.py", FAILS_TO_SERVE)
+    proc = hub.spawn(script, FAIL_SERVES="2")
+    [session] = hub.wait_sessions(1)
+
+    async def scenario() -> None:
+        client = await hub.dap()
+        with pytest.raises(DapRequestError) as failed:
+            await client.attach(session["id"], timeout=10)
+        message = str(failed.value)
+        assert "pydevd failed: No module named '_pydevd_bundle' (simulated)" in message
+        assert "closed its channel" not in message
+        [listed] = hub.get("/api/sessions")
+        assert listed["state"] == "waiting"
+        # The same connection may attach again; it fails once more, then works.
+        with pytest.raises(DapRequestError, match="_pydevd_bundle"):
+            await client.attach(session["id"], timeout=10)
+        stopped = await client.attach(session["id"], timeout=10)
+        frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+        assert frames["stackFrames"][0]["line"] == line_of(script, "breakpoint()") + 1
+        await client.request("disconnect", {})
+        await client.close()
+
+    run(scenario())
+    code, out, err = finish(proc)
+    assert code == 0 and "finished 42" in out, err
