@@ -4,16 +4,14 @@ attach that the process cannot serve fails with the process's reason and can be 
 from __future__ import annotations
 
 import asyncio
-import collections
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from cluster_ide import ClusterIde, CountingClient
 from helpers import HubProcess, finish, line_of, read_line, run, write_script
-from raydebug.client.dap import DapClient, DapRequestError
-from raydebug.protocol import Request, Response
+from raydebug.client.dap import DapRequestError
 
 pytestmark = pytest.mark.integration
 
@@ -27,76 +25,6 @@ ENDED = "the debugged process has ended"
 # Below the hub's 5 s grace after a process ended (then it closes the client connection): an
 # unanswered request must show as a timeout, not be hidden by that close.
 ANSWER_WITHIN = 4.0
-
-
-class CountingClient(DapClient):
-    """A DapClient that counts every response it receives, per request seq."""
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.responses: collections.Counter[int] = collections.Counter()
-
-    async def _dispatch(self, message: Any) -> None:
-        if isinstance(message, Response):
-            self.responses[message.request_seq] += 1
-        await super()._dispatch(message)
-
-
-class ClusterIde:
-    """Like VS Code: one cluster (parent) attach; every startDebugging opens a child
-    connection at once, concurrently with the others."""
-
-    def __init__(self, hub: HubProcess) -> None:
-        self.hub = hub
-        self.parent: DapClient | None = None
-        self.children: list[tuple[CountingClient, int]] = []
-        self._opening: set[asyncio.Task[None]] = set()
-
-    async def attach(self) -> None:
-        self.parent = await DapClient.connect(*self.hub.client)
-        await self.parent.initialize(supportsStartDebuggingRequest=True)
-        attach = self.parent.send_request("attach", {"name": "cluster"})
-        await self.parent.wait_event("initialized")
-        await self.parent.request("configurationDone")
-        assert (await attach).success
-
-    async def wait_children(self, count: int, timeout: float) -> None:
-        """Open a child for each startDebugging until ``count`` children have stopped."""
-        assert self.parent is not None
-        deadline = time.monotonic() + timeout
-        while len(self.children) < count:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"{len(self.children)} of {count} children stopped")
-            waiting = asyncio.ensure_future(
-                self.parent.wait_reverse_request("startDebugging", remaining))
-            done, _ = await asyncio.wait({waiting, *self._opening}, timeout=remaining,
-                                         return_when=asyncio.FIRST_COMPLETED)
-            for task in done - {waiting}:
-                self._opening.discard(task)  # type: ignore[arg-type]
-                task.result()  # a child that failed to attach fails the test
-            if waiting in done:
-                request = waiting.result()
-                self._opening.add(asyncio.ensure_future(self._open_child(request)))
-            else:
-                waiting.cancel()
-        await asyncio.gather(*self._opening)
-
-    async def _open_child(self, request: Request) -> None:
-        assert self.parent is not None
-        configuration = dict(request.arguments["configuration"])
-        configuration.pop("request")
-        child = await CountingClient.connect(*self.hub.client)
-        await child.initialize()
-        stopped = await child.attach(**configuration)
-        self.parent.respond(request)
-        self.children.append((child, int(stopped.body["threadId"])))
-
-    async def close(self) -> None:
-        for child, _ in self.children:
-            await child.close()
-        if self.parent is not None:
-            await self.parent.close()
 
 
 def test_continue_then_disconnect_on_forty_children_answers_every_request(
@@ -227,6 +155,34 @@ def test_a_failed_attach_says_why_and_the_session_stays_attachable(hub: HubProce
         assert frames["stackFrames"][0]["line"] == line_of(script, "breakpoint()") + 1
         await client.request("disconnect", {})
         await client.close()
+
+    run(scenario())
+    code, out, err = finish(proc)
+    assert code == 0 and "finished 42" in out, err
+
+
+def test_a_cluster_sessions_child_whose_attach_failed_is_offered_again(hub: HubProcess,
+                                                                      tmp_path: Path):
+    proc = hub.spawn(write_script(tmp_path, "fails.py", FAILS_TO_SERVE), FAIL_SERVES="1")
+    hub.wait_sessions(1)
+
+    async def scenario() -> None:
+        ide = ClusterIde(hub)
+        await ide.attach()
+        assert ide.parent is not None
+        first = await ide.parent.wait_reverse_request("startDebugging")
+        configuration = dict(first.arguments["configuration"])
+        configuration.pop("request")
+        child = await CountingClient.connect(*hub.client)
+        await child.initialize()
+        with pytest.raises(DapRequestError, match="_pydevd_bundle"):
+            await child.attach(**configuration)
+        await child.close()
+        await ide.wait_children(1, timeout=30)  # offered again: this one attaches
+        [(again, thread_id)] = ide.children
+        await again.request("continue", {"threadId": thread_id})
+        await again.request("disconnect", {})
+        await ide.close()
 
     run(scenario())
     code, out, err = finish(proc)

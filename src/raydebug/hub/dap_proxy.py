@@ -34,7 +34,13 @@ from ..errors import ChannelFailedError, RaydebugError, SessionBusyError, Sessio
 from ..protocol import DapConnection, Event, Message, Request, Response, mentions, parse_message
 from ..protocol.worker import ClientGone as ClientGoneMessage
 from ..protocol.worker import ClientReady, OpenChannel
-from .net import RECV_SIZE, read_next
+from .net import (
+    RECV_SIZE,
+    peer_host,
+    read_next,
+    revoke_this_connection,
+    vouch_for_this_connection,
+)
 from .outstanding import OutstandingRequests
 from .parent_session import ParentRegistry, ParentSession
 from .registry import HubSession, Process, Registry
@@ -117,6 +123,7 @@ class ClientSession:
         self._outstanding = OutstandingRequests()
         self._ended = False  # the channel has closed: the hub answers every request
         self._terminated_sent = False
+        self._vouched = False  # no longer counted toward its address's connection limit
 
     async def run(self) -> None:
         """Serve the client until it leaves; always releases the process and the channel."""
@@ -206,10 +213,16 @@ class ClientSession:
                 return None
         self._process = session.process
         self._process.on_lost.append(self._on_process_lost)
+        if self._parents.is_live(key.get("parent") if isinstance(key, dict) else None):
+            # A cluster session's child, now bound to its process (one client each): it has
+            # proven it belongs and must not count toward its address's connection limit
+            # (net.PeerLimit), or one IDE could not debug more processes than that.
+            vouch_for_this_connection()
+            self._vouched = True
         try:
             await self._open_channel(request)
         except (RaydebugError, TimeoutError, OSError) as error:
-            reason = error or type(error).__name__
+            reason = str(error) or type(error).__name__
             log.warning("client %s: cannot reach session %s (pid %s): %s", self._peer,
                         session.record.id, session.record.pid, reason)
             self.fail(request, f"cannot reach session {session.record.id}: {reason}")
@@ -241,6 +254,9 @@ class ClientSession:
             self._process.on_lost.remove(self._on_process_lost)
         await self._registry.detach(self._process, self)
         self._process = None
+        if self._vouched:  # bound to no process any more
+            revoke_this_connection()
+            self._vouched = False
         if self._channel is not None:
             self._channel.writer.close()
             self._channel.done.set()
@@ -257,13 +273,21 @@ class ClientSession:
         assert self._process is not None
         self._channel_id, future = self._channels.expect()
         self._process.send(OpenChannel(channel=self._channel_id))
-        self._channel = await asyncio.wait_for(future, CHANNEL_TIMEOUT)
+        try:
+            self._channel = await asyncio.wait_for(future, CHANNEL_TIMEOUT)
+        except TimeoutError:
+            raise TimeoutError(f"the process opened no channel within {CHANNEL_TIMEOUT:g}s "
+                               "(is it busy?)") from None
         if self._channel.leftover:
             self._worker.receive_data(self._channel.leftover)
         initialize = self._initialize or Request(seq=0, command="initialize",
                                                  arguments={"adapterID": "raydebug"})
         self._to_worker(initialize)
-        await asyncio.wait_for(self._drop_initialize_response(initialize), CHANNEL_TIMEOUT)
+        try:
+            await asyncio.wait_for(self._drop_initialize_response(initialize), CHANNEL_TIMEOUT)
+        except TimeoutError:
+            raise TimeoutError(f"pydevd did not answer initialize within {CHANNEL_TIMEOUT:g}s "
+                               "(is the process busy?)") from None
         self._to_worker(attach)
         self._outstanding.forwarded(attach)
         key = attach.arguments.get("raydebug")
@@ -468,9 +492,18 @@ class ClientSession:
             seq=0, request_seq=request.seq, command=request.command, success=False,
             message=text, body={"error": {"id": 1, "format": text, "showUser": True}}))
 
-    async def _say(self, text: str) -> None:
+    @property
+    def peer_host(self) -> str | None:
+        """The client's IP address; None on a Unix socket."""
+        return peer_host(self._writer)
+
+    def say_now(self, text: str) -> None:
+        """A line on the client's debug console, without waiting for it to be sent."""
         self._send_client(Event(seq=0, event="output",
                                 body={"category": "console", "output": text + "\n"}))
+
+    async def _say(self, text: str) -> None:
+        self.say_now(text)
         with contextlib.suppress(OSError):
             await self._writer.drain()
 
