@@ -3,7 +3,10 @@ children do not count toward it once attached; a refusal is said in the IDE's co
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,6 +85,11 @@ def test_a_refused_connection_is_said_in_the_cluster_sessions_console(tmp_path: 
             health = hub.get("/api/health")
             assert health["refused_clients_over_limit"] == 1
             assert health["client_connections"]["vouched"] == 1
+            listed = subprocess.run(
+                [sys.executable, "-m", "raydebug", "list", "--hub", hub.client_address],
+                capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "300"})
+            assert "the hub refused 1 client connection(s) over its limit of 3 per address " \
+                   "(raise it with `raydebug hub --max-client-connections`)" in listed.stdout
             await child.request("disconnect", {})
             await child.close()
             await ide.close()
