@@ -98,6 +98,7 @@ def test_a_cluster_session_offers_a_window_of_children_and_offers_a_failed_one_a
         await registry.attach(registry.get("s3"), object())  # a place: s0 again, oldest first
         assert (await offered(OFFER_WINDOW + 4))[-1] == "s0"
         parents.tell("127.0.0.1", "refused")
+        parents.tell("127.0.0.1", "refused")  # a flood is not repeated line by line
         parents.tell("10.0.0.9", "not this parent's address")
         assert client.said == ["refused"]
         client.leave()

@@ -46,6 +46,7 @@ OFFER_TIMEOUT = 10.0
 # A session whose child attached and left it paused (the attach failed, the connection
 # dropped) is offered again, this many times in all.
 OFFER_TRIES = 3
+TELL_INTERVAL = 5.0
 
 
 @dataclass
@@ -68,6 +69,17 @@ class _LiveParent:
     breakpoints: ParentBreakpoints
     host: str | None  # the client's address
     say: Callable[[str], None]  # a line on the parent's debug console
+    told_at: float = -TELL_INTERVAL
+    untold: int = 0  # refusals not said, to keep a flood out of the console
+
+    def tell(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self.told_at < TELL_INTERVAL:
+            self.untold += 1
+            return
+        more = f" (and {self.untold} more since the last such message)" if self.untold else ""
+        self.say(text + more)
+        self.told_at, self.untold = now, 0
 
 
 class ParentRegistry:
@@ -94,10 +106,11 @@ class ParentRegistry:
         return parent.breakpoints.requests() if parent is not None else []
 
     def tell(self, host: str | None, text: str) -> None:
-        """Say ``text`` in the debug console of every parent whose client is at ``host``."""
+        """Say ``text`` in the debug console of every parent whose client is at ``host``, at
+        most once per :data:`TELL_INTERVAL` seconds (then with how many were not said)."""
         for parent in self._parents.values():
             if parent.host == host:
-                parent.say(text)
+                parent.tell(text)
 
 
 def child_name(session: HubSession) -> str:
