@@ -48,7 +48,10 @@ from .workers import DataChannel, PendingChannels
 
 log = logging.getLogger("raydebug.hub")
 
-CHANNEL_TIMEOUT = 10.0
+# For each step of a channel's set-up. A process's first attach waits for pydevd to start
+# (~0.2 s of CPU); on a busy node (70 processes pausing at once on 2 cores, measured) that
+# took over 10 s, and failing the attach would leave the IDE without that process.
+CHANNEL_TIMEOUT = 30.0
 INJECTED_SEQ = 1_000_000_000  # requests the hub sends pydevd itself count from here
 
 # Only pydevd's messages containing one of these are parsed by the relay; the rest pass as
