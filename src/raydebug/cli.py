@@ -104,7 +104,8 @@ def cli() -> None:
 @click.option("--max-worker-connections", default=1_000, show_default=True,
               help="Concurrent worker connections per peer address.")
 @click.option("--max-client-connections", default=64, show_default=True,
-              help="Concurrent client connections per peer address.")
+              help="Concurrent client connections per peer address (a cluster session's "
+                   "attached child sessions do not count).")
 @click.option("--handshake-timeout", default=10.0, show_default=True,
               help="Seconds a worker connection has to finish TLS and the token handshake.")
 @click.option("--client-idle-timeout", default=30.0, show_default=True,

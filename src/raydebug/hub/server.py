@@ -6,7 +6,8 @@ listener (127.0.0.1 by default) serves DAP and HTTP on one port: both protocols 
 so the first bytes decide (``Content-Length`` -> DAP, an HTTP method -> HTTP).
 
 Limits, each a :class:`HubConfig` field: concurrent connections per peer address on each
-listener (one more is refused with a message saying which setting to raise), the time a
+listener (one more is refused with a message saying which setting to raise; connections
+that proved they belong do not count, see :class:`~raydebug.hub.net.PeerLimit`), the time a
 worker has to finish its handshake, the time a client has to send its first bytes, and the
 number of sessions.
 """
