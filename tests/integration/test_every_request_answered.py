@@ -22,9 +22,11 @@ print("done", sys.argv[1], flush=True)
 """
 
 ENDED = "the debugged process has ended"
-# Below the hub's 5 s grace after a process ended (then it closes the client connection): an
-# unanswered request must show as a timeout, not be hidden by that close.
-ANSWER_WITHIN = 4.0
+# A disconnect that reaches a process as it exits is answered when its channel closes, at
+# the end of the exit: pydevd's atexit handler stops answering first and joins its threads,
+# which took 2-5 s with 40 processes exiting at once on 2 busy cores. (Unanswered, the hub
+# would close the connection after 5 s: the request fails then, it does not pass.)
+ANSWER_WITHIN = 15.0
 
 
 def test_continue_then_disconnect_on_forty_children_answers_every_request(
@@ -47,7 +49,7 @@ def test_continue_then_disconnect_on_forty_children_answers_every_request(
                 "continue", {"threadId": thread_id}, timeout=ANSWER_WITHIN))
         for child, _ in ide.children:
             responses.append(await child.request_response("disconnect", {}, timeout=ANSWER_WITHIN))
-        assert time.monotonic() - started < 20  # 1.9 s measured on 2 busy cores
+        assert time.monotonic() - started < 30  # 2-7 s measured on 2 busy cores
         for response in responses:  # disconnect always succeeds; continue may come late
             assert response.success or (response.command == "continue"
                                         and ENDED in (response.message or "")), response
