@@ -69,7 +69,7 @@ class _LiveParent:
     breakpoints: ParentBreakpoints
     host: str | None  # the client's address
     say: Callable[[str], None]  # a line on the parent's debug console
-    told_at: float = -TELL_INTERVAL
+    told_at: float = float("-inf")
     untold: int = 0  # refusals not said, to keep a flood out of the console
 
     def tell(self, text: str) -> None:
