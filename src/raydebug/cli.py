@@ -18,7 +18,7 @@ import click
 
 from . import state_file, views
 from .agent.config import parse_address
-from .client.hub_api import DEFAULT_HUB, list_sessions
+from .client.hub_api import DEFAULT_HUB, get_json, list_sessions
 from .errors import ConfigurationError, HubUnreachableError, RaydebugError
 
 HUB_OPTION = click.option(
@@ -104,7 +104,8 @@ def cli() -> None:
 @click.option("--max-worker-connections", default=1_000, show_default=True,
               help="Concurrent worker connections per peer address.")
 @click.option("--max-client-connections", default=64, show_default=True,
-              help="Concurrent client connections per peer address.")
+              help="Concurrent client connections per peer address (a cluster session's "
+                   "attached child sessions do not count).")
 @click.option("--handshake-timeout", default=10.0, show_default=True,
               help="Seconds a worker connection has to finish TLS and the token handshake.")
 @click.option("--client-idle-timeout", default=30.0, show_default=True,
@@ -214,7 +215,14 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
     else:
         from rich.console import Console  # imported here: `list --json` stays quick
 
-        Console().print(views.sessions_table(sessions))
+        console = Console()
+        console.print(views.sessions_table(sessions))
+        try:
+            warnings = views.hub_warnings(get_json(address, "/api/health", token=client_token))
+        except RaydebugError:
+            warnings = []  # the list itself is what was asked for
+        for warning in warnings:
+            console.print(f"[yellow]{warning}[/yellow]", highlight=False)
 
 
 @cli.command()

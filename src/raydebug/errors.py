@@ -11,6 +11,7 @@
     ├── HubUnreachableError         no hub answered at the address we were given
     ├── SessionNotFoundError        a session id that the hub does not know
     ├── SessionBusyError            a session that another client is already debugging
+    ├── ChannelFailedError          a process could not serve a debugger channel (its reason)
     └── ConfigurationError          a setting or environment variable that cannot work
 
 The split between local and remote protocol errors follows h11: a remote error means "close
@@ -83,6 +84,11 @@ class SessionNotFoundError(RaydebugError):
 
 class SessionBusyError(RaydebugError):
     """The session already has a debugger attached."""
+
+
+class ChannelFailedError(RaydebugError):
+    """A process could not give a client a debugger channel; the message is its reason
+    (as its agent reported it), and the session stays attachable."""
 
 
 class ConfigurationError(RaydebugError):

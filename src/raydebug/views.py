@@ -63,6 +63,24 @@ def sessions_table(sessions: list[dict[str, Any]], now: float | None = None) -> 
     return table
 
 
+def hub_warnings(health: dict[str, Any]) -> list[str]:
+    """What ``raydebug list`` adds under its table from the hub's ``/api/health``: the
+    connections it refused, which would otherwise be processes or IDE sessions that just
+    never appear."""
+    warnings = []
+    clients = health.get("refused_clients_over_limit") or 0
+    if clients:
+        limit = (health.get("client_connections") or {}).get("limit", "?")
+        warnings.append(f"the hub refused {clients} client connection(s) over its limit of "
+                        f"{limit} per address (raise it with `raydebug hub "
+                        "--max-client-connections`)")
+    workers = health.get("refused_workers") or 0
+    if workers:
+        warnings.append(f"the hub refused {workers} worker connection(s): a wrong token, or "
+                        "over `raydebug hub --max-worker-connections` (see the hub's log)")
+    return warnings
+
+
 def vscode_config(host: str, port: int, session: str | None = None,
                   name: str = LAUNCH_CONFIG_NAME,
                   path_mappings: list[dict[str, str]] | None = None,

@@ -14,7 +14,11 @@ except that:
   never passed to the client (security: the client may run them);
 - ``terminate`` and ``disconnect{terminateDebuggee: true}`` never kill the process unless
   the hub was started with ``--allow-terminate``;
-- when the process dies or its channel drops, the client gets ``terminated``.
+- when the process dies or its channel drops, every request pydevd had not answered gets
+  its answer from the hub (see :mod:`.outstanding`), then the client gets ``terminated``;
+  requests sent after that are answered by the hub too;
+- when the channel closes while it is being set up, the attach fails with the reason the
+  agent gave (``ChannelFailed``) and the session stays waiting, attachable again.
 """
 
 from __future__ import annotations
@@ -26,24 +30,38 @@ import logging
 from dataclasses import replace
 from typing import Any, cast
 
-from ..errors import RaydebugError, SessionBusyError, SessionNotFoundError
+from ..errors import ChannelFailedError, RaydebugError, SessionBusyError, SessionNotFoundError
 from ..protocol import DapConnection, Event, Message, Request, Response, mentions, parse_message
 from ..protocol.worker import ClientGone as ClientGoneMessage
 from ..protocol.worker import ClientReady, OpenChannel
-from .net import RECV_SIZE, read_next
+from .net import (
+    RECV_SIZE,
+    peer_host,
+    read_next,
+    revoke_this_connection,
+    vouch_for_this_connection,
+)
+from .outstanding import OutstandingRequests
 from .parent_session import ParentRegistry, ParentSession
 from .registry import HubSession, Process, Registry
 from .workers import DataChannel, PendingChannels
 
 log = logging.getLogger("raydebug.hub")
 
-CHANNEL_TIMEOUT = 10.0
+# For each step of a channel's set-up. A process's first attach waits for pydevd to start
+# (~0.2 s of CPU); on a busy node (70 processes pausing at once on 2 cores, measured) that
+# took over 10 s, and failing the attach would leave the IDE without that process.
+CHANNEL_TIMEOUT = 30.0
 INJECTED_SEQ = 1_000_000_000  # requests the hub sends pydevd itself count from here
 
-# Only messages containing one of these are parsed by the relay; the rest pass as bytes.
-CLIENT_WORDS = (b'"terminate"', b'"disconnect"', b'"configurationDone"')
-WORKER_WORDS = (b'"request"', b'"configurationDone"')
+# Only pydevd's messages containing one of these are parsed by the relay; the rest pass as
+# bytes. (The client's are all parsed: few, and each request is noted until its answer.)
+WORKER_WORDS = (b'"request"', b'"configurationDone"', b'"terminated"')
 AFTER_END_TIMEOUT = 5.0
+# How long a channel that closed while being set up waits for the agent's ChannelFailed,
+# which the agent posts on its control connection just after closing the data socket.
+CHANNEL_FAILED_GRACE = 1.0
+PROCESS_ENDED = "the debugged process has ended (it exited, was killed, or its channel closed)"
 
 # pydevd's own answer to initialize (debugpy 1.8, in-process adapter), so that clients see
 # the same debugger through the hub as they would directly.
@@ -105,6 +123,10 @@ class ClientSession:
         self._channel: DataChannel | None = None
         self._channel_id = 0
         self._configuration_done_seq: int | None = None
+        self._outstanding = OutstandingRequests()
+        self._ended = False  # the channel has closed: the hub answers every request
+        self._terminated_sent = False
+        self._vouched = False  # no longer counted toward its address's connection limit
 
     async def run(self) -> None:
         """Serve the client until it leaves; always releases the process and the channel."""
@@ -194,14 +216,23 @@ class ClientSession:
                 return None
         self._process = session.process
         self._process.on_lost.append(self._on_process_lost)
+        if self._parents.is_live(key.get("parent") if isinstance(key, dict) else None):
+            # A cluster session's child, now bound to its process (one client each): it has
+            # proven it belongs and must not count toward its address's connection limit
+            # (net.PeerLimit), or one IDE could not debug more processes than that.
+            vouch_for_this_connection()
+            self._vouched = True
         try:
             await self._open_channel(request)
         except (RaydebugError, TimeoutError, OSError) as error:
-            self.fail(request, f"cannot reach session {session.record.id}: "
-                                f"{error or type(error).__name__}")
-            await self._registry.detach(session.process, self)
-            self._process = None
+            reason = str(error) or type(error).__name__
+            log.warning("client %s: cannot reach session %s (pid %s): %s", self._peer,
+                        session.record.id, session.record.pid, reason)
+            self.fail(request, f"cannot reach session {session.record.id}: {reason}")
+            await self._abandon_channel()
             return None
+        finally:
+            self._channels.forget(self._channel_id)
         log.info("client %s: attached to session %s (pid %s)", self._peer, session.record.id,
                  session.record.pid)
         return session
@@ -215,21 +246,53 @@ class ClientSession:
         await self._say("raydebug: waiting for a breakpoint...")
         return await self._until_client_gone(self._registry.wait_for_waiting())
 
+    async def _abandon_channel(self) -> None:
+        """After a failed attach: release the process and its channel, and be ready for the
+        client's next attach (the session is waiting again)."""
+        assert self._process is not None
+        # The agent may have handed the channel to pydevd before it failed here: tell it the
+        # client has gone, or the process would stay traced for nobody.
+        self._process.send(ClientGoneMessage(channel=self._channel_id))
+        if self._on_process_lost in self._process.on_lost:
+            self._process.on_lost.remove(self._on_process_lost)
+        await self._registry.detach(self._process, self)
+        self._process = None
+        if self._vouched:  # bound to no process any more
+            revoke_this_connection()
+            self._vouched = False
+        if self._channel is not None:
+            self._channel.writer.close()
+            self._channel.done.set()
+            self._channel = None
+        self._worker = DapConnection()
+        self._injected.clear()
+
     async def _open_channel(self, attach: Request) -> None:
+        """Ask the agent for a data channel and replay the client's set-up on it.
+
+        Raises :class:`ChannelFailedError` with the agent's reason when it could not serve
+        the channel, TimeoutError or OSError. The caller forgets the channel id.
+        """
         assert self._process is not None
         self._channel_id, future = self._channels.expect()
+        self._process.send(OpenChannel(channel=self._channel_id))
         try:
-            self._process.send(OpenChannel(channel=self._channel_id))
             self._channel = await asyncio.wait_for(future, CHANNEL_TIMEOUT)
-        finally:
-            self._channels.forget(self._channel_id)
+        except TimeoutError:
+            raise TimeoutError(f"the process opened no channel within {CHANNEL_TIMEOUT:g}s "
+                               "(is it busy?)") from None
         if self._channel.leftover:
             self._worker.receive_data(self._channel.leftover)
         initialize = self._initialize or Request(seq=0, command="initialize",
                                                  arguments={"adapterID": "raydebug"})
         self._to_worker(initialize)
-        await asyncio.wait_for(self._drop_initialize_response(initialize), CHANNEL_TIMEOUT)
+        try:
+            await asyncio.wait_for(self._drop_initialize_response(initialize), CHANNEL_TIMEOUT)
+        except TimeoutError:
+            raise TimeoutError(f"pydevd did not answer initialize within {CHANNEL_TIMEOUT:g}s "
+                               "(is the process busy?)") from None
         self._to_worker(attach)
+        self._outstanding.forwarded(attach)
         key = attach.arguments.get("raydebug")
         # A child of a cluster session gets the breakpoints set on its parent (pydevd takes
         # them only after attach). Their answers are for the hub, not for the client.
@@ -244,7 +307,10 @@ class ClientSession:
         while True:
             message = await self._next_worker_message()
             if message is None:
-                raise SessionNotFoundError("the process closed its channel")
+                # The agent closes the socket first, then says why on its control connection.
+                reason = await self._channels.wait_failure(self._channel_id,
+                                                           CHANNEL_FAILED_GRACE)
+                raise ChannelFailedError(reason or "the process closed its channel")
             if isinstance(message, Response) and message.request_seq == initialize.seq:
                 return
 
@@ -257,8 +323,10 @@ class ClientSession:
             done, _ = await asyncio.wait({from_client, from_worker},
                                          return_when=asyncio.FIRST_COMPLETED)
             if from_worker in done and not from_client.done():
-                # The debuggee is gone; answer the client's goodbye, then close.
-                self._send_client(Event(seq=0, event="terminated"))
+                # The debuggee is gone: answer what it did not, and the client's goodbye.
+                self._end_of_process()
+                with contextlib.suppress(OSError):
+                    await self._writer.drain()
                 await asyncio.wait({from_client}, timeout=AFTER_END_TIMEOUT)
             for task in done:
                 task.result()  # re-raise a protocol error
@@ -270,15 +338,10 @@ class ClientSession:
     async def _client_to_worker(self) -> None:
         while True:
             try:
-                body = await self._next_body(self._client, self._reader)
+                message = await self.next_client_message()
             except PeerClosed:
                 return
-            if not mentions(body, CLIENT_WORDS) and self._channel is not None:
-                self._channel.writer.write(self._worker.send_body(body))  # the fast path
-                await self._channel.writer.drain()
-                continue
-            message = parse_message(body)
-            if self._channel is None or self._channel.writer.is_closing():
+            if self._ended or self._channel is None or self._channel.writer.is_closing():
                 self._answer_after_end(message)
                 continue
             if isinstance(message, Request):
@@ -289,9 +352,13 @@ class ClientSession:
                     self._configuration_done_seq = request.seq
                 elif request.command == "disconnect" and self._process is not None:
                     self._resumed_by_disconnect = list(self._process.sessions)
+                self._outstanding.forwarded(request)
                 message = request
             self._to_worker(message)
-            await self._channel.writer.drain()
+            try:
+                await self._channel.writer.drain()
+            except OSError:
+                pass  # the channel broke: the worker side ends and answers what is outstanding
 
     def _police(self, request: Request) -> Request | None:
         """Apply the hub's rules to a client request; None when the hub answered it."""
@@ -306,12 +373,24 @@ class ClientSession:
             return replace(request, arguments=arguments, raw=None)
         return request
 
+    def _end_of_process(self) -> None:
+        """The channel has closed: answer every request pydevd left unanswered, then say
+        ``terminated`` (once; pydevd may have said it already)."""
+        self._ended = True
+        for request in self._outstanding.take_all():
+            self._answer_after_end(request)
+        if not self._terminated_sent:
+            self._terminated_sent = True
+            self._send_client(Event(seq=0, event="terminated"))
+
     def _answer_after_end(self, message: Message) -> None:
+        """Answer a request the process can no longer answer: ``disconnect`` succeeds
+        (there is nothing left to detach from), anything else fails saying why."""
         if isinstance(message, Request):
             if message.command == "disconnect":
                 self.respond(message)
             else:
-                self.fail(message, "the debugged process has gone")
+                self.fail(message, PROCESS_ENDED)
 
     async def _worker_to_client(self) -> None:
         assert self._process is not None and self._channel is not None
@@ -320,6 +399,7 @@ class ClientSession:
                 body = await self._next_body(self._worker, self._channel.reader)
             except (PeerClosed, OSError):
                 return
+            self._outstanding.answered(body)
             if not self._injected and not mentions(body, WORKER_WORDS):
                 self._writer.write(self._client.send_body(body))  # the fast path
                 await self._writer.drain()
@@ -332,6 +412,8 @@ class ClientSession:
                 self._to_worker(Response(seq=0, request_seq=message.seq, command=message.command,
                                          success=False, message="refused by the raydebug hub"))
                 continue
+            if isinstance(message, Event) and message.event == "terminated":
+                self._terminated_sent = True
             self._send_client(message, renumber=False)
             if (isinstance(message, Response) and message.command == "configurationDone"
                     and message.request_seq == self._configuration_done_seq):
@@ -339,6 +421,8 @@ class ClientSession:
             await self._writer.drain()
 
     def _on_process_lost(self) -> None:
+        # During the set-up, the attach fails at once with this reason (not after a grace).
+        self._channels.fail(self._channel_id, "the process has ended")
         if self._channel is not None:
             self._channel.writer.close()
 
@@ -411,9 +495,18 @@ class ClientSession:
             seq=0, request_seq=request.seq, command=request.command, success=False,
             message=text, body={"error": {"id": 1, "format": text, "showUser": True}}))
 
-    async def _say(self, text: str) -> None:
+    @property
+    def peer_host(self) -> str | None:
+        """The client's IP address; None on a Unix socket."""
+        return peer_host(self._writer)
+
+    def say_now(self, text: str) -> None:
+        """A line on the client's debug console, without waiting for it to be sent."""
         self._send_client(Event(seq=0, event="output",
                                 body={"category": "console", "output": text + "\n"}))
+
+    async def _say(self, text: str) -> None:
+        self.say_now(text)
         with contextlib.suppress(OSError):
             await self._writer.drain()
 

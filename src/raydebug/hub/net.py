@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import socket
 from collections.abc import Callable
 from typing import TypeVar
@@ -56,7 +57,14 @@ def peer_host(writer: asyncio.StreamWriter) -> str | None:
 
 class PeerLimit:
     """At most ``limit`` concurrent connections per peer address on one listener, so one
-    host (a runaway script, a flood) cannot take every socket the hub can open."""
+    host (a runaway script, a flood, connections that never say anything) cannot take every
+    socket the hub can open.
+
+    What counts is connections that have not proven they belong. A connection that has
+    (see :meth:`Admission.vouch`: a child of a live cluster session, bound to its process)
+    stops counting: such connections are bounded by the paused processes, one client each,
+    and one IDE debugging hundreds of processes from one address must not hit this limit.
+    """
 
     def __init__(self, limit: int, listener: str, option: str) -> None:
         self.limit = limit
@@ -64,6 +72,7 @@ class PeerLimit:
         self._option = option
         self._open: collections.Counter[str] = collections.Counter()
         self.refused = 0
+        self.vouched = 0  # open connections that no longer count
 
     def acquire(self, host: str | None) -> bool:
         """Count a new connection from ``host``; False (counted as refused) when it has
@@ -82,9 +91,78 @@ class PeerLimit:
             if self._open[host] <= 0:
                 del self._open[host]
 
+    def admit(self, host: str | None) -> Admission | None:
+        """:meth:`acquire` as an :class:`Admission` to close when the connection ends;
+        None when refused."""
+        return Admission(self, host) if self.acquire(host) else None
+
     def refusal(self, host: str | None) -> str:
         return (f"too many connections to the hub's {self._listener} port from {host} "
                 f"(limit {self.limit}; raise it with `raydebug hub {self._option}`)")
+
+    def statistics(self) -> dict[str, int]:
+        return {"counted": sum(self._open.values()), "vouched": self.vouched,
+                "limit": self.limit, "refused": self.refused}
+
+
+class Admission:
+    """One admitted connection's place in its :class:`PeerLimit`."""
+
+    def __init__(self, limit: PeerLimit | None, host: str | None) -> None:
+        self._limit = limit
+        self._host = host
+        self.counted = limit is not None
+
+    def vouch(self) -> None:
+        """The connection has proven it belongs: from now on it does not count."""
+        if self.counted and self._limit is not None:
+            self._limit.release(self._host)
+            self._limit.vouched += 1
+            self.counted = False
+
+    def revoke(self) -> None:
+        """Undo :meth:`vouch` (what it proved no longer holds): it counts again, even when
+        that puts its address over the limit (it is already open)."""
+        if not self.counted and self._limit is not None and self._host is not None:
+            self._limit._open[self._host] += 1
+            self._limit.vouched -= 1
+            self.counted = True
+
+    def close(self) -> None:
+        """The connection ended; idempotent."""
+        if self._limit is None:
+            return
+        if self.counted:
+            self._limit.release(self._host)
+        else:
+            self._limit.vouched -= 1
+        self._limit = None
+
+
+# The admission of the connection the current task serves (each connection is its own
+# task, with its own copy of the context), so that code deep in a protocol handler can vouch
+# for its connection without every layer passing it along.
+_CURRENT_ADMISSION: contextvars.ContextVar[Admission | None] = contextvars.ContextVar(
+    "raydebug_admission", default=None)
+
+
+def serve_admitted(admission: Admission) -> None:
+    """Make ``admission`` the current task's (call at the start of its connection's task)."""
+    _CURRENT_ADMISSION.set(admission)
+
+
+def vouch_for_this_connection() -> None:
+    """The connection the current task serves stops counting toward its peer limit."""
+    admission = _CURRENT_ADMISSION.get()
+    if admission is not None:
+        admission.vouch()
+
+
+def revoke_this_connection() -> None:
+    """The connection the current task serves counts again (see :meth:`Admission.revoke`)."""
+    admission = _CURRENT_ADMISSION.get()
+    if admission is not None:
+        admission.revoke()
 
 
 def is_loopback(host: str) -> bool:

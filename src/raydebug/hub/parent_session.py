@@ -12,12 +12,21 @@ One child per process at a time: pydevd serves one client per process, and that 
 sees all its paused threads. Breakpoints the user sets on the parent are kept here and sent
 to each child's pydevd right after its attach. The parent has no threads of its own;
 ``terminate`` (then ``disconnect``) on it ends the parent only, and no worker is killed.
+
+Children and the per-address connection limit. Every child connection comes from the IDE's
+address. A child counts toward the limit only until its attach is accepted (then it is
+bound to its process: see :class:`raydebug.hub.net.PeerLimit`), and the parent offers at
+most :data:`OFFER_WINDOW` children at a time that have not attached yet, so a cluster of any
+size never holds more than that many counted connections. When the hub refuses one of this
+address's connections anyway, the parent's debug console says so (:meth:`ParentRegistry.tell`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +39,14 @@ if TYPE_CHECKING:
 
 # Requests whose arguments the parent keeps and replays to every child.
 BREAKPOINT_REQUESTS = ("setBreakpoints", "setFunctionBreakpoints", "setExceptionBreakpoints")
+# Children offered and not attached yet, at most; an offer the client has not taken within
+# OFFER_TIMEOUT seconds stops holding its place (it is not offered again while it waits).
+OFFER_WINDOW = 16
+OFFER_TIMEOUT = 10.0
+# A session whose child attached and left it paused (the attach failed, the connection
+# dropped) is offered again, this many times in all.
+OFFER_TRIES = 3
+TELL_INTERVAL = 5.0
 
 
 @dataclass
@@ -47,23 +64,53 @@ class ParentBreakpoints:
         return list(self.by_key.values())
 
 
+@dataclass
+class _LiveParent:
+    breakpoints: ParentBreakpoints
+    host: str | None  # the client's address
+    say: Callable[[str], None]  # a line on the parent's debug console
+    told_at: float = float("-inf")
+    untold: int = 0  # refusals not said, to keep a flood out of the console
+
+    def tell(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self.told_at < TELL_INTERVAL:
+            self.untold += 1
+            return
+        more = f" (and {self.untold} more since the last such message)" if self.untold else ""
+        self.say(text + more)
+        self.told_at, self.untold = now, 0
+
+
 class ParentRegistry:
-    """Live parents by key, so a child connection can find its parent's breakpoints."""
+    """Live parents by key, so a child connection can find its parent's breakpoints, and
+    the hub can tell the user about refused connections in the parent's debug console."""
 
     def __init__(self) -> None:
-        self._parents: dict[str, ParentBreakpoints] = {}
+        self._parents: dict[str, _LiveParent] = {}
 
-    def add(self) -> tuple[str, ParentBreakpoints]:
+    def add(self, host: str | None, say: Callable[[str], None]) -> tuple[str, ParentBreakpoints]:
+        """Register a parent of a client at ``host``; return its key and its breakpoints."""
         key = secrets.token_hex(8)
-        self._parents[key] = ParentBreakpoints()
-        return key, self._parents[key]
+        self._parents[key] = _LiveParent(ParentBreakpoints(), host, say)
+        return key, self._parents[key].breakpoints
 
     def remove(self, key: str) -> None:
         self._parents.pop(key, None)
 
+    def is_live(self, key: object) -> bool:
+        return isinstance(key, str) and key in self._parents
+
     def breakpoints_for(self, key: object) -> list[Request]:
         parent = self._parents.get(str(key)) if key else None
-        return parent.requests() if parent is not None else []
+        return parent.breakpoints.requests() if parent is not None else []
+
+    def tell(self, host: str | None, text: str) -> None:
+        """Say ``text`` in the debug console of every parent whose client is at ``host``, at
+        most once per :data:`TELL_INTERVAL` seconds (then with how many were not said)."""
+        for parent in self._parents.values():
+            if parent.host == host:
+                parent.tell(text)
 
 
 def child_name(session: HubSession) -> str:
@@ -85,8 +132,8 @@ class ParentSession:
         self._registry = registry
         self._parents = parents
         self._attach = attach
-        self._key, self._breakpoints = parents.add()
-        self._offered: dict[str, str] = {}  # process id -> session id offered to the client
+        self._key, self._breakpoints = parents.add(client.peer_host, client.say_now)
+        self._offered: dict[str, _Offer] = {}  # by process id: the last offer to the client
 
     async def run(self) -> None:
         """Answer the parent's requests and offer children until the client leaves."""
@@ -139,20 +186,40 @@ class ParentSession:
                                 for b in wanted]}
 
     async def _offer_children(self) -> None:
-        """Send startDebugging for every paused process not yet offered, as they come."""
+        """Send startDebugging for every paused process not yet offered, as they come, at
+        most :data:`OFFER_WINDOW` on their way at once."""
         while True:
+            now = time.monotonic()
+            on_their_way = sum(1 for offer in self._offered.values()
+                               if offer.on_its_way(now))
             for session in self._registry.all_sessions():
-                self._maybe_offer(session)
-            await self._registry.wait_for_change()
+                if on_their_way >= OFFER_WINDOW:
+                    break
+                if self._maybe_offer(session, now):
+                    on_their_way += 1
+            # An offer that times out frees its place without any change in the registry.
+            expiries = [offer.at + OFFER_TIMEOUT - now for offer in self._offered.values()
+                        if offer.on_its_way(now)]
+            try:
+                await asyncio.wait_for(self._registry.wait_for_change(),
+                                       max(min(expiries), 0.01) if expiries else None)
+            except TimeoutError:
+                pass
 
-    def _maybe_offer(self, session: HubSession) -> None:
+    def _maybe_offer(self, session: HubSession, now: float) -> bool:
+        """Offer ``session`` unless its process has a child on its way or attached; True
+        when offered. A child that attached and then left without resuming the process
+        (its attach failed, or its connection dropped) is offered again."""
+        if session.state is not SessionState.WAITING:
+            return False
         process = session.process
         offered = self._offered.get(process.id)
-        if offered is not None and offered in process.sessions:
-            return  # its child is on its way, or attached
-        if session.state is not SessionState.WAITING:
-            return
-        self._offered[process.id] = session.record.id
+        tries = 1
+        if offered is not None and offered.session.record.id in process.sessions:
+            if not offered.left() or offered.tries >= OFFER_TRIES:
+                return False  # its child is on its way (or was, and never came), or gave up
+            tries = offered.tries + 1
+        self._offered[process.id] = _Offer(session, now, session.attaches, tries)
         configuration = {
             **self._attach.arguments,
             "request": "attach",
@@ -163,3 +230,26 @@ class ParentSession:
         }
         self._client.send_request(Request(seq=0, command="startDebugging", arguments={
             "request": "attach", "configuration": configuration}))
+        return True
+
+
+@dataclass
+class _Offer:
+    """A startDebugging sent for ``session``, at ``at`` (monotonic seconds), when it had
+    had ``attaches`` clients."""
+
+    session: HubSession
+    at: float
+    attaches: int
+    tries: int  # offers of this session so far, this one included
+
+    def on_its_way(self, now: float) -> bool:
+        """Offered, no client attached since, and not given up on."""
+        return (self.session.attaches == self.attaches
+                and self.session.state is SessionState.WAITING
+                and now - self.at < OFFER_TIMEOUT)
+
+    def left(self) -> bool:
+        """A client attached since the offer, and the session is waiting again."""
+        return (self.session.attaches > self.attaches
+                and self.session.state is SessionState.WAITING)

@@ -24,6 +24,7 @@ class HubSession:
     record: SessionRecord
     process: Process
     state: SessionState = SessionState.WAITING
+    attaches: int = 0  # how many clients have attached to it so far
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.record.to_dict(), "state": self.state.value,
@@ -158,6 +159,7 @@ class Registry:
         process.client = client
         for each in process.sessions.values():
             each.state = next_state(each.state, SessionEvent.CLIENT_ATTACHED)
+            each.attaches += 1
         await self._notify()
 
     async def detach(self, process: Process, client: object) -> None:

@@ -6,7 +6,8 @@ listener (127.0.0.1 by default) serves DAP and HTTP on one port: both protocols 
 so the first bytes decide (``Content-Length`` -> DAP, an HTTP method -> HTTP).
 
 Limits, each a :class:`HubConfig` field: concurrent connections per peer address on each
-listener (one more is refused with a message saying which setting to raise), the time a
+listener (one more is refused with a message saying which setting to raise; connections
+that proved they belong do not count, see :class:`~raydebug.hub.net.PeerLimit`), the time a
 worker has to finish its handshake, the time a client has to send its first bytes, and the
 number of sessions.
 """
@@ -31,12 +32,14 @@ from .client_admission import ClientAdmission
 from .dap_proxy import ClientSession
 from .http_api import HubNames, respond, serve_http
 from .net import (
+    Admission,
     PeerLimit,
     is_loopback,
     peer_host,
     peer_name,
     raise_open_file_limit,
     read_next,
+    serve_admitted,
     set_nodelay,
 )
 from .parent_session import ParentRegistry
@@ -170,7 +173,8 @@ class Hub:
     def statistics(self) -> dict[str, Any]:
         return {**self.registry.statistics(), "refused_workers": self.workers.refused,
                 "refused_clients_over_limit": self.client_limit.refused,
-                "refused_clients_not_admitted": self.admission.refused}
+                "refused_clients_not_admitted": self.admission.refused,
+                "client_connections": self.client_limit.statistics()}
 
     def _track(self, handler: Any, limit: PeerLimit | None, refuse: Any) -> Any:
         """``handler`` for each connection that ``limit`` admits, else ``refuse`` (with the
@@ -180,9 +184,10 @@ class Hub:
             assert task is not None
             self._connections.add(task)
             host = peer_host(writer)
-            admitted = limit is None or limit.acquire(host)
+            admission = Admission(None, host) if limit is None else limit.admit(host)
             try:
-                if admitted:
+                if admission is not None:
+                    serve_admitted(admission)
                     await handler(reader, writer)
                 else:
                     assert limit is not None
@@ -190,15 +195,18 @@ class Hub:
             except asyncio.CancelledError:
                 writer.close()  # the hub is closing
             finally:
-                if admitted and limit is not None:
-                    limit.release(host)
+                if admission is not None:
+                    admission.close()
                 self._connections.discard(task)
         return tracked
 
     async def _refuse_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                              reason: str) -> None:
-        """Tell a client why it is refused, in its own protocol, and close."""
+        """Tell a client why it is refused, in its own protocol, and close. The cluster
+        sessions of that address hear it too: a refused child would otherwise just never
+        appear in the IDE."""
         log.warning("client %s: refused: %s", peer_name(writer), reason)
+        self.parents.tell(peer_host(writer), f"raydebug hub: refused a connection: {reason}")
         try:
             first = await asyncio.wait_for(self._sniffed_bytes(reader),
                                            self.config.client_idle_timeout)

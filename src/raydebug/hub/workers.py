@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..errors import (
     AuthenticationError,
+    ChannelFailedError,
     ProtocolVersionError,
     RaydebugError,
     RemoteProtocolError,
@@ -40,7 +41,7 @@ from ..protocol.worker import (
     encode_control,
 )
 from ..session import SessionRecord
-from .net import peer_name, read_next, set_nodelay
+from .net import peer_name, read_next, set_nodelay, vouch_for_this_connection
 from .registry import Process, Registry
 
 log = logging.getLogger("raydebug.hub")
@@ -57,31 +58,60 @@ class DataChannel:
 
 
 class PendingChannels:
-    """Channels a client asked a process to open, by channel id."""
+    """Channels a client asked a process to open, by channel id, from the request until the
+    client has set the channel up (then it calls :meth:`forget`).
+
+    The agent reports a failure with ``ChannelFailed`` on its control connection. Before the
+    data connection arrives that fails the wait for it; after (pydevd refused the socket, so
+    the agent closed it), the client sees the data connection close first and asks
+    :meth:`wait_failure` for the reason.
+    """
 
     def __init__(self) -> None:
-        self._futures: dict[int, asyncio.Future[DataChannel]] = {}
+        self._connections: dict[int, asyncio.Future[DataChannel]] = {}
+        self._failures: dict[int, asyncio.Future[str]] = {}
 
     def expect(self) -> tuple[int, asyncio.Future[DataChannel]]:
+        """A new channel id, and the future its data connection will be delivered to (it
+        raises :class:`ChannelFailedError` when the agent reports a failure first)."""
         channel = secrets.randbits(62)
-        future: asyncio.Future[DataChannel] = asyncio.get_running_loop().create_future()
-        self._futures[channel] = future
-        return channel, future
+        loop = asyncio.get_running_loop()
+        connection: asyncio.Future[DataChannel] = loop.create_future()
+        self._connections[channel] = connection
+        self._failures[channel] = loop.create_future()
+        return channel, connection
 
     def forget(self, channel: int) -> None:
-        self._futures.pop(channel, None)
+        self._connections.pop(channel, None)
+        self._failures.pop(channel, None)
 
     def deliver(self, channel: int, data: DataChannel) -> bool:
-        future = self._futures.pop(channel, None)
-        if future is None or future.done():
+        """Hand a data connection to the client expecting it; False when none is."""
+        connection = self._connections.pop(channel, None)
+        if connection is None or connection.done():
             return False
-        future.set_result(data)
+        connection.set_result(data)
         return True
 
     def fail(self, channel: int, reason: str) -> None:
-        future = self._futures.pop(channel, None)
-        if future is not None and not future.done():
-            future.set_exception(RemoteProtocolError(reason))
+        """The channel cannot be served, for ``reason``; nothing when it is not pending."""
+        connection = self._connections.pop(channel, None)
+        if connection is not None and not connection.done():
+            connection.set_exception(ChannelFailedError(reason))
+        failure = self._failures.get(channel)
+        if failure is not None and not failure.done():
+            failure.set_result(reason)
+
+    async def wait_failure(self, channel: int, timeout: float) -> str | None:
+        """The reason the agent gave for failing ``channel``, waiting up to ``timeout``
+        seconds for it; None when it gave none (or the channel is not pending)."""
+        failure = self._failures.get(channel)
+        if failure is None:
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.shield(failure), timeout)
+        except TimeoutError:
+            return None
 
 
 class WorkerListener:
@@ -115,6 +145,9 @@ class WorkerListener:
             hello = await self._authenticate(reader, writer, handshake, peer)
             if hello is None:
                 return
+            # Proven: the per-address limit is for connections that have not (a node with
+            # hundreds of attached processes holds two authenticated connections each).
+            vouch_for_this_connection()
             stream = ControlStream()
             if leftover := handshake.take_buffered():  # (b"" would say end of stream)
                 stream.receive_data(leftover)

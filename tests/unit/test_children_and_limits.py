@@ -1,0 +1,108 @@
+"""In memory: the per-address limit counts only connections that have not proven they belong,
+and a cluster session offers a bounded number of children at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from raydebug.hub.net import PeerLimit
+from raydebug.hub.parent_session import OFFER_WINDOW, ParentRegistry, ParentSession
+from raydebug.hub.registry import Registry
+from raydebug.protocol import Event, Request
+from raydebug.session import SessionRecord
+
+
+def test_a_vouched_connection_stops_counting_and_can_be_revoked():
+    limit = PeerLimit(2, "client", "--max-client-connections")
+    first, second = limit.admit("10.0.0.1"), limit.admit("10.0.0.1")
+    assert first is not None and second is not None
+    assert limit.admit("10.0.0.1") is None and limit.refused == 1
+    first.vouch()
+    first.vouch()  # once only
+    third = limit.admit("10.0.0.1")
+    assert third is not None
+    assert limit.statistics() == {"counted": 2, "vouched": 1, "limit": 2, "refused": 1}
+    first.revoke()  # its attach failed: it counts again, even over the limit
+    assert limit.statistics()["counted"] == 3 and limit.statistics()["vouched"] == 0
+    for admission in (first, second, third):
+        admission.close()
+        admission.close()  # idempotent
+    assert limit.statistics() == {"counted": 0, "vouched": 0, "limit": 2, "refused": 1}
+    assert limit.admit(None) is not None  # Unix socket peers are not limited
+
+
+class FakeParentClient:
+    """The parts of a ClientSession a ParentSession uses, with a scripted client."""
+
+    def __init__(self) -> None:
+        self.peer_host = "127.0.0.1"
+        self.offers: list[Request] = []
+        self.said: list[str] = []
+        self.offered = asyncio.Condition()
+        self._incoming: asyncio.Queue[Request] = asyncio.Queue()
+
+    def respond(self, request: Request, body: dict[str, Any] | None = None) -> None:
+        pass
+
+    def fail(self, request: Request, text: str) -> None:
+        pass
+
+    def send_event(self, event: Event) -> None:
+        pass
+
+    def send_request(self, request: Request) -> None:
+        self.offers.append(request)
+
+    def say_now(self, text: str) -> None:
+        self.said.append(text)
+
+    async def next_client_message(self) -> Request:
+        return await self._incoming.get()
+
+    def leave(self) -> None:
+        self._incoming.put_nowait(Request(seq=99, command="disconnect"))
+
+
+def test_a_cluster_session_offers_a_window_of_children_and_offers_a_failed_one_again():
+    async def scenario() -> None:
+        registry = Registry()
+        processes = []
+        for number in range(OFFER_WINDOW + 10):
+            process = registry.add_process({}, f"peer{number}", lambda message: None)
+            await registry.add_session(process, SessionRecord(
+                id=f"s{number}", pid=number, host="h", file="f.py", line=1, function="f",
+                since=float(number)))
+            processes.append(process)
+        client = FakeParentClient()
+        parents = ParentRegistry()
+        parent = ParentSession(client, registry, parents,  # type: ignore[arg-type]
+                               Request(seq=1, command="attach", arguments={"name": "x"}))
+        serving = asyncio.ensure_future(parent.run())
+
+        async def offered(count: int) -> list[str]:
+            for _ in range(100):
+                await asyncio.sleep(0)
+            assert len(client.offers) == count, [o.arguments for o in client.offers]
+            return [o.arguments["configuration"]["raydebug"]["session"]
+                    for o in client.offers]
+
+        assert await offered(OFFER_WINDOW) == [f"s{n}" for n in range(OFFER_WINDOW)]
+        children = [object() for _ in range(3)]
+        for number, child in enumerate(children):  # three children attach: three more
+            await registry.attach(registry.get(f"s{number}"), child)
+        assert (await offered(OFFER_WINDOW + 3))[-3:] == [f"s{OFFER_WINDOW + n}"
+                                                          for n in range(3)]
+        await registry.detach(processes[0], children[0])  # its attach failed
+        await offered(OFFER_WINDOW + 3)  # the window is full
+        await registry.attach(registry.get("s3"), object())  # a place: s0 again, oldest first
+        assert (await offered(OFFER_WINDOW + 4))[-1] == "s0"
+        parents.tell("127.0.0.1", "refused")
+        parents.tell("127.0.0.1", "refused")  # a flood is not repeated line by line
+        parents.tell("10.0.0.9", "not this parent's address")
+        assert client.said == ["refused"]
+        client.leave()
+        await asyncio.wait_for(serving, 5)
+        assert parents.breakpoints_for("anything") == []
+
+    asyncio.run(scenario())
