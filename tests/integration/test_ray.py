@@ -114,16 +114,23 @@ def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProces
                           text=True, timeout=timeout, env={**os.environ, **LOOPBACK})
 
 
-def hub_processes() -> list[int]:
-    """Pids of processes running the hub actor (Ray titles them ray::_HubActor)."""
+def hub_processes(cluster: Any) -> list[int]:
+    """Pids of this cluster's processes running the hub actor (Ray titles them
+    ray::_HubActor): children of one of its raylets, so other clusters on the machine (other
+    test runs) do not count."""
+    raylets = {str(node.all_processes["raylet"][0].process.pid)
+               for node in cluster.list_all_nodes()}
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"_HubActor" in (entry / "cmdline").read_bytes():
-                    pids.append(int(entry.name))
-            except OSError:
+                if b"_HubActor" not in (entry / "cmdline").read_bytes():
+                    continue
+                parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            except (OSError, IndexError):
                 continue
+            if parent in raylets:
+                pids.append(int(entry.name))
     return pids
 
 
@@ -140,7 +147,7 @@ def test_breakpoints_and_post_mortem_across_the_cluster(cluster: Any, tmp_path: 
         assert listed.returncode == 0, listed.stderr
         sessions = json.loads(listed.stdout)
         assert {s["task_name"] for s in sessions} == EXPECTED_TASKS, sessions
-        assert len(hub_processes()) == 1  # six workers paused at once: one hub
+        assert len(hub_processes(cluster)) == 1  # six workers paused at once: one hub
         by_task = {s["task_name"]: s for s in sessions}
         node_of = {"on_head": cluster.head_node.node_id,
                    **{name: node.node_id for name, node in zip(
