@@ -42,6 +42,9 @@ HEAD_NODE_RESOURCE = "node:__internal_head__"
 SETUP_HOOK = "raydebug.integrations.ray.setup_worker"
 DEFAULT_CLIENT_PORT = 5678
 HUB_START_TIMEOUT = 60.0
+# How often the hub actor asks the GCS whether its node is draining (ray stop, SIGTERM to
+# `ray start --block`): the node waits for every lease to be returned, for up to 30 s.
+DRAIN_POLL_INTERVAL = 1.0
 TRUTHY = ("1", "true", "yes", "on")
 
 
@@ -288,13 +291,20 @@ def hub_actor_class() -> Any:
 
 
 class _HubActor:
-    """The hub, as a detached async actor on the head node (no CPU reserved)."""
+    """The hub, as a detached async actor on the head node (no CPU reserved).
+
+    A detached actor holds its worker lease forever, and a node being stopped (``ray stop``,
+    SIGTERM to ``ray start --block``) waits up to 30 s for every lease to be returned
+    before it gives up and kills its processes. So the actor watches its node's drain state
+    and, once the node drains, stops serving, unpublishes itself and exits.
+    """
 
     def __init__(self) -> None:
         self._info: HubInfo | None = None
         self._lock = asyncio.Lock()
         self._hub: Any = None
         self._serving: Any = None
+        self._watching: Any = None
 
     async def start(self, tls: bool = False) -> dict[str, Any]:
         """Start serving once; return the HubInfo as a dict (every caller gets the same).
@@ -323,10 +333,38 @@ class _HubActor:
                 await hub.close()
         self._hub = hub
         self._serving = asyncio.ensure_future(hub.serve_forever())
+        self._watching = asyncio.ensure_future(self._exit_when_node_drains())
         return HubInfo(worker="{}:{}".format(*hub.worker_address),
                        client="{}:{}".format(*hub.client_address),
                        token=hub.config.token, owner="actor", node_ip=ip, pid=os.getpid(),
                        cert=hub.certificate.fingerprint if hub.certificate else "")
+
+    async def _exit_when_node_drains(self) -> None:
+        """Poll the GCS (it has no notification for this) until this node is draining, then
+        ask this actor to :meth:`stop` (an actor exits only from one of its own methods)."""
+        node_id = ray.get_runtime_context().get_node_id()
+        gcs = ray._private.worker.global_worker.gcs_client
+        while True:
+            await asyncio.sleep(DRAIN_POLL_INTERVAL)
+            try:
+                draining = await asyncio.to_thread(gcs.get_draining_nodes, timeout=5)
+            except Exception:  # a GCS that is restarting or gone: try again
+                continue
+            if node_id in draining:
+                break
+        ray.get_runtime_context().current_actor.stop.remote()
+
+    async def stop(self) -> None:
+        """Stop serving, take the hub out of the KV, and end this actor."""
+        if self._hub is not None:
+            self._serving.cancel()
+            await self._hub.close()
+        if self._info is not None:
+            try:
+                unpublish_hub_info(self._info)
+            except Exception:  # the GCS may already be going away; the node is stopping
+                pass
+        ray.actor.exit_actor()
 
 
 # -- session metadata -------------------------------------------------------------------------
