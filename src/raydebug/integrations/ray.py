@@ -24,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from types import FrameType
@@ -230,34 +232,106 @@ def _hub_actor_alive() -> bool:
     return True
 
 
-def connect_kv(address: str | None) -> None:
-    """Reach the cluster's KV from a process that is not a Ray driver (the CLI).
+GCS_CONNECT_TIMEOUT = 10.0  # Ray's own GcsClient gives up only after 40 s
 
-    ``address``: a GCS address, ``auto`` or None (``RAY_ADDRESS``, then a cluster started on
-    this machine). Raises :class:`HubUnreachableError` when no cluster is found.
+
+def find_gcs_address(address: str | None) -> str:
+    """The GCS address (``host:port``) of the cluster that ``address`` names: a GCS
+    address, or ``auto``/None for ``RAY_ADDRESS`` then a cluster started on this machine
+    (the latest ``ray start``, else any running GCS). Raises :class:`HubUnreachableError`.
+
+    Unlike Ray's ``canonicalize_bootstrap_address``, a loopback address stays loopback: a
+    cluster on 127.0.0.1 does not listen on the machine's network address.
+    """
+    from ray._private.services import get_ray_address_from_environment
+
+    if address and address != "auto":
+        return address
+    try:
+        found = get_ray_address_from_environment("auto", None)
+    except Exception as error:  # ConnectionError: no cluster found
+        raise HubUnreachableError(f"no Ray cluster found on this machine: {error}") from None
+    if not found or found in ("auto", "local"):
+        raise HubUnreachableError("no Ray cluster found on this machine")
+    return str(found)
+
+
+def connect_kv(address: str | None) -> str:
+    """Reach the cluster's KV from a process that is not a Ray driver (the CLI); return the
+    GCS address used (see :func:`find_gcs_address`).
+
+    Bounded: a port that does not answer is refused within 3 s, a GCS that does not
+    finish the handshake within :data:`GCS_CONNECT_TIMEOUT`. Raises
+    :class:`HubUnreachableError` saying why.
     """
     from ray.experimental import internal_kv
 
     if ray.is_initialized() or internal_kv._internal_kv_initialized():
-        return
-    from ray._private.services import canonicalize_bootstrap_address
-
+        return address or "auto"
+    gcs_address = find_gcs_address(address)
+    host, _, port = gcs_address.rpartition(":")
     try:
-        gcs_address = canonicalize_bootstrap_address(address or "auto")
-    except Exception as error:
-        raise HubUnreachableError(f"no Ray cluster at {address or 'auto'}: {error}") from None
-    if not gcs_address:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=3):
+            pass
+    except (OSError, ValueError) as error:
         raise HubUnreachableError(
-            f"no Ray cluster found ({address or 'RAY_ADDRESS, then a local cluster'})")
-    try:
-        client = ray._raylet.GcsClient(address=gcs_address)  # type: ignore[attr-defined]
-    except Exception as error:  # Ray raises its own AuthenticationError, RpcError, ...
+            f"no Ray cluster answers at {gcs_address} ({error}); pass --ray-address "
+            "HOST:PORT or set RAY_ADDRESS") from None
+    result: list[Any] = []
+
+    def connect() -> None:
+        try:
+            result.append(ray._raylet.GcsClient(address=gcs_address))  # type: ignore[attr-defined]
+        except Exception as error:  # Ray raises its own AuthenticationError, RpcError, ...
+            result.append(error)
+
+    # GcsClient blocks in C++ and takes no timeout: wait for it on a thread, bounded.
+    thread = threading.Thread(target=connect, name="raydebug-gcs-connect", daemon=True)
+    thread.start()
+    thread.join(GCS_CONNECT_TIMEOUT)
+    if not result:
+        raise HubUnreachableError(
+            f"the Ray cluster at {gcs_address} did not answer within "
+            f"{GCS_CONNECT_TIMEOUT:g} s (is it a Ray GCS port? does it use token "
+            "authentication, RAY_AUTH_MODE=token?)")
+    if isinstance(result[0], Exception):
+        error = result[0]
         hint = ("; this cluster uses token authentication: set RAY_AUTH_MODE=token"
                 if "auth" in str(error).lower() else "")
         first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         raise HubUnreachableError(
-            f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}{hint}") from None
-    internal_kv._initialize_internal_kv(client)
+            f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}{hint}")
+    internal_kv._initialize_internal_kv(result[0])
+    return gcs_address
+
+
+def find_or_start_cluster_hub(address: str | None) -> tuple[HubInfo, str]:
+    """For the CLI: the hub of the cluster ``address`` names, started (as the first pause
+    would start it) when it has none yet; and the GCS address. Starting it connects to the
+    cluster as a short-lived driver, which needs this machine to be one of its nodes.
+    Raises :class:`HubUnreachableError` saying why."""
+    import logging
+
+    gcs_address = connect_kv(address)
+    info = read_hub_info()
+    if info is not None:
+        return info, gcs_address
+    loopback = gcs_address.startswith(("127.", "localhost", "[::1]"))
+    try:
+        ray.init(address=gcs_address, namespace=HUB_ACTOR_NAMESPACE, log_to_driver=False,
+                 logging_level=logging.WARNING,
+                 _node_ip_address="127.0.0.1" if loopback else None)
+    except Exception as error:
+        first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise HubUnreachableError(
+            f"the Ray cluster at {gcs_address} has no raydebug hub yet, and this machine "
+            f"cannot start it ({first_line}); run `raydebug hub --ray-address "
+            f"{gcs_address}` on a node of the cluster, or wait for the first breakpoint"
+        ) from None
+    try:
+        return find_or_start_hub(), gcs_address
+    finally:
+        ray.shutdown()
 
 
 def publish_cli_hub(client: str, worker: str, token: str, cert: str | None = None) -> HubInfo:
