@@ -28,6 +28,7 @@ from typing import Any, cast
 
 from ..errors import RaydebugError, SessionBusyError, SessionNotFoundError
 from ..protocol import DapConnection, Event, Message, Request, Response, mentions, parse_message
+from ..protocol.paths import PathTranslator
 from ..protocol.worker import ClientGone as ClientGoneMessage
 from ..protocol.worker import ClientReady, OpenChannel
 from .net import RECV_SIZE, read_next
@@ -105,6 +106,7 @@ class ClientSession:
         self._channel: DataChannel | None = None
         self._channel_id = 0
         self._configuration_done_seq: int | None = None
+        self._paths: PathTranslator | None = None  # the client's localRoot <-> remote_root
 
     async def run(self) -> None:
         """Serve the client until it leaves; always releases the process and the channel."""
@@ -194,6 +196,7 @@ class ClientSession:
                 return None
         self._process = session.process
         self._process.on_lost.append(self._on_process_lost)
+        self._paths = PathTranslator.for_attach(request.arguments, session.record.remote_root)
         try:
             await self._open_channel(request)
         except (RaydebugError, TimeoutError, OSError) as error:
@@ -237,8 +240,9 @@ class ClientSession:
                 self._parents.breakpoints_for(key.get("parent") if isinstance(key, dict)
                                               else None), start=INJECTED_SEQ):
             self._injected.add(number)
-            self._to_worker(Request(seq=number, command=request.command,
-                                    arguments=request.arguments))
+            arguments = (self._paths.arguments_to_remote(request.arguments) if self._paths
+                         else request.arguments)
+            self._to_worker(Request(seq=number, command=request.command, arguments=arguments))
 
     async def _drop_initialize_response(self, initialize: Request) -> None:
         while True:
@@ -273,6 +277,8 @@ class ClientSession:
                 body = await self._next_body(self._client, self._reader)
             except PeerClosed:
                 return
+            if self._paths is not None:
+                body = self._paths.to_remote(body)
             if not mentions(body, CLIENT_WORDS) and self._channel is not None:
                 self._channel.writer.write(self._worker.send_body(body))  # the fast path
                 await self._channel.writer.drain()
@@ -320,6 +326,8 @@ class ClientSession:
                 body = await self._next_body(self._worker, self._channel.reader)
             except (PeerClosed, OSError):
                 return
+            if self._paths is not None:
+                body = self._paths.to_local(body)
             if not self._injected and not mentions(body, WORKER_WORDS):
                 self._writer.write(self._client.send_body(body))  # the fast path
                 await self._writer.drain()
