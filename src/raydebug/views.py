@@ -117,7 +117,7 @@ def fit_columns(columns: list[_Column], width: int) -> list[tuple[_Column, int]]
             widths[widest] -= 1
         droppable = [c for name in _DROP_FIRST for c in columns if c.header == name]
         if sum(widths) <= budget or not droppable:
-            return list(zip(columns, widths))
+            return list(zip(columns, widths, strict=True))
         columns.remove(droppable[0])
 
 

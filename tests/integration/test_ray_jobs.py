@@ -115,8 +115,9 @@ def submit_when_the_job_agent_is_up(dashboard: str, code: Path) -> subprocess.Po
         submit = subprocess.Popen(
             [sys.executable, "-m", "ray.scripts.scripts", "job", "submit", "--address",
              dashboard, "--working-dir", str(code), "--", "raydebug", "run", "--post-mortem",
-             "--wait-timeout", "300", "--", "python", "job.py"], env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
+             "--wait-timeout", "300", "--", "python", "job.py"],
+            env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
         assert submit.stdout is not None
         output = ""
         for line in submit.stdout:  # until the job is accepted, or the command fails

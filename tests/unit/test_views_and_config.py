@@ -55,7 +55,7 @@ def test_a_ray_session_is_one_line_that_fits_the_terminal(width: int):
     header = lines[1].split()
     assert header[:2] == ["id", "task"] and "pid" in header and "where" in header, text
     assert "labels" not in header and "job" not in header, text  # empty, or all the same
-    for session, line in zip(RAY_SESSIONS, lines[2:]):
+    for session, line in zip(RAY_SESSIONS, lines[2:], strict=True):
         assert session["id"] in line and str(session["pid"]) in line, text
         assert session["task_name"] in line, text
         # shortened from the left: the file name and line stay

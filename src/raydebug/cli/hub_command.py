@@ -58,13 +58,13 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
         max_worker_connections: int, max_client_connections: int, handshake_timeout: float,
         client_idle_timeout: float) -> None:
     """Run the hub: list sessions and route debuggers to them."""
-    from .hub import Hub, HubConfig
+    from ..hub import Hub, HubConfig
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="raydebug hub: %(message)s")
     ray_integration: Any = None
     if ray_address:
-        from .integrations import ray as ray_module
+        from ..integrations import ray as ray_module
 
         ray_integration = ray_module
         ray_module.connect_kv(ray_address)

@@ -80,7 +80,8 @@ def _cluster_hub(address: str | None, start: bool, required: bool) -> HubLocatio
         info, gcs = ray_integration.find_or_start_cluster_hub(address)
     else:
         gcs = ray_integration.connect_kv(address)
-        info = ray_integration.read_hub_info()
-        if info is None:
+        published = ray_integration.read_hub_info()
+        if published is None:
             raise HubUnreachableError(f"the Ray cluster at {gcs} has no raydebug hub yet")
+        info = published
     return HubLocation(info.client, f"the hub of the Ray cluster at {gcs}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
 import click
 from click.shell_completion import CompletionItem
 

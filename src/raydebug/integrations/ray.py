@@ -295,10 +295,11 @@ def connect_kv(address: str | None) -> str:
             f"{GCS_CONNECT_TIMEOUT:g} s (is it a Ray GCS port? does it use token "
             "authentication, RAY_AUTH_MODE=token?)")
     if isinstance(result[0], Exception):
-        error = result[0]
+        failure = result[0]
         hint = ("; this cluster uses token authentication: set RAY_AUTH_MODE=token"
-                if "auth" in str(error).lower() else "")
-        first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+                if "auth" in str(failure).lower() else "")
+        first_line = (str(failure).splitlines()[0][:200] if str(failure)
+                      else type(failure).__name__)
         raise HubUnreachableError(
             f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}{hint}")
     internal_kv._initialize_internal_kv(result[0])
@@ -417,7 +418,7 @@ class _HubActor:
         """Poll the GCS (it has no notification for this) until this node is draining, then
         ask this actor to :meth:`stop` (an actor exits only from one of its own methods)."""
         node_id = ray.get_runtime_context().get_node_id()
-        gcs = ray._private.worker.global_worker.gcs_client
+        gcs = ray._private.worker.global_worker.gcs_client  # type: ignore[attr-defined]
         while True:
             await asyncio.sleep(DRAIN_POLL_INTERVAL)
             try:
