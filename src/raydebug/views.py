@@ -82,7 +82,7 @@ def session_columns(sessions: list[dict[str, Any]], now: float | None = None
         _Column("task" if ray else "function", [_what(s) for s in sessions], 12),
         _Column("node", [str(s.get("node_ip") or s.get("host") or "") for s in sessions], 9),
         _Column("pid", [str(s.get("pid", "")) for s in sessions], 7),
-        _Column("where", [_where(s) for s in sessions], 16,
+        _Column("where", [_where(s) for s in sessions], 14,
                 lambda text, width: short_path(text, width)),
         _Column("reason", [_reason(s) for s in sessions], 10),
         _Column("age", [format_age(float(s.get("since", 0)), now) for s in sessions], 6),

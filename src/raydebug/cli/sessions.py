@@ -13,7 +13,7 @@ from click.shell_completion import CompletionItem
 from .. import views
 from ..agent.config import parse_address
 from ..client.hub_api import get_json, list_sessions
-from ..errors import ConfigurationError, RaydebugError
+from ..errors import ConfigurationError, HubUnreachableError, RaydebugError
 from .locate import locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import note
@@ -51,8 +51,15 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
                  as_json: bool, wait_for: int, timeout: float) -> None:
     """List paused sessions, oldest first."""
     location = locate_hub(hub, ray_address)
-    sessions = list_sessions(location.address, wait_for, timeout if wait_for else 0.0,
-                             client_token)
+    try:
+        sessions = list_sessions(location.address, wait_for, timeout if wait_for else 0.0,
+                                 client_token)
+    except HubUnreachableError as error:
+        if not location.is_default:
+            raise
+        raise HubUnreachableError(
+            f"{error}; no hub or Ray cluster was found on this machine: start one with "
+            "`raydebug hub`, or pass --hub HOST:PORT or --ray-address") from None
     if as_json:
         click.echo(json.dumps(sessions, indent=2))
     else:

@@ -274,9 +274,9 @@ def connect_kv(address: str | None) -> str:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=3):
             pass
     except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise HubUnreachableError(
-            f"no Ray cluster answers at {gcs_address} ({error}); pass --ray-address "
-            "HOST:PORT or set RAY_ADDRESS") from None
+            f"no Ray cluster answers at {gcs_address} ({reason.lower()})") from None
     result: list[Any] = []
 
     def connect() -> None:
@@ -295,13 +295,14 @@ def connect_kv(address: str | None) -> str:
             f"{GCS_CONNECT_TIMEOUT:g} s (is it a Ray GCS port? does it use token "
             "authentication, RAY_AUTH_MODE=token?)")
     if isinstance(result[0], Exception):
-        failure = result[0]
-        hint = ("; this cluster uses token authentication: set RAY_AUTH_MODE=token"
-                if "auth" in str(failure).lower() else "")
-        first_line = (str(failure).splitlines()[0][:200] if str(failure)
-                      else type(failure).__name__)
+        failure = str(result[0])
+        if "auth" in failure.lower():
+            raise HubUnreachableError(
+                f"the Ray cluster at {gcs_address} uses token authentication: set "
+                "RAY_AUTH_MODE=token (its token in ~/.ray/auth_token or RAY_AUTH_TOKEN)")
+        first_line = failure.splitlines()[0][:200] if failure else type(result[0]).__name__
         raise HubUnreachableError(
-            f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}{hint}")
+            f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}")
     internal_kv._initialize_internal_kv(result[0])
     return gcs_address
 
