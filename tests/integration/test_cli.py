@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pexpect
@@ -127,3 +129,24 @@ def test_run_options_reach_the_command_they_run():
     passed_on = raydebug("run", "--", sys.executable, "-c", "import sys; print(sys.argv[1:])",
                          "--post-mortem")
     assert passed_on.stdout.strip() == "['--post-mortem']", passed_on
+
+
+def test_finding_a_ray_cluster_is_bounded_and_says_why():
+    pytest.importorskip("ray")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nothing = "127.0.0.1:{}".format(closed.getsockname()[1])
+    started = time.monotonic()
+    refused = raydebug("list", RAY_ADDRESS=nothing)
+    assert time.monotonic() - started < 10 and refused.returncode == 1
+    assert f"raydebug: no Ray cluster answers at {nothing} (connection refused)" in \
+        refused.stderr, refused.stderr
+    with socket.socket() as silent:  # accepts connections, never speaks: not a GCS
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = "127.0.0.1:{}".format(silent.getsockname()[1])
+        started = time.monotonic()
+        stuck = raydebug("list", "--ray-address", address)
+        took = time.monotonic() - started
+    assert stuck.returncode == 1 and took < 25, (took, stuck.stderr)  # Ray alone takes 40 s
+    assert f"the Ray cluster at {address} did not answer within 10 s" in stuck.stderr

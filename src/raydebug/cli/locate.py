@@ -63,8 +63,6 @@ def _cluster_hub(address: str | None, start: bool, required: bool) -> HubLocatio
     """The hub of the Ray cluster at ``address`` (None: one running on this machine, if
     any). None only when no cluster was found and none was ``required`` (the caller falls
     back); a cluster that was found but cannot be read is an error either way."""
-    # Ray's C++ client logs its retries and refusals on stderr; our error says it in one line.
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
     try:
         from ..integrations import ray as ray_integration
     except ImportError:
