@@ -225,3 +225,14 @@ def hub_banner(client: str, worker: str, token: str, cert: str | None = None) ->
         f"RAYDEBUG_TOKEN={token}{pin}\n"
         f"Then attach a DAP client to {client}, or run: raydebug list --hub {client}\n"
     )
+
+
+def tunnel_banner(port: int, destination: str) -> str:
+    """What ``raydebug tunnel`` prints once the forward works. The first line is parsed by
+    tools."""
+    config = json.dumps(vscode_config("127.0.0.1", port), indent=4).replace("\n", "\n    ")
+    return (f"raydebug tunnel ready: 127.0.0.1:{port} -> hub on {destination}\n"
+            f"  raydebug list --hub 127.0.0.1:{port}\n"
+            f"  raydebug attach --hub 127.0.0.1:{port}\n"
+            "  VS Code launch.json configuration:\n"
+            f"    {config}\n")

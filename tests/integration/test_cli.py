@@ -135,7 +135,7 @@ def test_finding_a_ray_cluster_is_bounded_and_says_why():
     pytest.importorskip("ray")
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
-        nothing = "127.0.0.1:{}".format(closed.getsockname()[1])
+        nothing = f"127.0.0.1:{closed.getsockname()[1]}"
     started = time.monotonic()
     refused = raydebug("list", RAY_ADDRESS=nothing)
     assert time.monotonic() - started < 10 and refused.returncode == 1
@@ -144,7 +144,7 @@ def test_finding_a_ray_cluster_is_bounded_and_says_why():
     with socket.socket() as silent:  # accepts connections, never speaks: not a GCS
         silent.bind(("127.0.0.1", 0))
         silent.listen()
-        address = "127.0.0.1:{}".format(silent.getsockname()[1])
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
         started = time.monotonic()
         stuck = raydebug("list", "--ray-address", address)
         took = time.monotonic() - started

@@ -49,12 +49,7 @@ def tunnel(destination: str, ssh_options: tuple[str, ...], local_port: int,
         note(f"tunnel: {text}")
 
     def ready(port: int) -> None:
-        config = views.vscode_config("127.0.0.1", port)
-        click.echo(f"raydebug tunnel ready: 127.0.0.1:{port} -> hub on {destination}")
-        click.echo(f"  raydebug list --hub 127.0.0.1:{port}")
-        click.echo(f"  raydebug attach --hub 127.0.0.1:{port}")
-        click.echo("  VS Code launch.json configuration:")
-        click.echo("    " + json.dumps(config, indent=4).replace("\n", "\n    "))
+        click.echo(views.tunnel_banner(port, destination), nl=False)
         sys.stdout.flush()
 
     signal.signal(signal.SIGTERM, _interrupt)  # stop like Ctrl-C: ssh is stopped too
