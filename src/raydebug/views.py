@@ -29,12 +29,18 @@ def format_age(since: float, now: float | None = None) -> str:
 
 
 def short_path(path: str, width: int = 40) -> str:
-    """``path`` with the home directory as ``~``, cut from the left to ``width`` characters
-    (the file name is what tells places apart)."""
+    """``path`` with the home directory as ``~``, cut from the left to at most ``width``
+    characters, at a directory boundary when one is left (the file name is what tells
+    places apart)."""
     home = os.path.expanduser("~")
     if path.startswith(home + os.sep):
         path = "~" + path[len(home):]
-    return path if len(path) <= width else "…" + path[-(width - 1):]
+    if len(path) <= width:
+        return path
+    tail = path[-(width - 1):]
+    # Start at a directory boundary: half a directory name is noise.
+    boundary = tail.find(os.sep)
+    return "…" + (tail[boundary:] if 0 <= boundary < len(tail) - 1 else tail)
 
 
 def _cut_right(text: str, width: int) -> str:
@@ -98,17 +104,18 @@ def session_columns(sessions: list[dict[str, Any]], now: float | None = None
 
 # The order in which columns give way when even their narrowest does not fit.
 _DROP_FIRST = ("labels", "job", "state", "age", "node", "reason")
-_GAP = 2  # spaces between columns
+_GAP = 2  # spaces between columns; 1 below 80 columns, where every character counts
 
 
-def fit_columns(columns: list[_Column], width: int) -> list[tuple[_Column, int]]:
+def fit_columns(columns: list[_Column], width: int,
+                gap: int = _GAP) -> list[tuple[_Column, int]]:
     """Choose each column's width so that one session takes one line of ``width``
     characters: the widest columns shrink first, level with the next (never below their
     narrowest); when even that does not fit, columns go in :data:`_DROP_FIRST` order."""
     columns = list(columns)
     while True:
         widths = [c.natural for c in columns]
-        budget = width - _GAP * (len(columns) - 1)
+        budget = width - gap * (len(columns) - 1)
         while sum(widths) > budget:
             shrinkable = [i for i, c in enumerate(columns) if widths[i] > c.narrowest]
             if not shrinkable:
@@ -139,16 +146,29 @@ def sessions_table(sessions: list[dict[str, Any]], now: float | None = None,
         how = f" ({found_by})" if found_by else ""
         return Text(f"no sessions{asked}{how}: nothing is paused")
     count = f"{len(sessions)} paused session{'s' if len(sessions) != 1 else ''}"
+    gap = _GAP if width >= 80 else 1
     table = Table(title=_cut_right(count + asked, width), title_justify="left", box=None,
-                  padding=(0, _GAP // 2), pad_edge=False, show_edge=False,
+                  padding=(0, 1, 0, gap - 1), pad_edge=False, show_edge=False,
                   header_style="bold")
-    fitted = fit_columns(session_columns(sessions, now), width)
-    for column, column_width in fitted:
+    fitted = fit_columns(session_columns(sessions, now), width, gap)
+    columns = [column for column, _ in fitted]
+    widths = [column_width for _, column_width in fitted]
+    cells = [[c.cut(cell, w) for cell in c.cells] for c, w in fitted]
+    # A path cut at a directory boundary leaves room: give it to a column that was cut.
+    used = [max([len(c.header), *(len(cell) for cell in cut)])
+            for c, cut in zip(columns, cells, strict=True)]
+    slack = sum(widths) - sum(used)
+    for index, column in enumerate(columns):
+        if slack > 0 and used[index] == widths[index] < column.natural:
+            extra = min(slack, column.natural - widths[index])
+            used[index] += extra
+            slack -= extra
+            cells[index] = [column.cut(cell, used[index]) for cell in column.cells]
+    for column, column_width in zip(columns, used, strict=True):
         table.add_column(column.header, no_wrap=True, min_width=column_width,
                          max_width=column_width)
     for row in range(len(sessions)):
-        table.add_row(*(column.cut(column.cells[row], column_width)
-                        for column, column_width in fitted))
+        table.add_row(*(cut[row] for cut in cells))
     return table
 
 
