@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,10 @@ from helpers import HubProcess, write_script
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+# Loopback only; token auth with the test's own token (whether ~/.ray/auth_token exists or
+# not, which changes what `ray start` does).
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": os.environ.get("RAY_AUTH_TOKEN") or uuid.uuid4().hex,
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
 RAYDEBUG = [sys.executable, "-m", "raydebug"]
 

@@ -32,8 +32,13 @@ class HubLocation:
 
 
 def explicit_ray_address(flag: str | None) -> str | None:
-    """``--ray-address``, else a non-empty ``RAY_ADDRESS``: a cluster the user named."""
-    return flag or os.environ.get("RAY_ADDRESS") or None
+    """``--ray-address``, else ``RAY_ADDRESS``: a cluster the user named. A ``RAY_ADDRESS``
+    with a scheme (``http://`` for ``ray job submit``, ``ray://`` for Ray Client) names no
+    GCS and is left to the commands it is meant for."""
+    if flag:
+        return flag
+    variable = os.environ.get("RAY_ADDRESS", "")
+    return variable if variable and "://" not in variable else None
 
 
 def locate_hub(hub: str | None, ray_address: str | None, start: bool = True) -> HubLocation:

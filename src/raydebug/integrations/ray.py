@@ -237,23 +237,55 @@ GCS_CONNECT_TIMEOUT = 10.0  # Ray's own GcsClient gives up only after 40 s
 
 def find_gcs_address(address: str | None) -> str:
     """The GCS address (``host:port``) of the cluster that ``address`` names: a GCS
-    address, or ``auto``/None for ``RAY_ADDRESS`` then a cluster started on this machine
-    (the latest ``ray start``, else any running GCS). Raises :class:`HubUnreachableError`.
+    address, or ``auto``/None for ``RAY_ADDRESS`` (unless it is a dashboard or Ray Client
+    URL), else one running on this machine: the latest ``ray start`` if it answers, else
+    the only GCS that answers. Raises :class:`HubUnreachableError` saying
+    why (none found, or several and no way to choose).
 
     Unlike Ray's ``canonicalize_bootstrap_address``, a loopback address stays loopback: a
     cluster on 127.0.0.1 does not listen on the machine's network address.
     """
-    from ray._private.services import get_ray_address_from_environment
+    from ray._private.services import find_bootstrap_address, find_gcs_addresses
 
     if address and address != "auto":
+        if "://" in address:
+            raise HubUnreachableError(
+                f"{address} is not a Ray GCS address (HOST:PORT, e.g. 127.0.0.1:6379); a "
+                "dashboard (http://) or Ray Client (ray://) address cannot be used")
         return address
+    variable = os.environ.get("RAY_ADDRESS", "")
+    if variable and "://" not in variable and variable != "auto":
+        return variable
     try:
-        found = get_ray_address_from_environment("auto", None)
-    except Exception as error:  # ConnectionError: no cluster found
-        raise HubUnreachableError(f"no Ray cluster found on this machine: {error}") from None
-    if not found or found in ("auto", "local"):
+        latest = find_bootstrap_address(None)
+        running = sorted(find_gcs_addresses())
+    except Exception as error:  # reading /tmp/ray or the process table failed
+        raise HubUnreachableError(f"cannot look for a local Ray cluster: {error}") from None
+    if latest and _answers(latest):
+        return str(latest)
+    answering = [found for found in running if _answers(found)]
+    if not answering:
         raise HubUnreachableError("no Ray cluster found on this machine")
-    return str(found)
+    if len(answering) > 1:
+        raise HubUnreachableError(
+            f"{len(answering)} Ray clusters run on this machine ({', '.join(answering)}): "
+            "choose one with --ray-address or RAY_ADDRESS")
+    return str(answering[0])
+
+
+def _answers(address: str, timeout: float = 3.0) -> bool:
+    """Whether something accepts TCP connections at ``host:port`` (within ``timeout``)."""
+    try:
+        _probe(address, timeout)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _probe(address: str, timeout: float) -> None:
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+        pass
 
 
 def connect_kv(address: str | None) -> str:
@@ -269,10 +301,8 @@ def connect_kv(address: str | None) -> str:
     if ray.is_initialized() or internal_kv._internal_kv_initialized():
         return address or "auto"
     gcs_address = find_gcs_address(address)
-    host, _, port = gcs_address.rpartition(":")
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=3):
-            pass
+        _probe(gcs_address, timeout=3.0)
     except (OSError, ValueError) as error:
         reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise HubUnreachableError(
