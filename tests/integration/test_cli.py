@@ -150,3 +150,16 @@ def test_finding_a_ray_cluster_is_bounded_and_says_why():
         took = time.monotonic() - started
     assert stuck.returncode == 1 and took < 25, (took, stuck.stderr)  # Ray alone takes 40 s
     assert f"the Ray cluster at {address} did not answer within 10 s" in stuck.stderr
+
+
+def test_vscode_completes_a_session_prefix_and_warns_of_an_unknown_one(hub: HubProcess,
+                                                                      tmp_path: Path):
+    hub.spawn(write_script(tmp_path, "worker.py", PAUSING_WORKER))
+    [session] = hub.wait_sessions(1)
+    printed = raydebug("vscode", "--hub", hub.client_address, "--session", session["id"][:4])
+    assert json.loads(printed.stdout)["raydebug"] == {"session": session["id"]}, printed
+    assert printed.stderr == ""
+    unknown = raydebug("vscode", "--hub", hub.client_address, "--session", "nosuchid")
+    assert json.loads(unknown.stdout)["raydebug"] == {"session": "nosuchid"}
+    assert unknown.stderr.strip() == (f"raydebug: the hub lists no session 'nosuchid' now "
+                                      f"(sessions: {session['id']})")

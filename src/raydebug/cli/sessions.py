@@ -99,6 +99,9 @@ def vscode(hub: str | None, ray_address: str | None, client_token: str | None,
     except RaydebugError as error:
         note(f"{error}. The configuration below is for {location.describe()}; it works "
              "once a hub serves there.")
+    else:
+        if session is not None:
+            session = _known_session(location.address, session, client_token)
     config = views.vscode_config(host, port, session, local_root=local_root,
                                  client_token=client_token)
     if not write:
@@ -118,6 +121,20 @@ def vscode(hub: str | None, ray_address: str | None, client_token: str | None,
         click.echo(f"kept the original (with its comments) as {path}.bak")
     path.write_text(text)
     click.echo(f"wrote {config['name']!r} to {path}")
+
+
+def _known_session(hub: str, wanted: str, token: str | None) -> str:
+    """``wanted``, or the one id it is a unique prefix of; says so on stderr when the hub
+    lists no such session (the configuration still names it: it may pause later)."""
+    ids = [str(s.get("id")) for s in list_sessions(hub, token=token) if isinstance(s, dict)]
+    matches = [found for found in ids if found.startswith(wanted)]
+    if wanted in ids:
+        return wanted
+    if len(matches) == 1:
+        return matches[0]
+    listed = ", ".join(ids[:10]) or "none"
+    note(f"the hub lists no session {wanted!r} now (sessions: {listed})")
+    return wanted
 
 
 @click.command()
