@@ -47,6 +47,7 @@ def fail(x):
     return divide(x)
 
 print("result", ray.get(pause.remote(21)), flush=True)
+print("again", ray.get(pause.remote(5)), flush=True)
 try:
     ray.get(fail.remote(1))
 except Exception as error:
@@ -145,6 +146,41 @@ def wait_for_exception_session(hub: str, timeout: float = 120) -> dict[str, Any]
     raise TimeoutError("no post-mortem session")
 
 
+async def debug_the_cluster_with_local_paths(config: dict[str, Any], local_helper: str,
+                                             break_line: int) -> None:
+    """As VS Code does with the config `raydebug vscode --local-root` printed (no session):
+    a breakpoint set on the parent in the local file reaches the next paused process
+    (the hub maps the path), and the child's frames name the local file."""
+    host, port = config["connect"]["host"], config["connect"]["port"]
+    arguments = {k: v for k, v in config.items() if k not in ("type", "request")}
+    parent = await DapClient.connect(host, port)
+    await parent.initialize(supportsStartDebuggingRequest=True)
+    attach = parent.send_request("attach", arguments)
+    await parent.wait_event("initialized")
+    await parent.request("setBreakpoints", {"source": {"path": local_helper},
+                                            "breakpoints": [{"line": break_line}]})
+    await parent.request("configurationDone")
+    assert (await attach).success
+    request = await parent.wait_reverse_request("startDebugging", timeout=120)
+    configuration = request.arguments["configuration"]
+    assert configuration["raydebug"]["localRoot"] == config["raydebug"]["localRoot"]
+    child = await DapClient.connect(host, port)
+    await child.initialize()
+    stopped = await child.attach(**{k: v for k, v in configuration.items() if k != "request"})
+    parent.respond(request)
+    frames = await child.request("stackTrace", {"threadId": stopped.body["threadId"]})
+    assert frames["stackFrames"][0]["source"]["path"] == local_helper
+    await child.request("continue", {"threadId": stopped.body["threadId"]})
+    hit = await child.wait_event("stopped", reason="breakpoint")
+    frames = await child.request("stackTrace", {"threadId": hit.body["threadId"]})
+    top = frames["stackFrames"][0]
+    assert (top["source"]["path"], top["line"]) == (local_helper, break_line)
+    await child.request("disconnect", {})
+    await child.close()
+    await parent.request("disconnect", {})
+    await parent.close()
+
+
 def test_job_submit_with_raydebug_run_and_path_mappings(cluster_with_jobs: tuple[str, str],
                                                         tmp_path: Path):
     gcs_address, dashboard = cluster_with_jobs
@@ -199,6 +235,11 @@ def test_job_submit_with_raydebug_run_and_path_mappings(cluster_with_jobs: tuple
 
         run(debug_with_local_paths())
 
+        whole_cluster = json.loads(cli(*raydebug, "vscode", "--ray-address", gcs_address,
+                                       "--local-root", str(code)).stdout)
+        run(debug_the_cluster_with_local_paths(whole_cluster, local_helper, break_line),
+            timeout=180)
+
         # --post-mortem travelled with the entrypoint: the failing task froze as a session.
         failed = wait_for_exception_session(f"{host}:{port}")
         assert failed["function"] == "divide" and "ZeroDivisionError" in failed["exception"]
@@ -215,7 +256,7 @@ def test_job_submit_with_raydebug_run_and_path_mappings(cluster_with_jobs: tuple
         run(detach_from_the_failure())
         out, _ = submit.communicate(timeout=240)
         assert submit.returncode == 0, out[-3000:]
-        assert "result 42" in out and "caught" in out, out[-3000:]
+        assert "result 42" in out and "again 10" in out and "caught" in out, out[-3000:]
     finally:
         if submit.poll() is None:
             submit.kill()
