@@ -115,12 +115,14 @@ def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProces
 
 
 def hub_processes() -> list[int]:
-    """Pids of processes running the hub actor (Ray titles them ray::_HubActor)."""
+    """Pids of processes running this test's hub actor (Ray titles them ray::_HubActor;
+    other clusters on a shared machine have theirs, in their own working directory)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"_HubActor" in (entry / "cmdline").read_bytes():
+                if (b"_HubActor" in (entry / "cmdline").read_bytes()
+                        and os.readlink(entry / "cwd") == os.getcwd()):
                     pids.append(int(entry.name))
             except OSError:
                 continue
