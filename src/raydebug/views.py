@@ -48,7 +48,9 @@ def _cut_right(text: str, width: int) -> str:
 
 
 @dataclass(frozen=True)
-class _Column:
+class Column:
+    """One column of ``raydebug list``: its cells as plain text, and how it narrows."""
+
     header: str
     cells: list[str]
     shrink_to: int  # the narrowest it may become (its longest cell if smaller)
@@ -78,24 +80,23 @@ def _reason(session: dict[str, Any]) -> str:
 
 
 def session_columns(sessions: list[dict[str, Any]], now: float | None = None
-                    ) -> list[_Column]:
+                    ) -> list[Column]:
     """The columns of ``raydebug list`` in order, without those empty for every session
     (labels, job, ...) and without a job column when all sessions share one job."""
     ray = any(s.get("task_name") for s in sessions)
     jobs = {s.get("job_id") for s in sessions}
     columns = [
-        _Column("id", [str(s.get("id", "")) for s in sessions], 12),
-        _Column("task" if ray else "function", [_what(s) for s in sessions], 12),
-        _Column("node", [str(s.get("node_ip") or s.get("host") or "") for s in sessions], 9),
-        _Column("pid", [str(s.get("pid", "")) for s in sessions], 7),
-        _Column("where", [_where(s) for s in sessions], 14,
-                lambda text, width: short_path(text, width)),
-        _Column("reason", [_reason(s) for s in sessions], 10),
-        _Column("age", [format_age(float(s.get("since", 0)), now) for s in sessions], 6),
-        _Column("state", [str(s.get("state", "")) for s in sessions], 8),
-        _Column("job", [str(s.get("job_id") or "") for s in sessions] if len(jobs) > 1
+        Column("id", [str(s.get("id", "")) for s in sessions], 12),
+        Column("task" if ray else "function", [_what(s) for s in sessions], 12),
+        Column("node", [str(s.get("node_ip") or s.get("host") or "") for s in sessions], 9),
+        Column("pid", [str(s.get("pid", "")) for s in sessions], 7),
+        Column("where", [_where(s) for s in sessions], 14, short_path),
+        Column("reason", [_reason(s) for s in sessions], 10),
+        Column("age", [format_age(float(s.get("since", 0)), now) for s in sessions], 6),
+        Column("state", [str(s.get("state", "")) for s in sessions], 8),
+        Column("job", [str(s.get("job_id") or "") for s in sessions] if len(jobs) > 1
                 else [], 8),
-        _Column("labels", [", ".join(f"{k}={v}" for k, v in sorted((s.get("labels") or {})
+        Column("labels", [", ".join(f"{k}={v}" for k, v in sorted((s.get("labels") or {})
                                                                      .items()))
                            for s in sessions], 10),
     ]
@@ -107,8 +108,8 @@ _DROP_FIRST = ("labels", "job", "state", "age", "node", "reason")
 _GAP = 2  # spaces between columns; 1 below 80 columns, where every character counts
 
 
-def fit_columns(columns: list[_Column], width: int,
-                gap: int = _GAP) -> list[tuple[_Column, int]]:
+def fit_columns(columns: list[Column], width: int,
+                gap: int = _GAP) -> list[tuple[Column, int]]:
     """Choose each column's width so that one session takes one line of ``width``
     characters: the widest columns shrink first, level with the next (never below their
     narrowest); when even that does not fit, columns go in :data:`_DROP_FIRST` order."""
