@@ -11,9 +11,9 @@ and the hub, which knows each session's ``remote_root``, rewrites paths on the D
 - client -> worker (requests): a path under ``local_root`` becomes the path under
   ``remote_root`` (``setBreakpoints``, ``source``, ``breakpointLocations``...).
 
-Every value of a ``"path"`` key is translated; paths elsewhere are left alone. The check
-before parsing is a substring search, so messages that cannot contain a mapped path (most of
-them) pass as the same bytes.
+Every value of a ``"path"`` key is translated; paths elsewhere are left alone. A substring
+search comes first, so messages that cannot contain a mapped path (most of them) pass as the
+same bytes; in the others only the path values are decoded and re-encoded.
 """
 
 from __future__ import annotations
@@ -22,10 +22,14 @@ import json
 import ntpath
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 _WINDOWS = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+# A "path" key and its JSON string value (escapes included). An unescaped quote always ends a
+# JSON string, so this cannot match inside another string.
+_PATH_VALUE = re.compile(rb'"path"(\s*:\s*)"([^"\\]*(?:\\.[^"\\]*)*)"')
 
 
 def _is_windows(path: str) -> bool:
@@ -113,20 +117,34 @@ class PathTranslator:
         return dict(_translate(arguments, self.to_remote_path)[0])
 
     @staticmethod
-    def _rewrite(body: bytes, needle: bytes | None, move: Any) -> bytes:
+    def _rewrite(body: bytes, needle: bytes | None, move: Callable[[str], str]) -> bytes:
         if b'"path"' not in body or (needle is not None and needle not in body):
             return body  # the fast path: nothing to translate
-        try:
-            message = json.loads(body)
-        except ValueError:
-            return body  # not ours to judge: the relay reports what it cannot parse
-        translated, changed = _translate(message, move)
-        if not changed:
-            return body
-        return json.dumps(translated, separators=(",", ":")).encode()
+        changed = False
+
+        def one(match: re.Match[bytes]) -> bytes:
+            nonlocal changed
+            raw = match.group(2)
+            if needle is not None and not raw.startswith(needle):
+                return match.group(0)  # not under the root: no need to decode it
+            try:
+                path = (json.loads(b'"' + raw + b'"') if b"\\" in raw
+                        else raw.decode("utf-8"))
+            except ValueError:
+                return match.group(0)
+            moved = move(path)
+            if moved == path:
+                return match.group(0)
+            changed = True
+            return b'"path"' + match.group(1) + json.dumps(moved).encode()
+
+        # Only the values of "path" keys are decoded and re-encoded; the rest of the message
+        # keeps its bytes (parsing and re-encoding a 20-frame stackTrace took ~0.2 ms).
+        translated = _PATH_VALUE.sub(one, body)
+        return translated if changed else body
 
 
-def _translate(value: Any, move: Any) -> tuple[Any, bool]:
+def _translate(value: Any, move: Callable[[str], str]) -> tuple[Any, bool]:
     """``value`` with every string under a ``"path"`` key passed through ``move``; and
     whether anything changed."""
     if isinstance(value, dict):
