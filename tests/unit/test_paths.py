@@ -90,3 +90,16 @@ def test_the_module_is_sans_io():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_escaped_and_non_ascii_paths():
+    odd = f'{REMOTE}/we"ird\\name é.py'
+    event = body({"seq": 1, "type": "event", "event": "loadedSource",
+                  "body": {"reason": "new", "source": {"path": odd}}})
+    assert b"\\u00e9" in event and b'\\"' in event  # as json.dumps escapes them
+    moved = json.loads(PATHS.to_local(event))["body"]["source"]["path"]
+    assert moved == f'{LOCAL}/we"ird\\name é.py'
+    accented = PathTranslator(remote_root=REMOTE, local_root="/home/mé/code")
+    for encoded in (json.dumps({"path": "/home/mé/code/a.py"}).encode(),  # \u00e9
+                    json.dumps({"path": "/home/mé/code/a.py"}, ensure_ascii=False).encode()):
+        assert json.loads(accented.to_remote(encoded)) == {"path": f"{REMOTE}/a.py"}
