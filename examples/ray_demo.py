@@ -23,6 +23,8 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 import ray
 
 import raydebug
+from raydebug.client.hub_api import get_json
+from raydebug.errors import RaydebugError
 from raydebug.integrations import ray as ray_integration
 
 SESSIONS = 3
@@ -116,8 +118,10 @@ def wait_for_job(refs: list[ray.ObjectRef], attach: subprocess.Popen[str],
     JOB_TIMEOUT; says how to come back if the debugger is left early."""
     deadline = time.monotonic() + JOB_TIMEOUT
     told = False
+    unvisited = UnvisitedSessions(hub)
     while True:
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=1.0)
+        unvisited.say_which_went_on()
         if len(ready) == len(refs):
             break
         if attach.poll() is not None and not told:
@@ -133,6 +137,31 @@ def wait_for_job(refs: list[ray.ObjectRef], attach: subprocess.Popen[str],
         except ray.exceptions.RayTaskError as error:
             results.append(str(error).strip().splitlines()[-1])
     return results
+
+
+class UnvisitedSessions:
+    """Says when a session nobody debugged goes on by itself (its RAYDEBUG_WAIT_TIMEOUT ran
+    out), instead of letting the job finish as if it had been debugged."""
+
+    def __init__(self, hub: str) -> None:
+        self.hub = hub
+        self.listed: dict[str, dict[str, object]] = {}
+        self.visited: set[str] = set()
+
+    def say_which_went_on(self) -> None:
+        try:
+            sessions = {str(s["id"]): s for s in get_json(self.hub, "/api/sessions", 2.0)}
+        except (RaydebugError, KeyError, TypeError):
+            return
+        self.visited.update(i for i, s in sessions.items() if s.get("state") == "attached")
+        for session_id, session in self.listed.items():
+            paused_for = time.time() - float(session.get("since") or 0)  # type: ignore[arg-type]
+            if (session_id not in sessions and session_id not in self.visited
+                    and paused_for >= JOB_TIMEOUT - 2):
+                print(f"session {session_id} ({session.get('task_name')}) was not debugged: "
+                      f"it went on after waiting {JOB_TIMEOUT:g} s (RAYDEBUG_WAIT_TIMEOUT)",
+                      flush=True)
+        self.listed = sessions
 
 
 if __name__ == "__main__":
