@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 # Keep the local Ray on loopback (it would otherwise bind the machine's address).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -145,7 +146,7 @@ class UnvisitedSessions:
 
     def __init__(self, hub: str) -> None:
         self.hub = hub
-        self.listed: dict[str, dict[str, object]] = {}
+        self.listed: dict[str, dict[str, Any]] = {}
         self.visited: set[str] = set()
 
     def say_which_went_on(self) -> None:
@@ -155,7 +156,7 @@ class UnvisitedSessions:
             return
         self.visited.update(i for i, s in sessions.items() if s.get("state") == "attached")
         for session_id, session in self.listed.items():
-            paused_for = time.time() - float(session.get("since") or 0)  # type: ignore[arg-type]
+            paused_for = time.time() - float(session.get("since") or 0)
             if (session_id not in sessions and session_id not in self.visited
                     and paused_for >= JOB_TIMEOUT - 2):
                 print(f"session {session_id} ({session.get('task_name')}) was not debugged: "
