@@ -60,7 +60,9 @@ def validate(shard: int) -> float:
 
 def start_ray() -> None:
     env = {"RAYDEBUG_POST_MORTEM": "1", "RAYDEBUG_WAIT_TIMEOUT": str(int(JOB_TIMEOUT))}
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+    # address="local": its own Ray, even when another runs here (ray start writes its address
+    # where a bare ray.init() would find it and refuse num_cpus).
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              _node_ip_address="127.0.0.1", runtime_env=raydebug.runtime_env({"env_vars": env}))
 
 
