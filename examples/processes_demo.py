@@ -87,7 +87,8 @@ def main() -> int:
                                                 stdout=subprocess.PIPE,
                                                 stderr=subprocess.DEVNULL, text=True))
             sessions = list_sessions(client_address, wait_for=2, timeout=60)
-            console.print(views.sessions_table(sessions))
+            console.print(views.sessions_table(sessions, width=console.width,
+                                               hub=client_address))
             console.print("[green]debugging each session through the hub's one port[/]")
             for session in sessions:
                 asyncio.run(inspect(client_address, session))

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 # Keep the local Ray on loopback (it would otherwise bind the machine's address).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -23,6 +24,8 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 import ray
 
 import raydebug
+from raydebug.client.hub_api import get_json
+from raydebug.errors import RaydebugError
 from raydebug.integrations import ray as ray_integration
 
 SESSIONS = 3
@@ -57,7 +60,9 @@ def validate(shard: int) -> float:
 
 def start_ray() -> None:
     env = {"RAYDEBUG_POST_MORTEM": "1", "RAYDEBUG_WAIT_TIMEOUT": str(int(JOB_TIMEOUT))}
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+    # address="local": its own Ray, even when another runs here (ray start writes its address
+    # where a bare ray.init() would find it and refuse num_cpus).
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              _node_ip_address="127.0.0.1", runtime_env=raydebug.runtime_env({"env_vars": env}))
 
 
@@ -116,8 +121,10 @@ def wait_for_job(refs: list[ray.ObjectRef], attach: subprocess.Popen[str],
     JOB_TIMEOUT; says how to come back if the debugger is left early."""
     deadline = time.monotonic() + JOB_TIMEOUT
     told = False
+    unvisited = UnvisitedSessions(hub)
     while True:
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=1.0)
+        unvisited.say_which_went_on()
         if len(ready) == len(refs):
             break
         if attach.poll() is not None and not told:
@@ -133,6 +140,31 @@ def wait_for_job(refs: list[ray.ObjectRef], attach: subprocess.Popen[str],
         except ray.exceptions.RayTaskError as error:
             results.append(str(error).strip().splitlines()[-1])
     return results
+
+
+class UnvisitedSessions:
+    """Says when a session nobody debugged goes on by itself (its RAYDEBUG_WAIT_TIMEOUT ran
+    out), instead of letting the job finish as if it had been debugged."""
+
+    def __init__(self, hub: str) -> None:
+        self.hub = hub
+        self.listed: dict[str, dict[str, Any]] = {}
+        self.visited: set[str] = set()
+
+    def say_which_went_on(self) -> None:
+        try:
+            sessions = {str(s["id"]): s for s in get_json(self.hub, "/api/sessions", 2.0)}
+        except (RaydebugError, KeyError, TypeError):
+            return
+        self.visited.update(i for i, s in sessions.items() if s.get("state") == "attached")
+        for session_id, session in self.listed.items():
+            paused_for = time.time() - float(session.get("since") or 0)
+            if (session_id not in sessions and session_id not in self.visited
+                    and paused_for >= JOB_TIMEOUT - 2):
+                print(f"session {session_id} ({session.get('task_name')}) was not debugged: "
+                      f"it went on after waiting {JOB_TIMEOUT:g} s (RAYDEBUG_WAIT_TIMEOUT)",
+                      flush=True)
+        self.listed = sessions
 
 
 if __name__ == "__main__":

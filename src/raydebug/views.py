@@ -9,10 +9,12 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rich.table import Table
+    from rich.console import RenderableType
 
 LAUNCH_CONFIG_NAME = "raydebug: attach to the cluster"
 
@@ -27,39 +29,147 @@ def format_age(since: float, now: float | None = None) -> str:
 
 
 def short_path(path: str, width: int = 40) -> str:
+    """``path`` with the home directory as ``~``, cut from the left to at most ``width``
+    characters, at a directory boundary when one is left (the file name is what tells
+    places apart)."""
     home = os.path.expanduser("~")
     if path.startswith(home + os.sep):
         path = "~" + path[len(home):]
-    return path if len(path) <= width else "…" + path[-(width - 1):]
+    if len(path) <= width:
+        return path
+    tail = path[-(width - 1):]
+    # Start at a directory boundary: half a directory name is noise.
+    boundary = tail.find(os.sep)
+    return "…" + (tail[boundary:] if 0 <= boundary < len(tail) - 1 else tail)
 
 
-def sessions_table(sessions: list[dict[str, Any]], now: float | None = None) -> Table:
-    """The ``raydebug list`` table, oldest session first."""
+def _cut_right(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of ``raydebug list``: its cells as plain text, and how it narrows."""
+
+    header: str
+    cells: list[str]
+    shrink_to: int  # the narrowest it may become (its longest cell if smaller)
+    cut: Callable[[str, int], str] = _cut_right
+
+    @property
+    def natural(self) -> int:
+        return max([len(self.header), *(len(cell) for cell in self.cells)])
+
+    @property
+    def narrowest(self) -> int:
+        return min(self.natural, max(self.shrink_to, len(self.header)))
+
+
+def _where(session: dict[str, Any]) -> str:
+    return f"{session.get('file', '')}:{session.get('line', '')}"
+
+
+def _what(session: dict[str, Any]) -> str:
+    """What ran: the Ray task (``Actor.method`` for an actor), else the function."""
+    return str(session.get("task_name") or session.get("function") or "")
+
+
+def _reason(session: dict[str, Any]) -> str:
+    """``breakpoint``, or the exception a post-mortem session stopped on."""
+    return str(session.get("exception") or session.get("reason", ""))
+
+
+def session_columns(sessions: list[dict[str, Any]], now: float | None = None
+                    ) -> list[Column]:
+    """The columns of ``raydebug list`` in order, without those empty for every session
+    (labels, job, ...) and without a job column when all sessions share one job."""
+    ray = any(s.get("task_name") for s in sessions)
+    jobs = {s.get("job_id") for s in sessions}
+    columns = [
+        Column("id", [str(s.get("id", "")) for s in sessions], 12),
+        Column("task" if ray else "function", [_what(s) for s in sessions], 12),
+        Column("node", [str(s.get("node_ip") or s.get("host") or "") for s in sessions], 9),
+        Column("pid", [str(s.get("pid", "")) for s in sessions], 7),
+        Column("where", [_where(s) for s in sessions], 14, short_path),
+        Column("reason", [_reason(s) for s in sessions], 10),
+        Column("age", [format_age(float(s.get("since", 0)), now) for s in sessions], 6),
+        Column("state", [str(s.get("state", "")) for s in sessions], 8),
+        Column("job", [str(s.get("job_id") or "") for s in sessions] if len(jobs) > 1
+                else [], 8),
+        Column("labels", [", ".join(f"{k}={v}" for k, v in sorted((s.get("labels") or {})
+                                                                     .items()))
+                           for s in sessions], 10),
+    ]
+    return [c for c in columns if any(c.cells)]
+
+
+# The order in which columns give way when even their narrowest does not fit.
+_DROP_FIRST = ("labels", "job", "state", "age", "node", "reason")
+_GAP = 2  # spaces between columns; 1 below 80 columns, where every character counts
+
+
+def fit_columns(columns: list[Column], width: int,
+                gap: int = _GAP) -> list[tuple[Column, int]]:
+    """Choose each column's width so that one session takes one line of ``width``
+    characters: the widest columns shrink first, level with the next (never below their
+    narrowest); when even that does not fit, columns go in :data:`_DROP_FIRST` order."""
+    columns = list(columns)
+    while True:
+        widths = [c.natural for c in columns]
+        budget = width - gap * (len(columns) - 1)
+        while sum(widths) > budget:
+            shrinkable = [i for i, c in enumerate(columns) if widths[i] > c.narrowest]
+            if not shrinkable:
+                break
+            widest = max(shrinkable, key=lambda i: widths[i])
+            widths[widest] -= 1
+        droppable = [c for name in _DROP_FIRST for c in columns if c.header == name]
+        if sum(widths) <= budget or not droppable:
+            return list(zip(columns, widths, strict=True))
+        columns.remove(droppable[0])
+
+
+def describe_session(session: dict[str, Any]) -> str:
+    """One short line about a session (for shell completion): what, where, why."""
+    return f"{_what(session)} at {short_path(_where(session), 40)} ({_reason(session)})"
+
+
+def sessions_table(sessions: list[dict[str, Any]], now: float | None = None,
+                   width: int = 120, hub: str = "", found_by: str = "") -> RenderableType:
+    """The ``raydebug list`` table, oldest session first, one line per session at
+    ``width`` columns (the terminal's). With no sessions: one line saying so, and where
+    it looked (``hub``, found by ``found_by``)."""
     from rich.table import Table  # only here: commands that print no table start faster
+    from rich.text import Text
 
-    table = Table(title=f"{len(sessions)} paused session(s)", title_justify="left")
-    for column in ("id", "state", "host", "pid"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("where", overflow="fold", ratio=3)
-    table.add_column("reason", overflow="fold", ratio=2)
-    table.add_column("age", no_wrap=True)
-    table.add_column("labels", overflow="fold", ratio=1)
-    for session in sessions:
-        reason = session.get("reason", "")
-        if session.get("exception"):
-            reason = f"{reason}: {session['exception']}"
-        labels = ", ".join(f"{k}={v}" for k, v in sorted((session.get("labels") or {}).items()))
-        table.add_row(
-            str(session.get("id", "")),
-            str(session.get("state", "")),
-            str(session.get("host", "")),
-            str(session.get("pid", "")),
-            f"{short_path(str(session.get('file', '')), 32)}:{session.get('line', '')} "
-            f"in {session.get('function', '')}",
-            reason,
-            format_age(float(session.get("since", 0)), now),
-            labels,
-        )
+    asked = f" on the hub at {hub}" if hub else ""
+    if not sessions:
+        how = f" ({found_by})" if found_by else ""
+        return Text(f"no sessions{asked}{how}: nothing is paused")
+    count = f"{len(sessions)} paused session{'s' if len(sessions) != 1 else ''}"
+    gap = _GAP if width >= 80 else 1
+    table = Table(title=_cut_right(count + asked, width), title_justify="left", box=None,
+                  padding=(0, 1, 0, gap - 1), pad_edge=False, show_edge=False,
+                  header_style="bold")
+    fitted = fit_columns(session_columns(sessions, now), width, gap)
+    columns = [column for column, _ in fitted]
+    widths = [column_width for _, column_width in fitted]
+    cells = [[c.cut(cell, w) for cell in c.cells] for c, w in fitted]
+    # A path cut at a directory boundary leaves room: give it to a column that was cut.
+    used = [max([len(c.header), *(len(cell) for cell in cut)])
+            for c, cut in zip(columns, cells, strict=True)]
+    slack = sum(widths) - sum(used)
+    for index, column in enumerate(columns):
+        if slack > 0 and used[index] == widths[index] < column.natural:
+            extra = min(slack, column.natural - widths[index])
+            used[index] += extra
+            slack -= extra
+            cells[index] = [column.cut(cell, used[index]) for cell in column.cells]
+    for column, column_width in zip(columns, used, strict=True):
+        table.add_column(column.header, no_wrap=True, min_width=column_width,
+                         max_width=column_width)
+    for row in range(len(sessions)):
+        table.add_row(*(cut[row] for cut in cells))
     return table
 
 
@@ -82,10 +192,14 @@ def hub_warnings(health: dict[str, Any]) -> list[str]:
 
 
 def vscode_config(host: str, port: int, session: str | None = None,
-                  name: str = LAUNCH_CONFIG_NAME,
-                  path_mappings: list[dict[str, str]] | None = None,
+                  name: str = LAUNCH_CONFIG_NAME, local_root: str | None = None,
                   client_token: str | None = None) -> dict[str, Any]:
-    """VS Code's stock debugpy attach configuration pointing at the hub."""
+    """VS Code's stock debugpy attach configuration pointing at the hub.
+
+    ``local_root``: the user's checkout of code Ray shipped with ``working_dir``; the hub
+    maps each session's ``remote_root`` to it and back (debugpy's ``pathMappings`` would
+    name the job's ``_ray_pkg_<hash>`` directory, which changes with every submission).
+    """
     config: dict[str, Any] = {
         "name": name,
         "type": "debugpy",
@@ -93,22 +207,16 @@ def vscode_config(host: str, port: int, session: str | None = None,
         "connect": {"host": host, "port": port},
         "justMyCode": False,
     }
-    if session or client_token:
-        config["raydebug"] = {}
+    settings: dict[str, str] = {}
     if session:
-        config["raydebug"]["session"] = session
+        settings["session"] = session
     if client_token:
-        config["raydebug"]["token"] = client_token
-    if path_mappings:
-        config["pathMappings"] = path_mappings
+        settings["token"] = client_token
+    if local_root:
+        settings["localRoot"] = local_root
+    if settings:
+        config["raydebug"] = settings
     return config
-
-
-def path_mappings(sessions: list[dict[str, Any]], local_root: str) -> list[dict[str, str]]:
-    """Map each distinct place where Ray unpacked shipped code (a session's ``remote_root``)
-    to the user's local checkout, as debugpy's ``pathMappings`` expects."""
-    roots = sorted({s["remote_root"] for s in sessions if s.get("remote_root")})
-    return [{"localRoot": local_root, "remoteRoot": root} for root in roots]
 
 
 def merge_launch_json(existing: str | None, config: dict[str, Any]) -> str:
@@ -156,3 +264,14 @@ def hub_banner(client: str, worker: str, token: str, cert: str | None = None) ->
         f"RAYDEBUG_TOKEN={token}{pin}\n"
         f"Then attach a DAP client to {client}, or run: raydebug list --hub {client}\n"
     )
+
+
+def tunnel_banner(port: int, destination: str) -> str:
+    """What ``raydebug tunnel`` prints once the forward works. The first line is parsed by
+    tools."""
+    config = json.dumps(vscode_config("127.0.0.1", port), indent=4).replace("\n", "\n    ")
+    return (f"raydebug tunnel ready: 127.0.0.1:{port} -> hub on {destination}\n"
+            f"  raydebug list --hub 127.0.0.1:{port}\n"
+            f"  raydebug attach --hub 127.0.0.1:{port}\n"
+            "  VS Code launch.json configuration:\n"
+            f"    {config}\n")

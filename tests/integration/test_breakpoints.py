@@ -81,7 +81,7 @@ def test_two_processes_are_listed_with_their_metadata(hub: HubProcess, worker_sc
     table = subprocess.run(
         [sys.executable, "-m", "raydebug", "list", "--hub", hub.client_address],
         capture_output=True, text=True, timeout=30, check=True, env={"COLUMNS": "200"})
-    assert "2 paused session(s)" in table.stdout
+    assert "2 paused sessions" in table.stdout
     for s in sessions:
         assert s["id"] in table.stdout
 

@@ -1,4 +1,5 @@
-"""`ray job submit -- raydebug run -- python job.py`, with code shipped by working_dir."""
+"""`ray job submit -- raydebug run --post-mortem -- python job.py`, with code shipped by
+working_dir: the hub maps the job's paths to the client's checkout."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,13 +26,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 from raydebug.client.dap import DapClient  # noqa: E402
 
 # Loopback only, and the job's entrypoint (run by Ray's job supervisor, which inherits the
-# cluster's environment) finds the `raydebug` command of this environment.
+# cluster's environment) finds the `raydebug` command of this environment. Token auth with a
+# token of the test's own (not ~/.ray/auth_token, which may not exist).
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": os.environ.get("RAY_AUTH_TOKEN") or uuid.uuid4().hex,
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
 
 JOB = """
 import ray
-from helper import double
+from helper import divide, double
 
 ray.init()
 
@@ -36,14 +42,27 @@ ray.init()
 def pause(x):
     return double(x)
 
+@ray.remote(num_cpus=0, max_retries=0)
+def fail(x):
+    return divide(x)
+
 print("result", ray.get(pause.remote(21)), flush=True)
+print("again", ray.get(pause.remote(5)), flush=True)
+try:
+    ray.get(fail.remote(1))
+except Exception as error:
+    print("caught", type(error).__name__, flush=True)
 """
 
 HELPER = """
 def double(x):
     y = x * 2
     breakpoint()  # pause here
-    return y
+    z = y + 0
+    return z  # break here
+
+def divide(x):
+    return x / 0
 """
 
 
@@ -96,9 +115,10 @@ def submit_when_the_job_agent_is_up(dashboard: str, code: Path) -> subprocess.Po
     while True:
         submit = subprocess.Popen(
             [sys.executable, "-m", "ray.scripts.scripts", "job", "submit", "--address",
-             dashboard, "--working-dir", str(code), "--", "raydebug", "run", "--", "python",
-             "job.py"], env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
+             dashboard, "--working-dir", str(code), "--", "raydebug", "run", "--post-mortem",
+             "--wait-timeout", "300", "--", "python", "job.py"],
+            env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
         assert submit.stdout is not None
         output = ""
         for line in submit.stdout:  # until the job is accepted, or the command fails
@@ -111,13 +131,64 @@ def submit_when_the_job_agent_is_up(dashboard: str, code: Path) -> subprocess.Po
         time.sleep(1)
 
 
+def wait_for_exception_session(hub: str, timeout: float = 120) -> dict[str, Any]:
+    """The first post-mortem session the hub lists, waiting for it (long polls, bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"http://{hub}/api/sessions?min=1&timeout=5",
+                                    timeout=15) as answer:
+            sessions = json.loads(answer.read())
+        found = [s for s in sessions if s["reason"] == "exception"]
+        if found:
+            return dict(found[0])
+        if sessions:  # the first session is still ending: ask again for one more
+            time.sleep(0.2)
+    raise TimeoutError("no post-mortem session")
+
+
+async def debug_the_cluster_with_local_paths(config: dict[str, Any], local_helper: str,
+                                             break_line: int) -> None:
+    """As VS Code does with the config `raydebug vscode --local-root` printed (no session):
+    a breakpoint set on the parent in the local file reaches the next paused process
+    (the hub maps the path), and the child's frames name the local file."""
+    host, port = config["connect"]["host"], config["connect"]["port"]
+    arguments = {k: v for k, v in config.items() if k not in ("type", "request")}
+    parent = await DapClient.connect(host, port)
+    await parent.initialize(supportsStartDebuggingRequest=True)
+    attach = parent.send_request("attach", arguments)
+    await parent.wait_event("initialized")
+    await parent.request("setBreakpoints", {"source": {"path": local_helper},
+                                            "breakpoints": [{"line": break_line}]})
+    await parent.request("configurationDone")
+    assert (await attach).success
+    request = await parent.wait_reverse_request("startDebugging", timeout=120)
+    configuration = request.arguments["configuration"]
+    assert configuration["raydebug"]["localRoot"] == config["raydebug"]["localRoot"]
+    child = await DapClient.connect(host, port)
+    await child.initialize()
+    stopped = await child.attach(**{k: v for k, v in configuration.items() if k != "request"})
+    parent.respond(request)
+    frames = await child.request("stackTrace", {"threadId": stopped.body["threadId"]})
+    assert frames["stackFrames"][0]["source"]["path"] == local_helper
+    await child.request("continue", {"threadId": stopped.body["threadId"]})
+    hit = await child.wait_event("stopped", reason="breakpoint")
+    frames = await child.request("stackTrace", {"threadId": hit.body["threadId"]})
+    top = frames["stackFrames"][0]
+    assert (top["source"]["path"], top["line"]) == (local_helper, break_line)
+    await child.request("disconnect", {})
+    await child.close()
+    await parent.request("disconnect", {})
+    await parent.close()
+
+
 def test_job_submit_with_raydebug_run_and_path_mappings(cluster_with_jobs: tuple[str, str],
                                                         tmp_path: Path):
     gcs_address, dashboard = cluster_with_jobs
     code = tmp_path / "code"
     code.mkdir()
     write_script(code, "job.py", JOB)
-    write_script(code, "helper.py", HELPER)
+    helper = write_script(code, "helper.py", HELPER)
+    local_helper = str(helper.resolve())
     raydebug = [sys.executable, "-m", "raydebug"]
     submit = submit_when_the_job_agent_is_up(dashboard, code)
     try:
@@ -134,25 +205,58 @@ def test_job_submit_with_raydebug_run_and_path_mappings(cluster_with_jobs: tuple
         printed = cli(*raydebug, "vscode", "--ray-address", gcs_address,
                       "--session", session["id"], "--local-root", str(code))
         config = json.loads(printed.stdout)
-        assert config["pathMappings"] == [{"localRoot": str(code.resolve()),
-                                           "remoteRoot": remote_root}]
+        # The hub maps paths: the config names no _ray_pkg_<hash>, which the next
+        # submission would change.
+        assert config["raydebug"]["localRoot"] == str(code.resolve())
+        assert "pathMappings" not in config and "_ray_pkg_" not in printed.stdout
+        host, port = config["connect"]["host"], config["connect"]["port"]
+        arguments = {k: v for k, v in config.items() if k not in ("name", "type", "request")}
+        break_line = HELPER.lstrip().splitlines().index("    return z  # break here") + 1
 
-        async def attach_with_the_printed_config() -> None:
-            client = await DapClient.connect(config["connect"]["host"], config["connect"]["port"])
+        async def debug_with_local_paths() -> None:
+            client = await DapClient.connect(host, port)
             await client.initialize()
-            arguments = {k: v for k, v in config.items() if k not in ("name", "type", "request")}
             stopped = await client.attach(session["id"], **arguments)
-            frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+            thread = stopped.body["threadId"]
+            frames = await client.request("stackTrace", {"threadId": thread})
+            # worker -> client: the client sees its own file
+            assert frames["stackFrames"][0]["source"]["path"] == local_helper
+            # client -> worker: a breakpoint set in the local file stops the worker
+            answer = await client.request("setBreakpoints", {
+                "source": {"path": local_helper}, "breakpoints": [{"line": break_line}]})
+            assert answer["breakpoints"][0]["verified"], answer
+            await client.request("continue", {"threadId": thread})
+            hit = await client.wait_event("stopped", reason="breakpoint")
+            frames = await client.request("stackTrace", {"threadId": hit.body["threadId"]})
             top = frames["stackFrames"][0]
-            # pathMappings applied by debugpy: the client sees its own local file.
-            assert top["source"]["path"] == str((code / "helper.py").resolve())
+            assert (top["source"]["path"], top["line"]) == (local_helper, break_line)
             await client.request("disconnect", {})
             await client.close()
 
-        run(attach_with_the_printed_config())
+        run(debug_with_local_paths())
+
+        whole_cluster = json.loads(cli(*raydebug, "vscode", "--ray-address", gcs_address,
+                                       "--local-root", str(code)).stdout)
+        run(debug_the_cluster_with_local_paths(whole_cluster, local_helper, break_line),
+            timeout=180)
+
+        # --post-mortem travelled with the entrypoint: the failing task froze as a session.
+        failed = wait_for_exception_session(f"{host}:{port}")
+        assert failed["function"] == "divide" and "ZeroDivisionError" in failed["exception"]
+
+        async def detach_from_the_failure() -> None:
+            client = await DapClient.connect(host, port)
+            await client.initialize()
+            stopped = await client.attach(failed["id"], **arguments)
+            frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+            assert frames["stackFrames"][0]["source"]["path"] == local_helper
+            await client.request("disconnect", {})
+            await client.close()
+
+        run(detach_from_the_failure())
         out, _ = submit.communicate(timeout=240)
         assert submit.returncode == 0, out[-3000:]
-        assert "result 42" in out
+        assert "result 42" in out and "again 10" in out and "caught" in out, out[-3000:]
     finally:
         if submit.poll() is None:
             submit.kill()

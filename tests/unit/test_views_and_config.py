@@ -17,17 +17,31 @@ SESSION = {"id": "abc123", "state": "waiting", "host": "node-1", "pid": 42,
            "labels": {"rank": "3"}}
 
 
-def render(table: object) -> str:
-    console = Console(width=200, record=True, color_system=None)
+def render(table: object, width: int = 200) -> str:
+    console = Console(width=width, record=True, color_system=None)
     console.print(table)
     return console.export_text()
 
 
+RAY_SESSIONS = [
+    {"id": "9183533b7182", "state": "waiting", "host": "head", "pid": 18321,
+     "file": "/tmp/ray/session_2026-12-01_09-03-24_801426_7405/runtime_resources/"
+             "working_dir_files/_ray_pkg_5a1b2c3d4e5f/helper.py",
+     "line": 36, "function": "double", "reason": "breakpoint", "since": 1000.0, "labels": {},
+     "task_name": "pause", "node_ip": "10.0.0.7", "job_id": "01000000"},
+    {"id": "a183533b7183", "state": "attached", "host": "head", "pid": 18322,
+     "file": "/srv/project/trainer/train.py", "line": 136, "function": "step",
+     "reason": "exception", "exception": "ZeroDivisionError: division by zero",
+     "since": 1010.0, "labels": {}, "task_name": "Trainer.step", "node_ip": "10.0.0.8",
+     "job_id": "01000000"},
+]
+
+
 def test_sessions_table_shows_what_a_user_needs():
-    text = render(views.sessions_table([SESSION], now=1075.0))
-    assert "1 paused session(s)" in text
-    for expected in ("abc123", "waiting", "node-1", "42", "/srv/job/train.py:17 in step",
-                     "exception: ValueError: bad", "1m15s", "rank=3"):
+    text = render(views.sessions_table([SESSION], now=1075.0, hub="127.0.0.1:5678"))
+    assert "1 paused session on the hub at 127.0.0.1:5678" in text
+    for expected in ("abc123", "waiting", "node-1", "42", "/srv/job/train.py:17", "step",
+                     "ValueError: bad", "1m15s", "rank=3"):
         assert expected in text
 
 
@@ -39,6 +53,47 @@ def test_list_warns_about_refused_connections():
         "with `raydebug hub --max-client-connections`)",
         "the hub refused 2 worker connection(s): a wrong token, or over `raydebug hub "
         "--max-worker-connections` (see the hub's log)"]
+
+
+@pytest.mark.parametrize("width", [120, 80, 60])
+def test_a_ray_session_is_one_line_that_fits_the_terminal(width: int):
+    text = render(views.sessions_table(RAY_SESSIONS, now=1075.0, width=width,
+                                       hub="127.0.0.1:5678"), width)
+    lines = text.rstrip("\n").splitlines()
+    assert len(lines) == 2 + len(RAY_SESSIONS), text  # title, header, one line a session
+    assert all(len(line.rstrip()) <= width for line in lines), text
+    header = lines[1].split()
+    assert header[:2] == ["id", "task"] and "pid" in header and "where" in header, text
+    assert "labels" not in header and "job" not in header, text  # empty, or all the same
+    for session, line in zip(RAY_SESSIONS, lines[2:], strict=True):
+        assert session["id"] in line and str(session["pid"]) in line, text
+        assert session["task_name"] in line, text
+        # shortened from the left: the file name and line stay
+        assert f"{session['file'].rsplit('/', 1)[1]}:{session['line']}" in line, text
+    if width >= 80:
+        assert "node" in header and "10.0.0.7" in lines[2] and "age" in header, text
+        assert "breakpoint" in lines[2] and "ZeroDivis" in lines[3], text
+    if width >= 120:
+        assert "ZeroDivisionError: division" in lines[3] and "attached" in lines[3], text
+
+
+def test_the_job_column_appears_when_sessions_come_from_several_jobs():
+    sessions = [RAY_SESSIONS[0], {**RAY_SESSIONS[1], "job_id": "02000000"}]
+    text = render(views.sessions_table(sessions, now=1075.0, width=160), 160)
+    assert "job" in text.splitlines()[1].split() and "02000000" in text
+
+
+def test_an_empty_list_says_so_and_where_it_looked():
+    text = render(views.sessions_table([], hub="127.0.0.1:5678",
+                                       found_by="the hub of the Ray cluster at 127.0.0.1:6379"))
+    assert text.strip() == ("no sessions on the hub at 127.0.0.1:5678 (the hub of the Ray "
+                            "cluster at 127.0.0.1:6379): nothing is paused")
+
+
+def test_vscode_config_names_the_local_root_for_the_hub_to_map():
+    config = views.vscode_config("127.0.0.1", 5678, local_root="/home/me/code")
+    assert config["raydebug"] == {"localRoot": "/home/me/code"}
+    assert "pathMappings" not in config  # the hub maps paths: no _ray_pkg_<hash> to go stale
 
 
 def test_vscode_config_is_the_stock_debugpy_attach():

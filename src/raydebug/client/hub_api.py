@@ -28,9 +28,8 @@ def get_json(hub: str, path: str, timeout: float = 10.0, token: str | None = Non
         raise RemoteProtocolError(f"{url}: HTTP {error.code} {detail}".strip()) from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
-        raise HubUnreachableError(
-            f"no hub at {hub} ({reason}); start one with `raydebug hub` or pass --hub HOST:PORT"
-        ) from None
+        text = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+        raise HubUnreachableError(f"no hub at {hub} ({text.lower()})") from None
     except ValueError as error:
         raise RemoteProtocolError(f"{url} did not answer JSON: {error}") from None
 

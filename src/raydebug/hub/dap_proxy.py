@@ -32,6 +32,7 @@ from typing import Any, cast
 
 from ..errors import ChannelFailedError, RaydebugError, SessionBusyError, SessionNotFoundError
 from ..protocol import DapConnection, Event, Message, Request, Response, mentions, parse_message
+from ..protocol.paths import PathTranslator
 from ..protocol.worker import ClientGone as ClientGoneMessage
 from ..protocol.worker import ClientReady, OpenChannel
 from .net import (
@@ -127,6 +128,7 @@ class ClientSession:
         self._ended = False  # the channel has closed: the hub answers every request
         self._terminated_sent = False
         self._vouched = False  # no longer counted toward its address's connection limit
+        self._paths: PathTranslator | None = None  # the client's localRoot <-> remote_root
 
     async def run(self) -> None:
         """Serve the client until it leaves; always releases the process and the channel."""
@@ -222,6 +224,7 @@ class ClientSession:
             # (net.PeerLimit), or one IDE could not debug more processes than that.
             vouch_for_this_connection()
             self._vouched = True
+        self._paths = PathTranslator.for_attach(request.arguments, session.record.remote_root)
         try:
             await self._open_channel(request)
         except (RaydebugError, TimeoutError, OSError) as error:
@@ -300,8 +303,9 @@ class ClientSession:
                 self._parents.breakpoints_for(key.get("parent") if isinstance(key, dict)
                                               else None), start=INJECTED_SEQ):
             self._injected.add(number)
-            self._to_worker(Request(seq=number, command=request.command,
-                                    arguments=request.arguments))
+            arguments = (self._paths.arguments_to_remote(request.arguments) if self._paths
+                         else request.arguments)
+            self._to_worker(Request(seq=number, command=request.command, arguments=arguments))
 
     async def _drop_initialize_response(self, initialize: Request) -> None:
         while True:
@@ -338,9 +342,12 @@ class ClientSession:
     async def _client_to_worker(self) -> None:
         while True:
             try:
-                message = await self.next_client_message()
+                body = await self._next_body(self._client, self._reader)
             except PeerClosed:
                 return
+            if self._paths is not None:
+                body = self._paths.to_remote(body)
+            message = parse_message(body)
             if self._ended or self._channel is None or self._channel.writer.is_closing():
                 self._answer_after_end(message)
                 continue
@@ -400,6 +407,8 @@ class ClientSession:
             except (PeerClosed, OSError):
                 return
             self._outstanding.answered(body)
+            if self._paths is not None:
+                body = self._paths.to_local(body)
             if not self._injected and not mentions(body, WORKER_WORDS):
                 self._writer.write(self._client.send_body(body))  # the fast path
                 await self._writer.drain()

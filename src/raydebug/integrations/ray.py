@@ -35,8 +35,10 @@ import asyncio
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from types import FrameType
@@ -55,6 +57,9 @@ HEAD_NODE_RESOURCE = "node:__internal_head__"
 SETUP_HOOK = "raydebug.integrations.ray.setup_worker"
 DEFAULT_CLIENT_PORT = 5678
 HUB_START_TIMEOUT = 60.0
+# How often the hub actor asks the GCS whether its node is draining (ray stop, SIGTERM to
+# `ray start --block`): the node waits for every lease to be returned, for up to 30 s.
+DRAIN_POLL_INTERVAL = 1.0
 TRUTHY = ("1", "true", "yes", "on")
 
 
@@ -351,34 +356,138 @@ def _hub_actor_alive() -> bool:
     return True
 
 
-def connect_kv(address: str | None) -> None:
-    """Reach the cluster's KV from a process that is not a Ray driver (the CLI).
+GCS_CONNECT_TIMEOUT = 10.0  # Ray's own GcsClient gives up only after 40 s
 
-    ``address``: a GCS address, ``auto`` or None (``RAY_ADDRESS``, then a cluster started on
-    this machine). Raises :class:`HubUnreachableError` when no cluster is found.
+
+def find_gcs_address(address: str | None) -> str:
+    """The GCS address (``host:port``) of the cluster that ``address`` names: a GCS
+    address, or ``auto``/None for ``RAY_ADDRESS`` (unless it is a dashboard or Ray Client
+    URL), else one running on this machine: the latest ``ray start`` if it answers, else
+    the only GCS that answers. Raises :class:`HubUnreachableError` saying
+    why (none found, or several and no way to choose).
+
+    Unlike Ray's ``canonicalize_bootstrap_address``, a loopback address stays loopback: a
+    cluster on 127.0.0.1 does not listen on the machine's network address.
+    """
+    from ray._private.services import find_bootstrap_address, find_gcs_addresses
+
+    if address and address != "auto":
+        if "://" in address:
+            raise HubUnreachableError(
+                f"{address} is not a Ray GCS address (HOST:PORT, e.g. 127.0.0.1:6379); a "
+                "dashboard (http://) or Ray Client (ray://) address cannot be used")
+        return address
+    variable = os.environ.get("RAY_ADDRESS", "")
+    if variable and "://" not in variable and variable != "auto":
+        return variable
+    try:
+        latest = find_bootstrap_address(None)
+        running = sorted(find_gcs_addresses())
+    except Exception as error:  # reading /tmp/ray or the process table failed
+        raise HubUnreachableError(f"cannot look for a local Ray cluster: {error}") from None
+    if latest and _answers(latest):
+        return str(latest)
+    answering = [found for found in running if _answers(found)]
+    if not answering:
+        raise HubUnreachableError("no Ray cluster found on this machine")
+    if len(answering) > 1:
+        raise HubUnreachableError(
+            f"{len(answering)} Ray clusters run on this machine ({', '.join(answering)}): "
+            "choose one with --ray-address or RAY_ADDRESS")
+    return str(answering[0])
+
+
+def _answers(address: str, timeout: float = 3.0) -> bool:
+    """Whether something accepts TCP connections at ``host:port`` (within ``timeout``)."""
+    try:
+        _probe(address, timeout)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _probe(address: str, timeout: float) -> None:
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+        pass
+
+
+def connect_kv(address: str | None) -> str:
+    """Reach the cluster's KV from a process that is not a Ray driver (the CLI); return the
+    GCS address used (see :func:`find_gcs_address`).
+
+    Bounded: a port that does not answer is refused within 3 s, a GCS that does not
+    finish the handshake within :data:`GCS_CONNECT_TIMEOUT`. Raises
+    :class:`HubUnreachableError` saying why.
     """
     from ray.experimental import internal_kv
 
     if ray.is_initialized() or internal_kv._internal_kv_initialized():
-        return
-    from ray._private.services import canonicalize_bootstrap_address
-
+        return address or "auto"
+    gcs_address = find_gcs_address(address)
     try:
-        gcs_address = canonicalize_bootstrap_address(address or "auto")
-    except Exception as error:
-        raise HubUnreachableError(f"no Ray cluster at {address or 'auto'}: {error}") from None
-    if not gcs_address:
+        _probe(gcs_address, timeout=3.0)
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise HubUnreachableError(
-            f"no Ray cluster found ({address or 'RAY_ADDRESS, then a local cluster'})")
+            f"no Ray cluster answers at {gcs_address} ({reason.lower()})") from None
+    result: list[Any] = []
+
+    def connect() -> None:
+        try:
+            result.append(ray._raylet.GcsClient(address=gcs_address))  # type: ignore[attr-defined]
+        except Exception as error:  # Ray raises its own AuthenticationError, RpcError, ...
+            result.append(error)
+
+    # GcsClient blocks in C++ and takes no timeout: wait for it on a thread, bounded.
+    thread = threading.Thread(target=connect, name="raydebug-gcs-connect", daemon=True)
+    thread.start()
+    thread.join(GCS_CONNECT_TIMEOUT)
+    if not result:
+        raise HubUnreachableError(
+            f"the Ray cluster at {gcs_address} did not answer within "
+            f"{GCS_CONNECT_TIMEOUT:g} s (is it a Ray GCS port? does it use token "
+            "authentication, RAY_AUTH_MODE=token?)")
+    if isinstance(result[0], Exception):
+        failure = str(result[0])
+        if "auth" in failure.lower():
+            raise HubUnreachableError(
+                f"the Ray cluster at {gcs_address} uses token authentication: set "
+                "RAY_AUTH_MODE=token (its token in ~/.ray/auth_token or RAY_AUTH_TOKEN)")
+        first_line = failure.splitlines()[0][:200] if failure else type(result[0]).__name__
+        raise HubUnreachableError(
+            f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}")
+    internal_kv._initialize_internal_kv(result[0])
+    return gcs_address
+
+
+def find_or_start_cluster_hub(address: str | None) -> tuple[HubInfo, str]:
+    """For the CLI: the hub of the cluster ``address`` names, started (as the first pause
+    would start it) when it has none yet; and the GCS address. Starting it connects to the
+    cluster as a short-lived driver, which needs this machine to be one of its nodes.
+    Raises :class:`HubUnreachableError` saying why."""
+    import logging
+
+    gcs_address = connect_kv(address)
+    info = read_hub_info()
+    if info is not None:
+        return info, gcs_address
+    loopback = gcs_address.startswith(("127.", "localhost", "[::1]"))
     try:
-        client = ray._raylet.GcsClient(address=gcs_address)  # type: ignore[attr-defined]
-    except Exception as error:  # Ray raises its own AuthenticationError, RpcError, ...
-        hint = ("; this cluster uses token authentication: set RAY_AUTH_MODE=token"
-                if "auth" in str(error).lower() else "")
+        ray.init(address=gcs_address, namespace=HUB_ACTOR_NAMESPACE, log_to_driver=False,
+                 logging_level=logging.WARNING,
+                 _node_ip_address="127.0.0.1" if loopback else None)
+    except Exception as error:
         first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         raise HubUnreachableError(
-            f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}{hint}") from None
-    internal_kv._initialize_internal_kv(client)
+            f"the Ray cluster at {gcs_address} has no raydebug hub yet, and this machine "
+            f"cannot start it ({first_line}); run `raydebug hub --ray-address "
+            f"{gcs_address}` on a node of the cluster, or wait for the first breakpoint"
+        ) from None
+    try:
+        return find_or_start_hub(), gcs_address
+    finally:
+        ray.shutdown()
 
 
 def publish_cli_hub(client: str, worker: str, token: str, cert: str | None = None) -> HubInfo:
@@ -412,13 +521,20 @@ def hub_actor_class() -> Any:
 
 
 class _HubActor:
-    """The hub, as a detached async actor on the head node (no CPU reserved)."""
+    """The hub, as a detached async actor on the head node (no CPU reserved).
+
+    A detached actor holds its worker lease forever, and a node being stopped (``ray stop``,
+    SIGTERM to ``ray start --block``) waits up to 30 s for every lease to be returned
+    before it gives up and kills its processes. So the actor watches its node's drain state
+    and, once the node drains, stops serving, unpublishes itself and exits.
+    """
 
     def __init__(self) -> None:
         self._info: HubInfo | None = None
         self._lock = asyncio.Lock()
         self._hub: Any = None
         self._serving: Any = None
+        self._watching: Any = None
 
     async def start(self, tls: bool = False) -> dict[str, Any]:
         """Start serving once; return the HubInfo as a dict (every caller gets the same).
@@ -447,10 +563,38 @@ class _HubActor:
                 await hub.close()
         self._hub = hub
         self._serving = asyncio.ensure_future(hub.serve_forever())
+        self._watching = asyncio.ensure_future(self._exit_when_node_drains())
         return HubInfo(worker="{}:{}".format(*hub.worker_address),
                        client="{}:{}".format(*hub.client_address),
                        token=hub.config.token, owner="actor", node_ip=ip, pid=os.getpid(),
                        cert=hub.certificate.fingerprint if hub.certificate else "")
+
+    async def _exit_when_node_drains(self) -> None:
+        """Poll the GCS (it has no notification for this) until this node is draining, then
+        ask this actor to :meth:`stop` (an actor exits only from one of its own methods)."""
+        node_id = ray.get_runtime_context().get_node_id()
+        gcs = ray._private.worker.global_worker.gcs_client  # type: ignore[attr-defined]
+        while True:
+            await asyncio.sleep(DRAIN_POLL_INTERVAL)
+            try:
+                draining = await asyncio.to_thread(gcs.get_draining_nodes, timeout=5)
+            except Exception:  # a GCS that is restarting or gone: try again
+                continue
+            if node_id in draining:
+                break
+        ray.get_runtime_context().current_actor.stop.remote()
+
+    async def stop(self) -> None:
+        """Stop serving, take the hub out of the KV, and end this actor."""
+        if self._hub is not None:
+            self._serving.cancel()
+            await self._hub.close()
+        if self._info is not None:
+            try:
+                unpublish_hub_info(self._info)
+            except Exception:  # the GCS may already be going away; the node is stopping
+                pass
+        ray.actor.exit_actor()
 
 
 # -- session metadata -------------------------------------------------------------------------

@@ -1,0 +1,113 @@
+"""``raydebug hub``: run the hub in this process until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+import click
+
+from .. import state_file, views
+from ..errors import ConfigurationError
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address of the client port (DAP and HTTP). Loopback only.")
+@click.option("--port", default=5678, show_default=True, help="Client port (0: any free one).")
+@click.option("--worker-host", default="127.0.0.1", show_default=True,
+              help="Address workers dial; use the node's cluster address for other nodes.")
+@click.option("--worker-port", default=5679, show_default=True, help="Worker port (0: any).")
+@click.option("--token", envvar="RAYDEBUG_TOKEN", default=None,
+              help="Worker token (env RAYDEBUG_TOKEN); generated when not given.")
+@click.option("--allow-terminate", is_flag=True,
+              help="Let clients kill debuggees with terminate / terminateDebuggee.")
+@click.option("--max-sessions", default=10_000, show_default=True,
+              help="Paused sessions the hub lists at once; a worker beyond it is told the "
+                   "session is refused.")
+@click.option("--client-token", envvar="RAYDEBUG_CLIENT_TOKEN", default=None,
+              help="Require this token of every DAP and HTTP client; needed to listen beyond "
+                   "loopback (env RAYDEBUG_CLIENT_TOKEN).")
+@click.option("--unix-socket", default=None, type=click.Path(dir_okay=False),
+              help="Also serve clients on this Unix socket (mode 0600); raydebug tunnel "
+                   "forwards to it when present.")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+@click.option("--ray-address", default=None,
+              help="Serve this Ray cluster ('auto': the local one): publish the hub where "
+                   "workers find it; workers dial this node's address unless --worker-host.")
+@click.option("--tls", is_flag=True, envvar="RAYDEBUG_HUB_TLS",
+              help="Serve workers over TLS with a self-signed certificate, created on first "
+                   "use in ~/.local/state/raydebug/; workers pin its fingerprint (published "
+                   "with the address, or RAYDEBUG_HUB_CERT). Env RAYDEBUG_HUB_TLS=1.")
+@click.option("--max-worker-connections", default=1_000, show_default=True,
+              help="Concurrent worker connections per peer address.")
+@click.option("--max-client-connections", default=64, show_default=True,
+              help="Concurrent client connections per peer address (a cluster session's "
+                   "attached child sessions do not count).")
+@click.option("--handshake-timeout", default=10.0, show_default=True,
+              help="Seconds a worker connection has to finish TLS and the token handshake.")
+@click.option("--client-idle-timeout", default=30.0, show_default=True,
+              help="Seconds a client connection has to send its first bytes.")
+def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | None,
+        allow_terminate: bool, max_sessions: int, client_token: str | None,
+        unix_socket: str | None, log_level: str, ray_address: str | None, tls: bool,
+        max_worker_connections: int, max_client_connections: int, handshake_timeout: float,
+        client_idle_timeout: float) -> None:
+    """Run the hub: list sessions and route debuggers to them."""
+    from ..hub import Hub, HubConfig
+
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
+                        format="raydebug hub: %(message)s")
+    ray_integration: Any = None
+    if ray_address:
+        from ..integrations import ray as ray_module
+
+        ray_integration = ray_module
+        ray_module.connect_kv(ray_address)
+        if worker_host == "127.0.0.1":
+            worker_host = ray_module.local_node_ip()
+    config = HubConfig(host=host, port=port, worker_host=worker_host, worker_port=worker_port,
+                       allow_terminate=allow_terminate, max_sessions=max_sessions,
+                       client_token=client_token or None,
+                       unix_socket=os.path.abspath(unix_socket) if unix_socket else None,
+                       tls=tls, max_worker_connections=max_worker_connections,
+                       max_client_connections=max_client_connections,
+                       handshake_timeout=handshake_timeout,
+                       client_idle_timeout=client_idle_timeout)
+    if token:
+        config.token = token
+    asyncio.run(_serve_hub(Hub(config), ray_integration))
+
+
+async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
+    try:
+        await hub.start()
+    except OSError as error:
+        raise ConfigurationError(f"cannot listen: {error.strerror or error}") from None
+    client = "{}:{}".format(*hub.client_address)
+    worker = "{}:{}".format(*hub.worker_address)
+    cert = hub.certificate.fingerprint if hub.certificate else None
+    published = None
+    if ray_integration is not None:
+        published = ray_integration.publish_cli_hub(client, worker, hub.config.token, cert)
+    recorded = state_file.write(client, worker, hub.config.token, hub.config.unix_socket, cert)
+    click.echo(views.hub_banner(client, worker, hub.config.token, cert), nl=False)
+    sys.stdout.flush()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    serving = asyncio.ensure_future(hub.serve_forever())
+    try:
+        await stop.wait()
+    finally:
+        serving.cancel()
+        if published is not None:
+            ray_integration.unpublish_hub_info(published)
+        state_file.remove(recorded)
+        await hub.close()

@@ -1,0 +1,43 @@
+"""``raydebug run``: start a Ray driver with raydebug enabled in it and in every worker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import click
+
+from ..errors import ConfigurationError
+
+
+@click.command(context_settings={"ignore_unknown_options": True,
+                                 "allow_interspersed_args": False})
+@click.option("--post-mortem", is_flag=True,
+              help="A task or actor method that raises freezes in the frame that raised, as "
+                   "a session (RAYDEBUG_POST_MORTEM=1 for the driver and every worker).")
+@click.option("--wait-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="A paused process nobody attached to continues after SECONDS "
+                   "(RAYDEBUG_WAIT_TIMEOUT).")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(post_mortem: bool, wait_timeout: float | None, command: tuple[str, ...]) -> None:
+    """Run a Ray driver with raydebug on: `raydebug run -- python job.py`.
+
+    No code change: every worker's breakpoint() and post-mortem go to the cluster's hub
+    (started on the head node at the first pause). The driver's own breakpoint() opens pdb
+    when its stdin is a terminal, else (or with RAYDEBUG_DRIVER=remote) a session.
+
+    The options travel with the command, so under `ray job submit -- raydebug run
+    --post-mortem -- python job.py` they reach the job (the submitter's environment does
+    not).
+    """
+    env = dict(os.environ)
+    env["RAY_RUNTIME_ENV_HOOK"] = "raydebug.integrations.ray.runtime_env_hook"
+    env["RAYDEBUG_RAY_DRIVER"] = "1"
+    if post_mortem:
+        env["RAYDEBUG_POST_MORTEM"] = "1"
+    if wait_timeout is not None:
+        env["RAYDEBUG_WAIT_TIMEOUT"] = f"{wait_timeout:g}"
+    program = shutil.which(command[0])
+    if program is None:
+        raise ConfigurationError(f"command not found: {command[0]}")
+    os.execve(program, list(command), env)

@@ -1,0 +1,161 @@
+"""The CLI against a real Ray head node (`ray start --head --block` on loopback): the cluster's
+hub wins over a local one, a fresh cluster gets its hub before the first pause, and the hub
+actor lets the head node stop promptly."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from helpers import HubProcess, write_script
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+# Loopback only; token auth with the test's own token (whether ~/.ray/auth_token exists or
+# not, which changes what `ray start` does).
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": os.environ.get("RAY_AUTH_TOKEN") or uuid.uuid4().hex,
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+RAYDEBUG = [sys.executable, "-m", "raydebug"]
+
+JOB = """
+import ray
+
+ray.init()
+
+@ray.remote(num_cpus=0)
+def pause(x):
+    y = x * 2
+    breakpoint()
+    return y
+
+print("result", ray.get(pause.remote(21)), flush=True)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Head:
+    proc: subprocess.Popen[str]
+    gcs: str
+
+
+@pytest.fixture
+def head() -> Iterator[Head]:
+    """`ray start --head --block` on loopback, its own temp dir and free ports; stopped by
+    pid (SIGTERM, then SIGKILL) at the end."""
+    gcs_port = free_port()
+    # Short: Ray's Unix sockets live under it, and their paths are limited to 107 bytes.
+    temp_dir = tempfile.mkdtemp(prefix="rdray")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
+         f"--port={gcs_port}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+         "--include-dashboard=false", f"--temp-dir={temp_dir}",
+         f"--dashboard-agent-listen-port={free_port()}",
+         f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
+         f"--ray-client-server-port={free_port()}"],
+        env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    assert proc.stdout is not None
+    try:
+        output = ""
+        for line in proc.stdout:  # "Ray runtime started." once the head is up
+            output += line
+            if "Ray runtime started" in line:
+                break
+        else:
+            pytest.fail(f"ray start --head did not start: {output[-2000:]}")
+        yield Head(proc, f"127.0.0.1:{gcs_port}")
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def raydebug(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RAYDEBUG, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **LOOPBACK, **env})
+
+
+def test_a_fresh_cluster_gets_its_hub_and_wins_over_the_local_one(head: Head, hub: HubProcess,
+                                                                  tmp_path: Path):
+    # `hub` is a hub started on this machine: it is in the state file.
+    local = raydebug("hub-address")
+    assert local.stdout.strip() == hub.client_address, local.stderr
+
+    started = time.monotonic()
+    listed = raydebug("list", RAY_ADDRESS=head.gcs)
+    took = time.monotonic() - started
+    assert listed.returncode == 0, listed.stderr
+    text = " ".join(listed.stdout.split())  # as one line, however the terminal wrapped it
+    assert text.startswith("no sessions on the hub at "), listed.stdout
+    assert f"the hub of the Ray cluster at {head.gcs}" in text, listed.stdout
+    assert hub.client_address not in text, listed.stdout
+    assert took < 60, took
+    cluster_hub = re.search(r"on the hub at (\S+)", text)
+    assert cluster_hub is not None
+    address = raydebug("hub-address", "--ray-address", head.gcs)
+    assert address.stdout.strip() == cluster_hub.group(1), address.stderr
+
+    # Start the debugger first, then the job.
+    child = pexpect.spawn(RAYDEBUG[0], [*RAYDEBUG[1:], "attach", "--follow"],
+                          env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs,
+                               "TERM": "xterm", "NO_COLOR": "1"},
+                          encoding="utf-8", timeout=90, dimensions=(24, 80))
+    job = None
+    try:
+        child.expect_exact(f"waiting for a breakpoint... (hub {cluster_hub.group(1)}")
+        script = write_script(tmp_path, "job.py", JOB)
+        job = subprocess.Popen([*RAYDEBUG, "run", "--", sys.executable, str(script)],
+                               env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        child.expect_exact("(raydebug) ")
+        child.sendline("p y")
+        child.expect_exact("42")
+        child.sendline("c")
+        output, _ = job.communicate(timeout=120)
+        assert "result 42" in output, output[-2000:]
+    finally:
+        child.kill(signal.SIGKILL)
+        child.close()
+        if job is not None and job.poll() is None:
+            job.kill()
+            job.wait(timeout=30)
+
+
+def test_the_head_node_stops_promptly_with_the_hub_actor(head: Head):
+    listed = raydebug("list", "--ray-address", head.gcs)  # starts the hub actor
+    assert listed.returncode == 0 and "the hub of the Ray cluster" in listed.stdout, \
+        listed.stderr
+    started = time.monotonic()
+    head.proc.send_signal(signal.SIGTERM)
+    output, _ = head.proc.communicate(timeout=60)
+    took = time.monotonic() - started
+    # Without the actor's drain watch the node waited 30 s for the actor's lease.
+    assert took < 10, f"{took:.1f} s: {output[-1500:]}"
+    assert "did not finish draining" not in output
