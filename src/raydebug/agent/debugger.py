@@ -31,7 +31,8 @@ class Debugger:
     """pydevd inside this process. Thread-safe; :meth:`ensure_started` is idempotent."""
 
     def __init__(
-        self, on_suspended: Callable[[int], None], on_resumed: Callable[[int], None]
+        self, on_suspended: Callable[[int, FrameType | None], None],
+        on_resumed: Callable[[int], None]
     ) -> None:
         self._on_suspended = on_suspended
         self._on_resumed = on_resumed
@@ -112,7 +113,8 @@ class Debugger:
             with self._lock:
                 self._suspended.add(ident)
                 suspended[ident] = (thread.additional_info, event)  # type: ignore[attr-defined]
-            self._on_suspended(ident)
+            frame = args[0] if args else kwargs.get("frame")  # where it suspends
+            self._on_suspended(ident, frame)
             try:
                 return original_wait(thread, *args, **kwargs)
             finally:

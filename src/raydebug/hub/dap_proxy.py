@@ -14,7 +14,12 @@ except that:
   never passed to the client (security: the client may run them);
 - ``terminate`` and ``disconnect{terminateDebuggee: true}`` never kill the process unless
   the hub was started with ``--allow-terminate``;
-- when the process dies or its channel drops, the client gets ``terminated``.
+- when the process dies or its channel drops, the client gets ``terminated``;
+- when a session of the process starts or ends (the agent says why: a ``breakpoint()``
+  elsewhere, or the function it paused in returned), the client gets the custom events
+  ``raydebug/sessionStarted`` ``{session}`` and ``raydebug/sessionEnded``
+  ``{session, thread, reason, returned}``: pydevd sends nothing when a thread leaves
+  the code it traces.
 """
 
 from __future__ import annotations
@@ -194,6 +199,8 @@ class ClientSession:
                 return None
         self._process = session.process
         self._process.on_lost.append(self._on_process_lost)
+        self._process.on_session_started.append(self._on_session_started)
+        self._process.on_session_ended.append(self._on_session_ended)
         try:
             await self._open_channel(request)
         except (RaydebugError, TimeoutError, OSError) as error:
@@ -342,6 +349,15 @@ class ClientSession:
         if self._channel is not None:
             self._channel.writer.close()
 
+    def _on_session_started(self, session: HubSession) -> None:
+        self._send_client(Event(seq=0, event="raydebug/sessionStarted",
+                                body={"session": session.to_dict()}))
+
+    def _on_session_ended(self, session: HubSession, reason: str, returned: str) -> None:
+        self._send_client(Event(seq=0, event="raydebug/sessionEnded", body={
+            "session": session.record.id, "thread": session.record.thread,
+            "reason": reason, "returned": returned}))
+
     # -- I/O helpers ------------------------------------------------------------------------
 
     async def next_client_message(self) -> Message:
@@ -421,8 +437,13 @@ class ClientSession:
         if self._process is not None and self._channel is not None:
             self._process.send(ClientGoneMessage(channel=self._channel_id))
         if self._process is not None:
-            if self._on_process_lost in self._process.on_lost:
-                self._process.on_lost.remove(self._on_process_lost)
+            process = self._process
+            if self._on_process_lost in process.on_lost:
+                process.on_lost.remove(self._on_process_lost)
+            if self._on_session_started in process.on_session_started:
+                process.on_session_started.remove(self._on_session_started)
+            if self._on_session_ended in process.on_session_ended:
+                process.on_session_ended.remove(self._on_session_ended)
             await self._registry.detach(self._process, self)
             for session_id in self._resumed_by_disconnect:
                 await self._registry.end_session(self._process, session_id)
