@@ -7,10 +7,15 @@ With a terminal on stdin you get the debugger: `where`, `p shard`, `c`... on eac
 turn. Without one (CI, a pipe) it plays a short scripted tour instead: where, p, continue on
 each session. It exits 0 when the job has completed with the expected results; everything it
 started, it stops.
+
+On a terminal the debugger runs as the terminal's foreground process group, alone: Ctrl-C
+then reaches only the debugger (which cancels the line, or pauses the debuggee), never this
+driver or the local Ray, as with any job a shell runs in the foreground.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -27,7 +32,8 @@ from raydebug.integrations import ray as ray_integration
 
 SESSIONS = 3
 TOUR = "where\np shard\nc\n" * SESSIONS
-JOB_TIMEOUT = 300.0
+WAIT_TIMEOUT = 300  # seconds a session waits for a debugger, then continues by itself
+JOB_TIMEOUT = WAIT_TIMEOUT + 60.0
 
 
 @ray.remote
@@ -56,7 +62,7 @@ def validate(shard: int) -> float:
 
 
 def start_ray() -> None:
-    env = {"RAYDEBUG_POST_MORTEM": "1", "RAYDEBUG_WAIT_TIMEOUT": str(int(JOB_TIMEOUT))}
+    env = {"RAYDEBUG_POST_MORTEM": "1", "RAYDEBUG_WAIT_TIMEOUT": str(WAIT_TIMEOUT)}
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
              _node_ip_address="127.0.0.1", runtime_env=raydebug.runtime_env({"env_vars": env}))
 
@@ -64,7 +70,14 @@ def start_ray() -> None:
 def start_attach(hub: str, interactive: bool) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "raydebug", "attach", "--follow", "--hub", hub]
     if interactive:
-        return subprocess.Popen(command, text=True)
+        # Its own process group, made the terminal's foreground one: Ctrl-C goes to it only.
+        # (preexec_fn: Python 3.10 has no process_group.)
+        attach = subprocess.Popen(command, text=True, preexec_fn=os.setpgrp)
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(sys.stdin.fileno(), attach.pid)
+            # Had it read the terminal before it was the foreground, SIGTTIN stopped it.
+            os.killpg(attach.pid, signal.SIGCONT)
+        return attach
     attach = subprocess.Popen(command, stdin=subprocess.PIPE, text=True)
     assert attach.stdin is not None
     attach.stdin.write(TOUR)
@@ -80,6 +93,22 @@ def stop(attach: subprocess.Popen[str]) -> None:
         except subprocess.TimeoutExpired:
             attach.kill()
             attach.wait(timeout=10)
+    take_back_terminal()
+
+
+def take_back_terminal() -> None:
+    """Make this driver the terminal's foreground process group again (after the debugger).
+
+    From the background, tcsetpgrp() stops the caller with SIGTTOU unless it ignores it.
+    """
+    if not sys.stdin.isatty():
+        return
+    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(sys.stdin.fileno(), os.getpgrp())
+    finally:
+        signal.signal(signal.SIGTTOU, previous)
 
 
 def main() -> int:
@@ -96,7 +125,9 @@ def main() -> int:
             return 1
         print(f"job submitted; {SESSIONS} sessions will pause. The hub: {hub.client}\n"
               + ("Debug each one (help lists commands; c moves on to the next).\n"
-                 if interactive else "No terminal on stdin: a scripted tour.\n"), flush=True)
+                 if interactive else "No terminal on stdin: a scripted tour.\n")
+              + f"A session nobody attaches to continues by itself after {WAIT_TIMEOUT} s.\n",
+              flush=True)
         attach = start_attach(hub.client, interactive)
         results = wait_for_job(refs, attach, hub.client)
     finally:
@@ -114,16 +145,22 @@ def wait_for_job(refs: list[ray.ObjectRef], attach: subprocess.Popen[str],
                  hub: str) -> list[object]:
     """The job's results (the failing task's as its error's text), waiting at most
     JOB_TIMEOUT; says how to come back if the debugger is left early."""
-    deadline = time.monotonic() + JOB_TIMEOUT
-    told = False
+    started = time.monotonic()
+    deadline = started + JOB_TIMEOUT
+    told = told_timeout = False
     while True:
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=1.0)
         if len(ready) == len(refs):
             break
         if attach.poll() is not None and not told:
+            take_back_terminal()
             print(f"the debugger has left; the job goes on when its paused sessions are "
                   f"continued: raydebug attach --follow --hub {hub}", flush=True)
             told = True
+        if time.monotonic() - started > WAIT_TIMEOUT and not told_timeout:
+            print(f"the sessions nobody visited waited {WAIT_TIMEOUT} s for a debugger and "
+                  "continued by themselves (RAYDEBUG_WAIT_TIMEOUT)", flush=True)
+            told_timeout = True
         if time.monotonic() > deadline:
             raise TimeoutError("the job did not complete")
     results: list[object] = []

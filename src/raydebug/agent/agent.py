@@ -41,6 +41,8 @@ from .metadata import innermost_frame, record_for_frame
 from .report import say
 from .returns import ReturnWatcher
 
+FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
+
 
 @dataclass
 class LocalSession:
@@ -100,9 +102,17 @@ class Agent:
         if session.released.is_set():
             return True
         timeout = self.config.wait_timeout
-        say(f"session {record.id} paused at {record.file}:{record.line}, waiting for a "
-            f"debugger (hub: {self.config.hub_address})"
-            + (f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""))
+        limit = f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""
+        # Say "waiting" only if a debugger can reach us: a wrong token or no hub at the
+        # address is known after the first attempt (milliseconds; pydevd's start was longer).
+        self.link.attempted.wait(FIRST_ATTEMPT_WAIT)
+        problem = self.link.last_error
+        if problem and problem != "lost":  # "lost": reconnecting to a hub that was there
+            say(f"session {record.id} paused at {record.file}:{record.line}, but no debugger "
+                f"can attach: {problem}; retrying, then continuing{limit}")
+        else:
+            say(f"session {record.id} paused at {record.file}:{record.line}, waiting for a "
+                f"debugger (hub: {self.config.hub_address}){limit}")
         started = time.monotonic()
         if session.released.wait(timeout):
             return True
