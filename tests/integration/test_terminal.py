@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
@@ -72,13 +73,14 @@ divide(84, 0)
 class Attach:
     """``raydebug attach`` on an 80x24 pseudo-terminal."""
 
-    def __init__(self, hub: HubProcess, *args: str, colour: bool = False) -> None:
+    def __init__(self, hub: HubProcess, *args: str, colour: bool = False,
+                 columns: int = 80) -> None:
         env = dict(os.environ, TERM="xterm")
         if not colour:
             env["NO_COLOR"] = "1"
         self.child = pexpect.spawn(
             sys.executable, ["-m", "raydebug", "attach", "--hub", hub.client_address, *args],
-            env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(24, 80))
+            env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(24, columns))
         if os.environ.get("RAYDEBUG_TEST_TRANSCRIPT"):  # to see a failing test's screen
             self.child.logfile_read = sys.stdout
 
@@ -115,7 +117,7 @@ def attach(hub: HubProcess) -> Iterator[list[Attach]]:
         session.close()
 
 
-def start_attach(hub: HubProcess, started: list[Attach], *args: str, **kw: bool) -> Attach:
+def start_attach(hub: HubProcess, started: list[Attach], *args: str, **kw: Any) -> Attach:
     session = Attach(hub, *args, **kw)
     started.append(session)
     return session

@@ -68,8 +68,15 @@ def test_bad_break_locations_say_why(arg: str):
         parse_location(arg)
 
 
-def test_help_fits_80_columns_and_covers_one_command():
-    assert all(len(line) <= 80 for line in help_text().splitlines())
+@pytest.mark.parametrize("width", [120, 80, 60, 40])
+def test_help_fits_the_terminal_and_covers_every_command(width: int):
+    text = help_text(width=width)
+    assert all(len(line) <= width for line in text.splitlines()), text
+    assert "c(ont(inue))" in text and "q(uit)" in text
+    assert all(len(line) <= width for line in help_text("c", width=width).splitlines())
+
+
+def test_help_covers_one_command():
     assert help_text("c").startswith("c(ont(inue))")
     with pytest.raises(CommandError):
         help_text("frobnicate")
@@ -157,6 +164,12 @@ def test_highlighting_keeps_one_entry_per_line():
     source = 'x = """a\nb"""\ny = 1\n'
     coloured = render.highlight_lines(source)
     assert len(coloured) == 3 and all(line.endswith("\x1b[0m") for line in coloured)
+
+
+def test_header_says_where_breakpoint_was_called_and_where_the_arrow_is():
+    session = {"id": "a", "pid": 1, "file": "/job.py", "line": 47}
+    assert render.session_header(session, 48)[1] == "breakpoint() at /job.py:47, next line 48"
+    assert render.session_header(session, 47)[1] == "breakpoint() at /job.py:47"
 
 
 def test_an_actor_method_is_named_once():

@@ -350,6 +350,7 @@ class TerminalDebugger(RunningCommands):
                                          temporary)
         else:
             file = self._resolve_file(location.file)
+            self._refuse_blank_line(file, location.line or 0)
             point = self.breakpoints.add(file, location.line, None, location.condition,
                                          temporary)
         self._send_breakpoints(point.file)
@@ -360,6 +361,19 @@ class TerminalDebugger(RunningCommands):
                        f"breakpoint to line {point.line})")
         if not point.verified:
             self.write(render.error(f"breakpoint {point.number} not verified by the debuggee"))
+
+    def _refuse_blank_line(self, file: str, line: int) -> None:
+        """pdb's refusal: pydevd would move a breakpoint on a blank line or a comment to the
+        line before, which may be another function's last line, or code that never runs."""
+        frame = next((f for f in self.frames if sources.frame_path(f) == file), None)
+        lines = self._source(frame) if frame is not None else None
+        if lines is None:
+            return
+        if not 0 < line <= len(lines):
+            raise CommandError(f"line {line} is past the end of {file} ({len(lines)} lines)")
+        text = lines[line - 1].strip()
+        if not text or text.startswith("#"):
+            raise CommandError(f"Blank or comment: line {line} of {file} has no code")
 
     def do_tbreak(self, arg: str) -> None:
         if not arg:
