@@ -156,7 +156,7 @@ def test_a_session_debugged_with_pdb_commands(hub: HubProcess, attach: list[Atta
     step = term.do("s")
     assert "double()" in step and "twice = value * factor" in step
     assert "compute()" in term.do("r")
-    ended = term.do_and_end("c", "compute() returned; the process runs on")
+    ended = term.do_and_end("c", SESSION_OVER)
     assert "job-1 result=20 total=10" in ended  # the assignment took, output shown in place
     term.child.expect(pexpect.EOF)
     code, out, _ = finish(worker)
