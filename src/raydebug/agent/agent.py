@@ -63,7 +63,9 @@ class Agent:
         self._client_ready = False
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed)
-        self.returns = ReturnWatcher(self.debugger.is_suspended, self._on_returned)
+        self.returns = ReturnWatcher(self.debugger.is_suspended, self._on_returned,
+                                     self.debugger.returns_to_other_code,
+                                     self.debugger.cancel_step)
         self.link = HubLink(config, self)
 
     # -- entry points (called on the pausing thread) ----------------------------------------

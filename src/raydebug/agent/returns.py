@@ -15,7 +15,9 @@ that thread suspends again, its session ends, or the client leaves.
 pydevd keeps no return value for a step over the last line, so while the thread *steps*
 (not while it continues: that runs at full speed), a profile function on that thread alone
 (``sys.setprofile``, independent of pydevd's ``sys.settrace``) records what the frame
-returns, and wakes the watcher.
+returns, and wakes the watcher. If that return leaves the user's code (a library called the
+function), the step is cancelled: the session is over, as pdb's is at the end of a program,
+rather than stopped in whatever non-library code runs next.
 """
 
 from __future__ import annotations
@@ -63,9 +65,13 @@ class ReturnWatcher:
     """
 
     def __init__(self, is_suspended: Callable[[int], bool],
-                 on_returned: Callable[[str, str], None]) -> None:
+                 on_returned: Callable[[str, str], None],
+                 returns_to_other_code: Callable[[FrameType], bool] = lambda frame: False,
+                 cancel_step: Callable[[], None] = lambda: None) -> None:
         self._is_suspended = is_suspended
         self._on_returned = on_returned
+        self._returns_to_other_code = returns_to_other_code
+        self._cancel_step = cancel_step
         self._lock = threading.Lock()
         self._followed: dict[str, _Followed] = {}
         self._wake = threading.Event()
@@ -101,13 +107,18 @@ class ReturnWatcher:
             if not followed:
                 return
             if _is_stepping() and sys.getprofile() is None:
-                sys.setprofile(_ReturnHook(followed, self._wake))
+                sys.setprofile(_ReturnHook(followed, self._wake, self._at_return))
             self._wake.set()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._watch, name="raydebug-returns",
                                                 daemon=True)
                 mark_invisible(self._thread)
                 self._thread.start()
+
+    def _at_return(self, frame: FrameType) -> None:
+        """On the stepping thread, as a followed frame returns."""
+        if self._returns_to_other_code(frame):
+            self._cancel_step()
 
     def stop_watching(self) -> None:
         """The client left: nothing runs under it any more."""
@@ -157,9 +168,11 @@ class ReturnWatcher:
 class _ReturnHook:
     """A profile function for one stepping thread: records what its followed frames return."""
 
-    def __init__(self, followed: list[_Followed], wake: threading.Event) -> None:
+    def __init__(self, followed: list[_Followed], wake: threading.Event,
+                 at_return: Callable[[FrameType], None]) -> None:
         self._followed = followed
         self._wake = wake
+        self._at_return = at_return
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if event != "return":
@@ -168,6 +181,7 @@ class _ReturnHook:
             if frame is followed.frame:
                 followed.returned = _REPR.repr(arg)
                 sys.setprofile(None)
+                self._at_return(frame)
                 self._wake.set()
                 return
 
