@@ -63,7 +63,8 @@ def validate(shard: int) -> float:
 
 def start_ray() -> None:
     env = {"RAYDEBUG_POST_MORTEM": "1", "RAYDEBUG_WAIT_TIMEOUT": str(WAIT_TIMEOUT)}
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+    # address="local": a Ray of its own, even when another one runs on this machine.
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              _node_ip_address="127.0.0.1", runtime_env=raydebug.runtime_env({"env_vars": env}))
 
 

@@ -237,13 +237,13 @@ class RunningCommands:
         return self._session_frame_name
 
     def _session_ended(self, end: SessionEnd, function: str) -> Outcome:
-        who = f"session {end.session_id} ({render.session_what(self.session)})"
+        who = f"session {end.session_id}"  # the header said what it is
         if end.reason == END_RETURNED:
             if end.returned:
                 self.write(f"--Return-- {function}() -> {end.returned}")
             self.write(f"{who}: {function}() returned; the process runs on")
         elif end.reason == END_RAISED:
-            self.write(f"{who}: the exception went on, uncaught; the process runs on")
+            self.write(f"{who}: the exception goes on; the process runs on")
         else:
             self.write(f"{who}: it ran on ({end.reason})")
         self._session_depth = None
