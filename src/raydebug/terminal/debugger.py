@@ -54,6 +54,7 @@ class TerminalDebugger(RunningCommands):
     _list_next: int | None = None  # where a bare `list` continues
     _last_command: Command | None = None
     _stops_announced: int = 0
+    _others_stopped: set[int] = field(default_factory=set)  # at the last prompt
 
     # -- stops ------------------------------------------------------------------------------
 
@@ -70,15 +71,21 @@ class TerminalDebugger(RunningCommands):
 
     def announce_other_stops(self) -> None:
         """Before a prompt: say which other threads stopped meanwhile (their own
-        breakpoint(), in a threaded actor); ``thread N`` switches to one."""
+        breakpoint(), in a threaded actor; ``thread N`` switches to one), and which stopped
+        ones ran on though we did not resume them."""
         stops = self.remote.stops
+        stopped = set(stops.stopped_threads)
+        ran_on = sorted(self._others_stopped - stopped)
+        self._others_stopped = stopped - {self.thread_id}
+        if ran_on:
+            self.write(f"(thread {', '.join(map(str, ran_on))} ran on: resumed by something "
+                       "other than this prompt)")
         if stops.count == self._stops_announced:
             return
         self._stops_announced = stops.count
-        others = sorted(t for t in stops.stopped_threads if t != self.thread_id)
-        if others:
-            self.write(f"(stopped too: thread {', '.join(map(str, others))}; "
-                       "`thread N` switches)")
+        if self._others_stopped:
+            self.write(f"(stopped too: thread {', '.join(map(str, sorted(self._others_stopped)))}"
+                       "; `thread N` switches)")
 
     def _select_session_thread(self, stop: Stop | None) -> None:
         wanted = self.session.get("thread")
