@@ -136,6 +136,24 @@ def test_step_off_the_end_says_no_pydevd_advice(hub: HubProcess, attach: list[At
     assert "launch.json" not in ended and "Frame skipped" not in ended
 
 
+LIBRARY_CALL = """
+import json
+
+breakpoint()
+text = json.dumps({"a": 1})
+print(text, flush=True)  # next
+"""
+
+
+def test_step_into_a_library_call_moves_on_without_pydevd_advice(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    term, script = attached(hub, attach, tmp_path, LIBRARY_CALL)
+    stepped = term.do("s")
+    assert f"({line_of(script, '# next')})<module>()" in stepped
+    assert "launch.json" not in stepped and "justMyCode" not in stepped
+    term.do_and_end("q", "the process runs on")
+
+
 def test_continue_with_a_breakpoint_never_hit_ends_when_the_function_returns(
         hub: HubProcess, attach: list[Attach], tmp_path: Path):
     term, _ = attached(hub, attach, tmp_path, POOL)
