@@ -190,3 +190,26 @@ def test_exception_info_reads_as_a_traceback_oldest_frame_first():
         '  File "/a.py", line 5, in <module>', "    f()",
         '  File "/a.py", line 2, in f', "    1 / 0",
         "ZeroDivisionError: division by zero"]
+
+
+def test_other_threads_stopping_or_running_on_are_said_before_the_prompt():
+    from types import SimpleNamespace
+
+    from raydebug.protocol import Event
+    from raydebug.terminal.debugger import TerminalDebugger
+    from raydebug.terminal.remote import Stops
+
+    stops = Stops()
+    said: list[str] = []
+    debugger = TerminalDebugger(SimpleNamespace(stops=stops), {}, said.append,  # type: ignore[arg-type]
+                                thread_id=1)
+    stops.on_stopped(Event(seq=1, event="stopped", body={"threadId": 1}))
+    debugger.announce_other_stops()
+    assert said == []
+    stops.on_stopped(Event(seq=2, event="stopped", body={"threadId": 2}))
+    debugger.announce_other_stops()
+    assert said == ["(stopped too: thread 2; `thread N` switches)"]
+    stops.on_continued(Event(seq=3, event="continued",
+                             body={"threadId": 2, "allThreadsContinued": False}))
+    debugger.announce_other_stops()
+    assert said[-1] == "(thread 2 ran on: resumed by something other than this prompt)"

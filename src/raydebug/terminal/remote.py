@@ -63,8 +63,9 @@ class Stops:
     ends: list[SessionEnd] = field(default_factory=list)  # sessions ended, in order
     started: list[dict[str, Any]] = field(default_factory=list)  # sessions started since
     last: Stop | None = None
+    # Threads stop one at a time (see the module's docstring): each has its own stopped
+    # event; its allThreadsStopped is not believed (a replayed stop says true regardless).
     stopped_threads: set[int] = field(default_factory=set)
-    all_stopped: bool = False  # pydevd stops every thread at a stop (allThreadsStopped)
     ended: str | None = None  # why the session ended, once it has
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
@@ -75,20 +76,18 @@ class Stops:
             self.last = Stop(int(body.get("threadId", 0)), str(body.get("reason", "")),
                              tuple(body.get("hitBreakpointIds") or ()), str(body.get("text", "")))
             self.stopped_threads.add(self.last.thread_id)
-            self.all_stopped = bool(body.get("allThreadsStopped"))
             self._changed.notify_all()
 
     def on_continued(self, event: Event) -> None:
         with self._changed:
             if event.body.get("allThreadsContinued", True):
                 self.stopped_threads.clear()
-                self.all_stopped = False
             else:
                 self.stopped_threads.discard(int(event.body.get("threadId", 0)))
 
     def is_stopped(self, thread_id: int) -> bool:
         with self._changed:
-            return self.all_stopped or thread_id in self.stopped_threads
+            return thread_id in self.stopped_threads
 
     def on_session_event(self, event: Event) -> None:
         body = event.body
