@@ -177,7 +177,7 @@ def test_a_thread_that_cannot_be_paused_can_always_be_left(
         hub: HubProcess, attach: list[Attach], tmp_path: Path, way_out: str):
     term, _ = attached(hub, attach, tmp_path, BLOCKED)
     term.child.sendline("n")
-    term.expect("\r\n")  # the echo
+    term.expect("(running; Ctrl-C pauses it, q detaches)")  # the prompt has read `n`
     if way_out == "q":
         term.child.sendline("q")
     elif way_out == "Ctrl-D":
