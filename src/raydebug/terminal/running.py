@@ -205,6 +205,9 @@ class RunningCommands:
                 return Outcome.ENDED
             if isinstance(event, SessionEnd):
                 ends_seen += 1
+                # Its sessionStarted came first on the same connection (the stop may not
+                # have come yet): a session new since the last stop can be ours.
+                self._adopt_new_session()
                 if event.reason == END_MOVED or event.session_id != self.session.get("id"):
                     continue  # a new breakpoint() of this thread: its stop follows
                 return self._session_ended(event, function)
