@@ -7,16 +7,20 @@ With a terminal on stdin you get the debugger: `where`, `p shard`, `c`... on eac
 turn. Without one (CI, a pipe) it plays a short scripted tour instead: where, p, continue on
 each session. It exits 0 when the job has completed with the expected results; everything it
 started, it stops.
+
+On a terminal the debugger runs as the terminal's foreground process group, alone: Ctrl-C
+then reaches only the debugger (which cancels the line, or pauses the debuggee), never this
+driver or the local Ray, as with any job a shell runs in the foreground.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from typing import Any
 
 # Keep the local Ray on loopback (it would otherwise bind the machine's address).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -24,13 +28,12 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 import ray
 
 import raydebug
-from raydebug.client.hub_api import get_json
-from raydebug.errors import RaydebugError
 from raydebug.integrations import ray as ray_integration
 
 SESSIONS = 3
 TOUR = "where\np shard\nc\n" * SESSIONS
-JOB_TIMEOUT = 300.0
+WAIT_TIMEOUT = 300  # seconds a session waits for a debugger, then continues by itself
+JOB_TIMEOUT = WAIT_TIMEOUT + 60.0
 
 
 @ray.remote
@@ -59,9 +62,8 @@ def validate(shard: int) -> float:
 
 
 def start_ray() -> None:
-    env = {"RAYDEBUG_POST_MORTEM": "1", "RAYDEBUG_WAIT_TIMEOUT": str(int(JOB_TIMEOUT))}
-    # address="local": its own Ray, even when another runs here (ray start writes its address
-    # where a bare ray.init() would find it and refuse num_cpus).
+    env = {"RAYDEBUG_POST_MORTEM": "1", "RAYDEBUG_WAIT_TIMEOUT": str(WAIT_TIMEOUT)}
+    # address="local": a Ray of its own, even when another one runs on this machine.
     ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              _node_ip_address="127.0.0.1", runtime_env=raydebug.runtime_env({"env_vars": env}))
 
@@ -69,7 +71,14 @@ def start_ray() -> None:
 def start_attach(hub: str, interactive: bool) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "raydebug", "attach", "--follow", "--hub", hub]
     if interactive:
-        return subprocess.Popen(command, text=True)
+        # Its own process group, made the terminal's foreground one: Ctrl-C goes to it only.
+        # (preexec_fn: Python 3.10 has no process_group.)
+        attach = subprocess.Popen(command, text=True, preexec_fn=os.setpgrp)
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(sys.stdin.fileno(), attach.pid)
+            # Had it read the terminal before it was the foreground, SIGTTIN stopped it.
+            os.killpg(attach.pid, signal.SIGCONT)
+        return attach
     attach = subprocess.Popen(command, stdin=subprocess.PIPE, text=True)
     assert attach.stdin is not None
     attach.stdin.write(TOUR)
@@ -85,6 +94,22 @@ def stop(attach: subprocess.Popen[str]) -> None:
         except subprocess.TimeoutExpired:
             attach.kill()
             attach.wait(timeout=10)
+    take_back_terminal()
+
+
+def take_back_terminal() -> None:
+    """Make this driver the terminal's foreground process group again (after the debugger).
+
+    From the background, tcsetpgrp() stops the caller with SIGTTOU unless it ignores it.
+    """
+    if not sys.stdin.isatty():
+        return
+    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(sys.stdin.fileno(), os.getpgrp())
+    finally:
+        signal.signal(signal.SIGTTOU, previous)
 
 
 def main() -> int:
@@ -101,7 +126,9 @@ def main() -> int:
             return 1
         print(f"job submitted; {SESSIONS} sessions will pause. The hub: {hub.client}\n"
               + ("Debug each one (help lists commands; c moves on to the next).\n"
-                 if interactive else "No terminal on stdin: a scripted tour.\n"), flush=True)
+                 if interactive else "No terminal on stdin: a scripted tour.\n")
+              + f"A session nobody attaches to continues by itself after {WAIT_TIMEOUT} s.\n",
+              flush=True)
         attach = start_attach(hub.client, interactive)
         results = wait_for_job(refs, attach, hub.client)
     finally:
@@ -119,18 +146,22 @@ def wait_for_job(refs: list[ray.ObjectRef], attach: subprocess.Popen[str],
                  hub: str) -> list[object]:
     """The job's results (the failing task's as its error's text), waiting at most
     JOB_TIMEOUT; says how to come back if the debugger is left early."""
-    deadline = time.monotonic() + JOB_TIMEOUT
-    told = False
-    unvisited = UnvisitedSessions(hub)
+    started = time.monotonic()
+    deadline = started + JOB_TIMEOUT
+    told = told_timeout = False
     while True:
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=1.0)
-        unvisited.say_which_went_on()
         if len(ready) == len(refs):
             break
         if attach.poll() is not None and not told:
+            take_back_terminal()
             print(f"the debugger has left; the job goes on when its paused sessions are "
                   f"continued: raydebug attach --follow --hub {hub}", flush=True)
             told = True
+        if time.monotonic() - started > WAIT_TIMEOUT and not told_timeout:
+            print(f"the sessions nobody visited waited {WAIT_TIMEOUT} s for a debugger and "
+                  "continued by themselves (RAYDEBUG_WAIT_TIMEOUT)", flush=True)
+            told_timeout = True
         if time.monotonic() > deadline:
             raise TimeoutError("the job did not complete")
     results: list[object] = []
@@ -140,31 +171,6 @@ def wait_for_job(refs: list[ray.ObjectRef], attach: subprocess.Popen[str],
         except ray.exceptions.RayTaskError as error:
             results.append(str(error).strip().splitlines()[-1])
     return results
-
-
-class UnvisitedSessions:
-    """Says when a session nobody debugged goes on by itself (its RAYDEBUG_WAIT_TIMEOUT ran
-    out), instead of letting the job finish as if it had been debugged."""
-
-    def __init__(self, hub: str) -> None:
-        self.hub = hub
-        self.listed: dict[str, dict[str, Any]] = {}
-        self.visited: set[str] = set()
-
-    def say_which_went_on(self) -> None:
-        try:
-            sessions = {str(s["id"]): s for s in get_json(self.hub, "/api/sessions", 2.0)}
-        except (RaydebugError, KeyError, TypeError):
-            return
-        self.visited.update(i for i, s in sessions.items() if s.get("state") == "attached")
-        for session_id, session in self.listed.items():
-            paused_for = time.time() - float(session.get("since") or 0)
-            if (session_id not in sessions and session_id not in self.visited
-                    and paused_for >= JOB_TIMEOUT - 2):
-                print(f"session {session_id} ({session.get('task_name')}) was not debugged: "
-                      f"it went on after waiting {JOB_TIMEOUT:g} s (RAYDEBUG_WAIT_TIMEOUT)",
-                      flush=True)
-        self.listed = sessions
 
 
 if __name__ == "__main__":

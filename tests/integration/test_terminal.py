@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
@@ -19,6 +20,9 @@ from helpers import TIMEOUT, HubProcess, finish, line_of, start_hub, write_scrip
 pytestmark = pytest.mark.integration
 
 PROMPT = "(raydebug) "
+# What `c` prints when the session's function returns: said by the agent, unless the process
+# exits first (a script that ends right after it).
+SESSION_OVER = ["returned; the process runs on", "the process has ended"]
 
 JOB = """
 import sys
@@ -69,13 +73,16 @@ divide(84, 0)
 class Attach:
     """``raydebug attach`` on an 80x24 pseudo-terminal."""
 
-    def __init__(self, hub: HubProcess, *args: str, colour: bool = False) -> None:
+    def __init__(self, hub: HubProcess, *args: str, colour: bool = False,
+                 columns: int = 80) -> None:
         env = dict(os.environ, TERM="xterm")
         if not colour:
             env["NO_COLOR"] = "1"
         self.child = pexpect.spawn(
             sys.executable, ["-m", "raydebug", "attach", "--hub", hub.client_address, *args],
-            env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(24, 80))
+            env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(24, columns))
+        if os.environ.get("RAYDEBUG_TEST_TRANSCRIPT"):  # to see a failing test's screen
+            self.child.logfile_read = sys.stdout
 
     def expect(self, text: str) -> str:
         """Wait for ``text``; return what came before it."""
@@ -89,8 +96,11 @@ class Attach:
         self.expect(command)  # the terminal's echo
         return re.sub(r"\x1b\[[0-9;]*m", "", self.expect(PROMPT))
 
-    def do_and_end(self, command: str, end: str) -> str:
+    def do_and_end(self, command: str, end: str | list[str]) -> str:
         self.child.sendline(command)
+        if isinstance(end, list):
+            self.child.expect_exact(end)
+            return str(self.child.before)
         return self.expect(end)
 
     def close(self) -> None:
@@ -107,7 +117,7 @@ def attach(hub: HubProcess) -> Iterator[list[Attach]]:
         session.close()
 
 
-def start_attach(hub: HubProcess, started: list[Attach], *args: str, **kw: bool) -> Attach:
+def start_attach(hub: HubProcess, started: list[Attach], *args: str, **kw: Any) -> Attach:
     session = Attach(hub, *args, **kw)
     started.append(session)
     return session
@@ -146,7 +156,7 @@ def test_a_session_debugged_with_pdb_commands(hub: HubProcess, attach: list[Atta
     step = term.do("s")
     assert "double()" in step and "twice = value * factor" in step
     assert "compute()" in term.do("r")
-    ended = term.do_and_end("c", "has ended")
+    ended = term.do_and_end("c", SESSION_OVER)
     assert "job-1 result=20 total=10" in ended  # the assignment took, output shown in place
     term.child.expect(pexpect.EOF)
     code, out, _ = finish(worker)
@@ -197,9 +207,10 @@ def test_more_pdb_commands_in_colour(hub: HubProcess, attach: list[Attach], tmp_
     assert "Deleted breakpoint 2" in term.do("cl 2")
     assert f"({line_of(script, 'after loop')})work()" in term.do("until")
     threads = term.do("threads")
-    assert "MainThread" in threads and "helper" in threads
+    # As in pdb, only the thread that stopped is stopped: the helper runs on.
+    assert "MainThread  (stopped)" in threads and "helper  (running)" in threads
     helper_id = re.search(r"(\d+)  helper", threads).group(1)  # type: ignore[union-attr]
-    assert f"({line_of(script, '# idle')})idle()" in term.do(f"thread {helper_id}")
+    assert f"*** thread {helper_id} is not stopped" in term.do(f"thread {helper_id}")
     assert "*** thread 999999 is not stopped" in term.do("thread 999999")
     term.do_and_end("q", "the process runs on")
     term.child.expect(pexpect.EOF)
@@ -247,7 +258,7 @@ def test_follow_visits_three_processes_one_after_another(hub: HubProcess,
         if number > 1:
             assert f"── breakpoint {number} ──" in header
         assert term.do("p total").strip() == "7"
-        term.do_and_end("c", "the process runs on")
+        term.do_and_end("c", SESSION_OVER)
         if number == 2:
             assert "waiting for a breakpoint..." in term.expect("Ctrl-C stops waiting")
             workers.append(hub.spawn(script, "job-3"))
@@ -287,13 +298,13 @@ def test_ctrl_c_pauses_a_running_process(hub: HubProcess, attach: list[Attach],
     term.expect(PROMPT)
     term.child.sendline("n")  # spin() never returns by itself
     term.expect("spinning")  # its output, shown in place
-    term.expect("(running; Ctrl-C pauses it)")  # said once the silence lasts
+    term.expect("(running; Ctrl-C pauses it, q detaches)")  # said once the silence lasts
     term.child.sendintr()
     paused = term.expect(PROMPT)
-    assert "pausing (Ctrl-C)" in paused and "spin()" in paused
+    assert "pausing (Ctrl-C" in paused and "spin()" in paused
     assert term.do("p state[\"go\"]").strip() == "True"
     term.do('!state["go"] = False')
-    term.do_and_end("c", "the process runs on")
+    term.do_and_end("c", SESSION_OVER)
     code, out, _ = finish(worker)
     assert code == 0 and "spun True" in out
 

@@ -68,8 +68,15 @@ def test_bad_break_locations_say_why(arg: str):
         parse_location(arg)
 
 
-def test_help_fits_80_columns_and_covers_one_command():
-    assert all(len(line) <= 80 for line in help_text().splitlines())
+@pytest.mark.parametrize("width", [120, 80, 60, 40])
+def test_help_fits_the_terminal_and_covers_every_command(width: int):
+    text = help_text(width=width)
+    assert all(len(line) <= width for line in text.splitlines()), text
+    assert "c(ont(inue))" in text and "q(uit)" in text
+    assert all(len(line) <= width for line in help_text("c", width=width).splitlines())
+
+
+def test_help_covers_one_command():
     assert help_text("c").startswith("c(ont(inue))")
     with pytest.raises(CommandError):
         help_text("frobnicate")
@@ -159,6 +166,12 @@ def test_highlighting_keeps_one_entry_per_line():
     assert len(coloured) == 3 and all(line.endswith("\x1b[0m") for line in coloured)
 
 
+def test_header_says_where_breakpoint_was_called_and_where_the_arrow_is():
+    session = {"id": "a", "pid": 1, "file": "/job.py", "line": 47}
+    assert render.session_header(session, 48)[1] == "breakpoint() at /job.py:47, next line 48"
+    assert render.session_header(session, 47)[1] == "breakpoint() at /job.py:47"
+
+
 def test_an_actor_method_is_named_once():
     header = render.session_header({"id": "a", "pid": 1, "actor_class": "Trainer",
                                     "task_name": "Trainer.update", "node_ip": "10.0.0.2"})
@@ -177,3 +190,26 @@ def test_exception_info_reads_as_a_traceback_oldest_frame_first():
         '  File "/a.py", line 5, in <module>', "    f()",
         '  File "/a.py", line 2, in f', "    1 / 0",
         "ZeroDivisionError: division by zero"]
+
+
+def test_other_threads_stopping_or_running_on_are_said_before_the_prompt():
+    from types import SimpleNamespace
+
+    from raydebug.protocol import Event
+    from raydebug.terminal.debugger import TerminalDebugger
+    from raydebug.terminal.remote import Stops
+
+    stops = Stops()
+    said: list[str] = []
+    debugger = TerminalDebugger(SimpleNamespace(stops=stops), {}, said.append,  # type: ignore[arg-type]
+                                thread_id=1)
+    stops.on_stopped(Event(seq=1, event="stopped", body={"threadId": 1}))
+    debugger.announce_other_stops()
+    assert said == []
+    stops.on_stopped(Event(seq=2, event="stopped", body={"threadId": 2}))
+    debugger.announce_other_stops()
+    assert said == ["(stopped too: thread 2; `thread N` switches)"]
+    stops.on_continued(Event(seq=3, event="continued",
+                             body={"threadId": 2, "allThreadsContinued": False}))
+    debugger.announce_other_stops()
+    assert said[-1] == "(thread 2 ran on: resumed by something other than this prompt)"

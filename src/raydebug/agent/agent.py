@@ -10,7 +10,9 @@ again (:meth:`Debugger.replay_stops`).
 
 A session ends when its thread runs again with no client attached (the client detached
 cleanly and pydevd resumed everything, or the wait timed out), when the same thread pauses
-somewhere else, or when the process exits (the hub sees the connection close).
+somewhere else, when the function it paused in returns while a client steps or continues it
+(:mod:`raydebug.agent.returns`), or when the process exits (the hub sees the connection
+close). ``SessionEnded`` says which.
 """
 
 from __future__ import annotations
@@ -22,13 +24,24 @@ import time
 from dataclasses import dataclass, field
 from types import FrameType
 
-from ..protocol.worker import SessionEnded, SessionStarted
+from ..protocol.worker import (
+    END_MOVED,
+    END_RAISED,
+    END_RESUMED,
+    END_RETURNED,
+    END_TIMEOUT,
+    SessionEnded,
+    SessionStarted,
+)
 from ..session import SessionRecord
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo, mark_invisible
 from .link import HubLink
 from .metadata import innermost_frame, record_for_frame
 from .report import say
+from .returns import ReturnWatcher
+
+FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 
 
 @dataclass
@@ -50,6 +63,9 @@ class Agent:
         self._client_ready = False
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed)
+        self.returns = ReturnWatcher(self.debugger.is_suspended, self._on_returned,
+                                     self.debugger.returns_to_other_code,
+                                     self.debugger.cancel_step)
         self.link = HubLink(config, self)
 
     # -- entry points (called on the pausing thread) ----------------------------------------
@@ -57,6 +73,7 @@ class Agent:
     def pause_at(self, frame: FrameType) -> None:
         """``breakpoint()``: stop at ``frame``'s next line once a client is ready."""
         record = record_for_frame(frame)
+        self.returns.follow(record.id, threading.get_ident(), frame)
         if self._wait_for_client(record):
             self.debugger.stop_at(frame)
 
@@ -66,7 +83,7 @@ class Agent:
         record = record_for_frame(frame, exception=exc_info[1])
         if self._wait_for_client(record):
             self.debugger.stop_on_exception(exc_info)
-            self._end_session(record.id)
+            self._end_session(record.id, END_RAISED)
 
     def _wait_for_client(self, record: SessionRecord) -> bool:
         """Register ``record`` and block until a client is ready; False if we gave up."""
@@ -79,7 +96,7 @@ class Agent:
             others = [s for s in self._sessions.values() if s.thread_ident == ident]
             self._sessions[record.id] = session  # first: the process never looks idle here
             for other in others:
-                self._end_session_locked(other.record.id)  # this thread is elsewhere now
+                self._end_session_locked(other.record.id, END_MOVED)  # this thread moved on
             if self._client_ready:
                 session.released.set()
         self.link.post(SessionStarted(session=record.to_dict()))
@@ -87,26 +104,38 @@ class Agent:
         if session.released.is_set():
             return True
         timeout = self.config.wait_timeout
-        say(f"session {record.id} paused at {record.file}:{record.line}, waiting for a "
-            f"debugger (hub: {self.config.hub_address})"
-            + (f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""))
+        limit = f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""
+        # Say "waiting" only if a debugger can reach us: a wrong token or no hub at the
+        # address is known after the first attempt (milliseconds; pydevd's start was longer).
+        self.link.attempted.wait(FIRST_ATTEMPT_WAIT)
+        problem = self.link.last_error
+        if problem and problem != "lost":  # "lost": reconnecting to a hub that was there
+            say(f"session {record.id} paused at {record.file}:{record.line}, but no debugger "
+                f"can attach: {problem}; retrying, then continuing{limit}")
+        else:
+            say(f"session {record.id} paused at {record.file}:{record.line}, waiting for a "
+                f"debugger (hub: {self.config.hub_address}){limit}")
         started = time.monotonic()
         if session.released.wait(timeout):
             return True
-        self._end_session(record.id)
+        self._end_session(record.id, END_TIMEOUT)
         say(f"no debugger attached to session {record.id} within {time.monotonic() - started:.0f}s "
             f"(RAYDEBUG_WAIT_TIMEOUT); continuing")
         return False
 
     # -- session bookkeeping ----------------------------------------------------------------
 
-    def _end_session(self, session_id: str) -> None:
+    def _end_session(self, session_id: str, reason: str = END_RESUMED,
+                     returned: str = "") -> None:
         with self._lock:
-            self._end_session_locked(session_id)
+            self._end_session_locked(session_id, reason, returned)
 
-    def _end_session_locked(self, session_id: str) -> None:
+    def _end_session_locked(self, session_id: str, reason: str = END_RESUMED,
+                            returned: str = "") -> None:
+        self.returns.forget(session_id)
         if self._sessions.pop(session_id, None) is not None:
-            self.link.post(SessionEnded(session_id=session_id))
+            self.link.post(SessionEnded(session_id=session_id, reason=reason,
+                                        returned=returned))
             if self._idle_locked():
                 self._untrace_soon()
 
@@ -131,7 +160,8 @@ class Agent:
         mark_invisible(worker)
         worker.start()
 
-    def _on_thread_suspended(self, ident: int) -> None:
+    def _on_thread_suspended(self, ident: int, frame: FrameType | None) -> None:
+        self.returns.on_suspended(ident, frame)
         with self._lock:
             for session in self._sessions.values():
                 if session.thread_ident == ident:
@@ -140,7 +170,10 @@ class Agent:
     def _on_thread_resumed(self, ident: int) -> None:
         with self._lock:
             if self._client_attached:
-                return  # stepping or continuing under a client: the session goes on
+                # Stepping or continuing under a client: the session goes on, until its
+                # function returns.
+                self.returns.on_resumed(ident)
+                return
             for session in [s for s in self._sessions.values() if s.thread_ident == ident]:
                 self._end_session_locked(session.record.id)
 
@@ -175,7 +208,11 @@ class Agent:
                 session.released.set()
         self.debugger.replay_stops(suspended)
 
+    def _on_returned(self, session_id: str, returned: str) -> None:
+        self._end_session(session_id, END_RETURNED, returned)
+
     def on_client_detached(self) -> None:
+        self.returns.stop_watching()
         self.debugger.forget_client()
         with self._lock:
             self._client_attached = False

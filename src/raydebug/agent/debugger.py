@@ -31,7 +31,8 @@ class Debugger:
     """pydevd inside this process. Thread-safe; :meth:`ensure_started` is idempotent."""
 
     def __init__(
-        self, on_suspended: Callable[[int], None], on_resumed: Callable[[int], None]
+        self, on_suspended: Callable[[int, FrameType | None], None],
+        on_resumed: Callable[[int], None]
     ) -> None:
         self._on_suspended = on_suspended
         self._on_resumed = on_resumed
@@ -112,7 +113,8 @@ class Debugger:
             with self._lock:
                 self._suspended.add(ident)
                 suspended[ident] = (thread.additional_info, event)  # type: ignore[attr-defined]
-            self._on_suspended(ident)
+            frame = args[0] if args else kwargs.get("frame")  # where it suspends
+            self._on_suspended(ident, frame)
             try:
                 return original_wait(thread, *args, **kwargs)
             finally:
@@ -171,6 +173,30 @@ class Debugger:
         with contextlib.suppress(queue.Empty):
             while True:
                 writer._cmd_queue.get_nowait()
+
+    def returns_to_other_code(self, frame: FrameType) -> bool:
+        """Whether returning from ``frame`` leaves the user's code: its caller is a
+        library's (Ray's task executor, a thread pool), or there is no Python caller."""
+        caller = frame.f_back
+        if caller is None or self._py_db is None:
+            return True
+        try:
+            return bool(self._py_db.apply_files_filter(caller, caller.f_code.co_filename, True))
+        except Exception:  # pydevd's internals moved: keep its own stepping
+            return False
+
+    @staticmethod
+    def cancel_step() -> None:
+        """Let the current thread run on instead of finishing a step.
+
+        A step off the end of the user's code never comes back to it in a Ray worker:
+        pydevd, stepping "into my code", would stop in whatever code of no library the
+        worker runs next (Ray's ``<string>`` helpers, the next task).
+        """
+        info = getattr(threading.current_thread(), "additional_info", None)
+        if info is not None:
+            info.pydev_step_cmd = -1
+            info.pydev_step_stop = None
 
     def is_suspended(self, thread_ident: int) -> bool:
         with self._lock:

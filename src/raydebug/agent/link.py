@@ -97,6 +97,7 @@ class HubLink:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self.last_error: str | None = None
+        self.attempted = threading.Event()  # set once the first connection attempt is over
 
     # -- called from any thread -------------------------------------------------------------
 
@@ -154,6 +155,7 @@ class HubLink:
             if str(error) != self.last_error:
                 say(f"{error}; retrying in the background (pid {os.getpid()})")
             self.last_error = str(error)
+            self.attempted.set()
             return False
         if self.last_error is not None:
             say(f"connected to the hub at {self.hub_address}")
@@ -171,6 +173,7 @@ class HubLink:
             self._drop_control()
             return False
         self._stale_hub = None
+        self.attempted.set()
         self._handle_control_input()
         return True
 

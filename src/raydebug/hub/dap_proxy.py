@@ -19,6 +19,11 @@ except that:
   requests sent after that are answered by the hub too;
 - when the channel closes while it is being set up, the attach fails with the reason the
   agent gave (``ChannelFailed``) and the session stays waiting, attachable again.
+- when a session of the process starts or ends (the agent says why: a ``breakpoint()``
+  elsewhere, or the function it paused in returned), the client gets the custom events
+  ``raydebug/sessionStarted`` ``{session}`` and ``raydebug/sessionEnded``
+  ``{session, thread, reason, returned}``: pydevd sends nothing when a thread leaves
+  the code it traces.
 """
 
 from __future__ import annotations
@@ -225,6 +230,8 @@ class ClientSession:
             vouch_for_this_connection()
             self._vouched = True
         self._paths = PathTranslator.for_attach(request.arguments, session.record.remote_root)
+        self._process.on_session_started.append(self._on_session_started)
+        self._process.on_session_ended.append(self._on_session_ended)
         try:
             await self._open_channel(request)
         except (RaydebugError, TimeoutError, OSError) as error:
@@ -435,6 +442,15 @@ class ClientSession:
         if self._channel is not None:
             self._channel.writer.close()
 
+    def _on_session_started(self, session: HubSession) -> None:
+        self._send_client(Event(seq=0, event="raydebug/sessionStarted",
+                                body={"session": session.to_dict()}))
+
+    def _on_session_ended(self, session: HubSession, reason: str, returned: str) -> None:
+        self._send_client(Event(seq=0, event="raydebug/sessionEnded", body={
+            "session": session.record.id, "thread": session.record.thread,
+            "reason": reason, "returned": returned}))
+
     # -- I/O helpers ------------------------------------------------------------------------
 
     async def next_client_message(self) -> Message:
@@ -523,8 +539,13 @@ class ClientSession:
         if self._process is not None and self._channel is not None:
             self._process.send(ClientGoneMessage(channel=self._channel_id))
         if self._process is not None:
-            if self._on_process_lost in self._process.on_lost:
-                self._process.on_lost.remove(self._on_process_lost)
+            process = self._process
+            if self._on_process_lost in process.on_lost:
+                process.on_lost.remove(self._on_process_lost)
+            if self._on_session_started in process.on_session_started:
+                process.on_session_started.remove(self._on_session_started)
+            if self._on_session_ended in process.on_session_ended:
+                process.on_session_ended.remove(self._on_session_ended)
             await self._registry.detach(self._process, self)
             for session_id in self._resumed_by_disconnect:
                 await self._registry.end_session(self._process, session_id)

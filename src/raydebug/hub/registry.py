@@ -42,6 +42,10 @@ class Process:
     sessions: dict[str, HubSession] = field(default_factory=dict)
     client: object | None = None  # the ClientSession attached to it, if any
     on_lost: list[Callable[[], None]] = field(default_factory=list)
+    # Told of sessions that start or end while a client is attached (the client is told).
+    on_session_started: list[Callable[[HubSession], None]] = field(default_factory=list)
+    on_session_ended: list[Callable[[HubSession, str, str], None]] = field(
+        default_factory=list)  # (session, reason, returned)
 
 
 class Registry:
@@ -91,11 +95,18 @@ class Registry:
         self._sessions[record.id] = session
         if existing is None:
             self.registered_total += 1
+            for started in list(process.on_session_started):
+                started(session)
         await self._notify()
 
-    async def end_session(self, process: Process, session_id: str) -> None:
+    async def end_session(self, process: Process, session_id: str, reason: str = "",
+                          returned: str = "") -> None:
+        """The agent says a session ended (``reason``: see ``protocol.worker.END_REASONS``)."""
         if session_id in process.sessions:
+            session = process.sessions[session_id]
             self._drop_session(process, session_id)
+            for ended in list(process.on_session_ended):
+                ended(session, reason, returned)
             await self._notify()
 
     def _drop_session(self, process: Process, session_id: str) -> None:

@@ -222,7 +222,8 @@ class WorkerListener:
                 log.warning("worker %s: session %s refused: %s", process.peer, record.id, error)
                 process.send(Refused(reason=f"session {record.id}: {error}"))
         elif isinstance(message, SessionEnded):
-            await self._registry.end_session(process, message.session_id)
+            await self._registry.end_session(process, message.session_id, message.reason,
+                                             message.returned)
         elif isinstance(message, ChannelFailed):
             self._channels.fail(message.channel, message.reason)
         else:

@@ -19,7 +19,7 @@ A *control* connection (one per process) then carries session bookkeeping both w
 
     agent -> hub     Identify(process)          who is calling: the first message, once
     agent -> hub     SessionStarted(session)    a thread paused: breakpoint() or exception
-    agent -> hub     SessionEnded(session_id)   it resumed with no client, or gave up
+    agent -> hub     SessionEnded(session_id, reason)   why: see END_REASONS
     hub   -> agent   OpenChannel(channel)       a client wants to debug this process
     hub   -> agent   ClientReady(channel)       its configurationDone has been answered
     hub   -> agent   ClientGone(channel)        that client has left
@@ -106,10 +106,20 @@ class SessionStarted(ControlMessage):
     session: dict[str, Any]
 
 
+END_RETURNED = "returned"  # the function it paused in returned (or its thread ended)
+END_MOVED = "moved"  # the same thread paused somewhere else: a new session took over
+END_RESUMED = "resumed"  # it ran on with no client attached
+END_TIMEOUT = "timeout"  # no client attached within RAYDEBUG_WAIT_TIMEOUT
+END_RAISED = "raised"  # post-mortem: resumed, the exception went on
+END_REASONS = (END_RETURNED, END_MOVED, END_RESUMED, END_TIMEOUT, END_RAISED)
+
+
 @dataclass(frozen=True)
 class SessionEnded(ControlMessage):
     TYPE: ClassVar[str] = "session_ended"
     session_id: str
+    reason: str = END_RESUMED
+    returned: str = ""  # with END_RETURNED after a step: repr() of the return value, if seen
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 Theory of operation. The prompt ``(raydebug) `` is shown only while the debuggee is stopped.
 A command that lets it run (``n``, ``c``...) blocks until the next stop, during which Ctrl-C
-sends ``pause``. A session is over when the user detaches (``q``, Ctrl-D, or ``c`` with no
-breakpoint left, which lets the process run on) or the process goes away; with ``--follow``
-the command then waits for the next breakpoint anywhere in the cluster and attaches to it.
+sends ``pause`` and ``q``, Ctrl-D or a second Ctrl-C detach (:mod:`.running`). A session is
+over when the user detaches (``q``, Ctrl-D), when the function it paused in returns, or when
+the process goes away; with ``--follow`` the command then waits for the next breakpoint
+anywhere in the cluster and attaches to it.
 
 With a terminal on stdin the prompt has line editing, history across runs (in the state
 directory) and tab completion of names (DAP ``completions``). Without one, commands are read
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import shutil
 import sys
 import threading
 import time
@@ -27,9 +30,11 @@ from ..errors import RaydebugError, SessionNotFoundError
 from . import commands, render
 from .debugger import Outcome, TerminalDebugger
 from .remote import Remote
+from .running import EOF
 
 PROMPT = "(raydebug) "
 POLL_SECONDS = 30.0
+STALE_POLL = 0.5  # seconds
 HISTORY_LENGTH = 1000
 
 
@@ -82,6 +87,31 @@ class Terminal:
             return None
         self.write(line.rstrip("\n"))  # echo: the transcript shows what ran
         return line.rstrip("\n")
+
+    def poll_line(self) -> str | None:
+        """A line typed while no prompt is shown (the debuggee runs), without waiting;
+        running.EOF for Ctrl-D. Only on a terminal: a piped script's next line is for the
+        next prompt."""
+        if not self.interactive:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            if select.select([sys.stdin], [], [], 0)[0]:
+                data = os.read(sys.stdin.fileno(), 4096)  # the tty is in line mode here
+                return data.decode(errors="replace").strip() if data else EOF
+        return None
+
+    def discard_typeahead(self) -> None:
+        """Drop what was typed but not read, so that it never reaches the shell after us."""
+        if not self.interactive:
+            return
+        with contextlib.suppress(ImportError, OSError, ValueError):
+            import termios
+
+            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+
+    @staticmethod
+    def width() -> int:
+        return shutil.get_terminal_size((80, 24)).columns
 
     def confirm(self, question: str) -> bool:
         answer = self.read(question)
@@ -162,15 +192,21 @@ class AttachCommand:
                     return 0
         finally:
             self.terminal.save_history()
+            self.terminal.discard_typeahead()
 
     def _choose(self, session_id: str | None) -> dict[str, Any] | None:
         if session_id is not None:
             sessions = self._sessions()
-            for session in sessions:
-                if session.get("id") == session_id:
-                    return session
+            exact = [s for s in sessions if s.get("id") == session_id]
+            matches = exact or [s for s in sessions
+                                if str(s.get("id", "")).startswith(session_id)]
+            if len(matches) == 1:
+                return matches[0]
             known = ", ".join(f"{s['id']} ({s.get('state')}, pid {s.get('pid')})"
-                              for s in sessions) or "none"
+                              for s in (matches or sessions)) or "none"
+            if matches:
+                raise SessionNotFoundError(f"{session_id!r} is the start of {len(matches)} "
+                                           f"session ids: {known}; give more of it")
             raise SessionNotFoundError(f"no session {session_id!r} on the hub at {self.hub}; "
                                        f"sessions: {known}")
         return self._wait_for_breakpoint()
@@ -191,9 +227,12 @@ class AttachCommand:
             if remaining <= 0:
                 self.terminal.write(render.error("no breakpoint was hit in time"))
                 return None
-            # Long-poll until one more session waits than now; then look again.
+            # Long-poll until one more session waits than now; then look again. A session
+            # just left (visited) may still be listed for a moment, until its process is
+            # gone: then the count can stay the same with a new one in, so look again soon.
+            stale = len(waiting_now) > len(fresh)
             self._sessions(f"state=waiting&min={len(waiting_now) + 1}"
-                           f"&timeout={min(remaining, POLL_SECONDS):.1f}")
+                           f"&timeout={min(remaining, STALE_POLL if stale else POLL_SECONDS):.1f}")
 
     def _sessions(self, query: str = "") -> list[dict[str, Any]]:
         path = "/api/sessions" + (f"?{query}" if query else "")
@@ -204,7 +243,8 @@ class AttachCommand:
         """Debug one session until it is over; None when it could not be attached."""
         self._visited.add(str(session["id"]))
         if self.follow and len(self._visited) > 1:
-            self.terminal.write(render.switch_banner(len(self._visited)))
+            self.terminal.write(render.switch_banner(len(self._visited),
+                                                     self.terminal.width()))
         remote = Remote(self.terminal.write_output)
         try:
             host, port = parse_address(self.hub, "--hub")
@@ -221,7 +261,11 @@ class AttachCommand:
                 return None
             debugger = TerminalDebugger(remote, session, self.terminal.write,
                                         colour=self.terminal.colour,
-                                        confirm=self.terminal.confirm)
+                                        confirm=self.terminal.confirm,
+                                        poll_input=self.terminal.poll_line,
+                                        find_session=lambda thread: self._session_of(
+                                            session, thread),
+                                        width=self.terminal.width)
             self.terminal.completer = lambda word: complete(debugger, _line_buffer(), word)
             debugger.start()
             return self._prompt_loop(debugger)
@@ -229,12 +273,22 @@ class AttachCommand:
             self.terminal.completer = None
             remote.close()
 
+    def _session_of(self, attached: dict[str, Any], thread: str) -> dict[str, Any] | None:
+        """The hub's session of the thread named ``thread`` in the attached process."""
+        try:
+            sessions = self._sessions()
+        except (RaydebugError, OSError):
+            return None
+        return next((s for s in sessions if s.get("process") == attached.get("process")
+                     and s.get("thread") == thread), None)
+
     def _prompt_loop(self, debugger: TerminalDebugger) -> Outcome:
         while True:
             if debugger.remote.stops.ended is not None:
                 self.terminal.write(f"session {debugger.session['id']}: "
                                     f"{debugger.remote.stops.ended}")
                 return Outcome.ENDED
+            debugger.announce_other_stops()
             line = self.terminal.read()
             if line is None:  # Ctrl-D: detach, and stop following
                 debugger.do_quit("")

@@ -48,8 +48,9 @@ SPECS = [
          "caller)."),
     Spec("until", "unt", "unt(il) [lineno]", "Run until a line greater than the current one "
          "is reached (or lineno), or the current frame returns."),
-    Spec("continue", "c", "c(ont(inue))", "Continue. With no breakpoint set, detach and let "
-         "the process run on (with --follow, wait for the next breakpoint)."),
+    Spec("continue", "c", "c(ont(inue))", "Continue until the next breakpoint of this process "
+         "(a breakpoint() call too). When the function it paused in returns, the session "
+         "ends (with --follow, on to the next breakpoint)."),
     Spec("break", "b", "b(reak) [file:line | line | function] [, condition]",
          "Set a breakpoint; with no argument, list breakpoints."),
     Spec("tbreak", "tbreak", "tbreak [file:line | line | function] [, condition]",
@@ -159,23 +160,32 @@ def parse_numbers(arg: str) -> list[int]:
         raise CommandError(f"expected breakpoint numbers, got {arg!r}") from None
 
 
-def help_text(topic: str = "") -> str:
-    """pdb-style help: every command's usage, or one command's help."""
+def help_text(topic: str = "", width: int = 80) -> str:
+    """pdb-style help: every command's usage, or one command's help, in ``width`` columns."""
     if topic:
         name = resolve(topic)
         spec = next((s for s in SPECS if s.name == name), None)
         if spec is None:
             raise CommandError(f"no help on {topic!r}")
-        return f"{spec.usage}\n    {spec.help}"
-    lines = ["Commands (pdb's names; any Python statement works too, or !statement):"]
+        return "\n".join([spec.usage, *textwrap.wrap(spec.help, max(width, 30),
+                                                      initial_indent="    ",
+                                                      subsequent_indent="    ")])
+    lines = textwrap.wrap("Commands (pdb's names; any Python statement works too, or "
+                          "!statement):", max(width, 30))
+    column = 24 if width >= 60 else 0  # narrow: the summary goes under the usage
     for spec in SPECS:
-        usage = spec.usage if len(spec.usage) <= 24 else None
+        usage = spec.usage if column and len(spec.usage) <= column else None
         if usage is None:
-            lines.append(f"  {spec.usage}")
-        summary = textwrap.wrap(spec.help.split(". ")[0].rstrip("."), 80 - 27)
+            lines.extend(textwrap.wrap(spec.usage, max(width - 2, 20), initial_indent="  ",
+                                       subsequent_indent="    "))
+        summary = textwrap.wrap(spec.help.split(". ")[0].rstrip("."),
+                                max(width - column - 3 - (0 if column else 2), 20))
         for number, text in enumerate(summary):
-            lines.append(f"  {usage if usage and number == 0 else '':<24} {text}")
-    lines.append("Ctrl-C pauses a running process; Ctrl-D detaches.")
+            indent = "  " if column else "    "
+            lines.append(f"{indent}{usage if usage and number == 0 else '':<{column}} {text}"
+                         if column else f"{indent}{text}")
+    lines.extend(textwrap.wrap("Ctrl-C pauses a running process; a second Ctrl-C, q or "
+                               "Ctrl-D detaches.", max(width, 30)))
     return "\n".join(lines)
 
 

@@ -7,7 +7,6 @@ are printed as pdb prints them, ``*** NameError: ...``).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,27 +17,33 @@ from . import commands, render, sources
 from .breakpoints import BreakpointTable
 from .commands import STATEMENT, Command, CommandError
 from .remote import Remote, Stop
+from .running import Outcome, RunningCommands
+
+__all__ = ["Outcome", "TerminalDebugger"]
 
 LIST_LINES = 11
-MAX_UNTIL_STEPS = 10_000
-PAUSE_RETRY = 1.0  # seconds
-RUNNING_HINT_AFTER = 5.0  # seconds
 
 
-class Outcome(enum.Enum):
-    STOPPED = "stopped"  # at a prompt again
-    DETACHED = "detached"  # we left; the process runs on
-    ENDED = "ended"  # the process (or our connection) is gone
-    QUIT = "quit"  # the user asked to leave raydebug attach altogether
+def _nothing_typed() -> str | None:
+    return None
+
+
+def _no_session(thread_name: str) -> dict[str, Any] | None:
+    return None
 
 
 @dataclass
-class TerminalDebugger:
+class TerminalDebugger(RunningCommands):
     remote: Remote
     session: dict[str, Any]
     write: Callable[[str], None]  # prints one line
     colour: bool = False
     confirm: Callable[[str], bool] = lambda question: False
+    # A line typed while the debuggee runs (running.EOF at Ctrl-D), or None.
+    poll_input: Callable[[], str | None] = _nothing_typed
+    # The hub's session of a thread of this process, by the thread's name.
+    find_session: Callable[[str], dict[str, Any] | None] = _no_session
+    width: Callable[[], int] = lambda: 80  # the terminal's columns, now
     breakpoints: BreakpointTable = field(default_factory=BreakpointTable)
     thread_id: int = 0
     frames: list[dict[str, Any]] = field(default_factory=list)
@@ -48,16 +53,39 @@ class TerminalDebugger:
     _coloured: dict[str, list[str]] = field(default_factory=dict)
     _list_next: int | None = None  # where a bare `list` continues
     _last_command: Command | None = None
+    _stops_announced: int = 0
+    _others_stopped: set[int] = field(default_factory=set)  # at the last prompt
 
     # -- stops ------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Show the header and where the session is stopped (after attach)."""
-        for line in render.session_header(self.session):
-            self.write(line)
         stop = self.remote.stops.last
         self._select_session_thread(stop)
+        self._refresh_stack()
+        line = int(self.frames[0].get("line", 0)) if self.frames else None
+        for text in render.session_header(self.session, line):
+            self.write(text)
         self._show_stop(context=2)
+        self._stops_announced = self.remote.stops.count
+
+    def announce_other_stops(self) -> None:
+        """Before a prompt: say which other threads stopped meanwhile (their own
+        breakpoint(), in a threaded actor; ``thread N`` switches to one), and which stopped
+        ones ran on though we did not resume them."""
+        stops = self.remote.stops
+        stopped = set(stops.stopped_threads)
+        ran_on = sorted(self._others_stopped - stopped)
+        self._others_stopped = stopped - {self.thread_id}
+        if ran_on:
+            self.write(f"(thread {', '.join(map(str, ran_on))} ran on: resumed by something "
+                       "other than this prompt)")
+        if stops.count == self._stops_announced:
+            return
+        self._stops_announced = stops.count
+        if self._others_stopped:
+            self.write(f"(stopped too: thread {', '.join(map(str, sorted(self._others_stopped)))}"
+                       "; `thread N` switches)")
 
     def _select_session_thread(self, stop: Stop | None) -> None:
         wanted = self.session.get("thread")
@@ -313,7 +341,7 @@ class TerminalDebugger:
             self.write(line)
 
     def do_help(self, arg: str) -> None:
-        for line in commands.help_text(arg).splitlines():
+        for line in commands.help_text(arg, self.width()).splitlines():
             self.write(line)
 
     # -- breakpoints ------------------------------------------------------------------------
@@ -329,13 +357,30 @@ class TerminalDebugger:
                                          temporary)
         else:
             file = self._resolve_file(location.file)
+            self._refuse_blank_line(file, location.line or 0)
             point = self.breakpoints.add(file, location.line, None, location.condition,
                                          temporary)
         self._send_breakpoints(point.file)
         self.write(f"{'Temporary b' if temporary else 'B'}reakpoint {point.number} at "
                    f"{point.where()}")
+        if location.line is not None and point.line != location.line:
+            self.write(f"(line {location.line} has no code: the debuggee moved the "
+                       f"breakpoint to line {point.line})")
         if not point.verified:
             self.write(render.error(f"breakpoint {point.number} not verified by the debuggee"))
+
+    def _refuse_blank_line(self, file: str, line: int) -> None:
+        """pdb's refusal: pydevd would move a breakpoint on a blank line or a comment to the
+        line before, which may be another function's last line, or code that never runs."""
+        frame = next((f for f in self.frames if sources.frame_path(f) == file), None)
+        lines = self._source(frame) if frame is not None else None
+        if lines is None:
+            return
+        if not 0 < line <= len(lines):
+            raise CommandError(f"line {line} is past the end of {file} ({len(lines)} lines)")
+        text = lines[line - 1].strip()
+        if not text or text.startswith("#"):
+            raise CommandError(f"Blank or comment: line {line} of {file} has no code")
 
     def do_tbreak(self, arg: str) -> None:
         if not arg:
@@ -401,109 +446,6 @@ class TerminalDebugger:
                 return path
         raise CommandError(f"{given!r} is not a file on the stack: give its absolute path on "
                            "the worker's machine")
-
-    # -- running ----------------------------------------------------------------------------
-
-    def do_next(self, arg: str) -> Outcome:
-        return self._run("next", {"threadId": self.thread_id})
-
-    def do_step(self, arg: str) -> Outcome:
-        return self._run("stepIn", {"threadId": self.thread_id})
-
-    def do_return(self, arg: str) -> Outcome:
-        return self._run("stepOut", {"threadId": self.thread_id})
-
-    def do_until(self, arg: str) -> Outcome:
-        frame = self.frame
-        if arg:
-            line = commands.parse_count(arg)
-            if line <= int(frame.get("line", 0)):
-                raise CommandError('"until" line number is smaller than current line number')
-            point = self.breakpoints.add(sources.frame_path(frame), line, hidden=True)
-            self._send_breakpoints(point.file)
-            try:
-                return self._run("continue", {"threadId": self.thread_id})
-            finally:  # stopped elsewhere first: the hidden breakpoint goes all the same
-                self.breakpoints.remove(point)
-                if self.remote.stops.ended is None:
-                    self._send_breakpoints(point.file)
-        start_line, depth = int(frame.get("line", 0)), len(self.frames)
-        for _ in range(MAX_UNTIL_STEPS):
-            outcome = self._run("next", {"threadId": self.thread_id}, show=False)
-            if outcome is not Outcome.STOPPED:
-                return outcome
-            if len(self.frames) != depth or int(self.frames[0].get("line", 0)) > start_line:
-                break
-        self._show_stop()
-        return Outcome.STOPPED
-
-    def do_continue(self, arg: str) -> Outcome:
-        if not self.breakpoints.any_enabled():
-            # Nothing can stop it again: leave it running (pdb's `c` with no breakpoint
-            # lets the program finish; here it must not wait on us either).
-            self.remote.request("continue", {"threadId": self.thread_id})
-            return self._detach("continued")
-        return self._run("continue", {"threadId": self.thread_id})
-
-    def do_quit(self, arg: str) -> Outcome:
-        self._detach("detached")
-        return Outcome.QUIT
-
-    def do_kill(self, arg: str) -> Outcome:
-        if not self.remote.capabilities.get("supportTerminateDebuggee"):
-            raise CommandError("this hub does not terminate debuggees (start it with "
-                               "--allow-terminate); quit detaches and lets it run on")
-        if not self.confirm(f"Kill process {self.session.get('pid')}? (y/n) "):
-            return Outcome.STOPPED
-        self.remote.request("disconnect", {"terminateDebuggee": True})
-        self.write(f"killed process {self.session.get('pid')}")
-        return Outcome.ENDED
-
-    def _detach(self, what: str) -> Outcome:
-        try:
-            self.remote.request("disconnect", {"terminateDebuggee": False})
-        except RaydebugError:
-            pass  # the process is gone already: nothing to detach from
-        self.write(f"session {self.session.get('id')} {what}; the process runs on")
-        return Outcome.DETACHED
-
-    def _run(self, command: str, arguments: dict[str, Any], show: bool = True) -> Outcome:
-        """Resume, then wait for the next stop (Ctrl-C pauses) or the end."""
-        seen = self.remote.stops.count
-        interrupted = False
-        try:
-            self.remote.request(command, arguments)
-        except KeyboardInterrupt:
-            interrupted = True  # the request went out all the same: pause after it
-        pausing = hinted = False
-        while True:
-            try:
-                if interrupted:
-                    interrupted, pausing = False, True
-                    self.write("\npausing (Ctrl-C)")
-                    self.remote.request("pause", {"threadId": self.thread_id})
-                timeout = PAUSE_RETRY if pausing else None if hinted else RUNNING_HINT_AFTER
-                stop = self.remote.stops.wait(seen, timeout=timeout)
-                break
-            except KeyboardInterrupt:
-                interrupted = True
-            except TimeoutError:
-                if pausing:
-                    # pydevd drops a pause that lands while the step it follows is still
-                    # being set up: ask again.
-                    self.remote.request("pause", {"threadId": self.thread_id})
-                else:  # a silent terminal looks hung: say what is going on, once
-                    hinted = True
-                    self.write("(running; Ctrl-C pauses it)")
-        if stop is None:
-            self.write(f"session {self.session.get('id')}: {self.remote.stops.ended}")
-            return Outcome.ENDED
-        if show:
-            self._on_stop(stop)
-        else:
-            self.thread_id = stop.thread_id
-            self._refresh_stack()
-        return Outcome.STOPPED
 
     # -- sources ----------------------------------------------------------------------------
 

@@ -4,12 +4,20 @@ thread, called synchronously from the prompt's thread.
 Why a thread: the prompt needs the main thread (readline's line editing, and Ctrl-C as
 KeyboardInterrupt so that it can become a ``pause``), while the DAP client is asyncio. The
 loop thread also prints the debuggee's output as it arrives and records every ``stopped``
-event in :class:`Stops`, which the prompt's thread waits on.
+event, and the hub's ``raydebug/sessionStarted`` and ``raydebug/sessionEnded`` events (a
+session's function returned: pydevd itself says nothing then), in :class:`Stops`, which the
+prompt's thread waits on.
+
+Threads stop and run one at a time, as in pdb: attaching asks pydevd not to suspend the
+other threads at a stop (``stopAllThreadsOnSuspend: false``) and not to resume them for a
+step (``steppingResumesAllThreads: false``), and ``continue`` says ``singleThread``; the
+only way pydevd honours ``singleThread`` (``on_continue_request``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -30,14 +38,34 @@ class Stop:
     text: str = ""
 
 
+@dataclass(frozen=True)
+class SessionEnd:
+    """The hub's word that a session of the process ended (``reason``: the agent's, see
+    ``protocol.worker.END_REASONS``; ``returned``: repr of its function's return value)."""
+
+    session_id: str
+    thread: str
+    reason: str
+    returned: str = ""
+
+
+# Noise pydevd prints into the debuggee's output, and what to say instead ("" for nothing).
+PYDEVD_NOISE = {
+    "Frame skipped from debugging during step-in.": "",
+}
+
+
 @dataclass
 class Stops:
     """Every stop and the end of the session, as the loop thread learns of them."""
 
     count: int = 0  # stops seen so far: a waiter wants one newer than it saw
+    ends: list[SessionEnd] = field(default_factory=list)  # sessions ended, in order
+    started: list[dict[str, Any]] = field(default_factory=list)  # sessions started since
     last: Stop | None = None
+    # Threads stop one at a time (see the module's docstring): each has its own stopped
+    # event; its allThreadsStopped is not believed (a replayed stop says true regardless).
     stopped_threads: set[int] = field(default_factory=set)
-    all_stopped: bool = False  # pydevd stops every thread at a stop (allThreadsStopped)
     ended: str | None = None  # why the session ended, once it has
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
@@ -48,20 +76,31 @@ class Stops:
             self.last = Stop(int(body.get("threadId", 0)), str(body.get("reason", "")),
                              tuple(body.get("hitBreakpointIds") or ()), str(body.get("text", "")))
             self.stopped_threads.add(self.last.thread_id)
-            self.all_stopped = bool(body.get("allThreadsStopped"))
             self._changed.notify_all()
 
     def on_continued(self, event: Event) -> None:
         with self._changed:
             if event.body.get("allThreadsContinued", True):
                 self.stopped_threads.clear()
-                self.all_stopped = False
             else:
                 self.stopped_threads.discard(int(event.body.get("threadId", 0)))
 
     def is_stopped(self, thread_id: int) -> bool:
         with self._changed:
-            return self.all_stopped or thread_id in self.stopped_threads
+            return thread_id in self.stopped_threads
+
+    def on_session_event(self, event: Event) -> None:
+        body = event.body
+        with self._changed:
+            if event.event == "raydebug/sessionStarted":
+                if isinstance(body.get("session"), dict):
+                    self.started.append(body["session"])
+            else:
+                self.ends.append(SessionEnd(str(body.get("session", "")),
+                                            str(body.get("thread", "")),
+                                            str(body.get("reason", "")),
+                                            str(body.get("returned", ""))))
+            self._changed.notify_all()
 
     def on_end(self, reason: str) -> None:
         with self._changed:
@@ -69,18 +108,26 @@ class Stops:
                 self.ended = reason
             self._changed.notify_all()
 
-    def wait(self, newer_than: int, timeout: float | None = None) -> Stop | None:
-        """The first stop after stop number ``newer_than``; None if the session ended first.
+    def wait(self, newer_than: int, timeout: float | None = None,
+             ends_seen: int | None = None) -> Stop | SessionEnd | None:
+        """The first stop after stop number ``newer_than`` or, when ``ends_seen`` is given,
+        the first session end after that many; None if the connection ended first.
         Raises TimeoutError after ``timeout``; Ctrl-C raises KeyboardInterrupt here."""
         with self._changed:
             # A bounded wait per round keeps Ctrl-C prompt on every platform.
             waited = 0.0
-            while self.count <= newer_than and self.ended is None:
+            while True:
+                if self.count > newer_than:
+                    return self.last
+                if ends_seen is not None and len(self.ends) > ends_seen:
+                    return self.ends[ends_seen]
+                if self.ended is not None:
+                    return None
                 if timeout is not None and waited >= timeout:
                     raise TimeoutError("the debuggee did not stop")
-                self._changed.wait(0.25)
-                waited += 0.25
-            return self.last if self.count > newer_than else None
+                step = 0.25 if timeout is None else min(0.25, max(timeout - waited, 0.01))
+                self._changed.wait(step)
+                waited += step
 
 
 class Remote:
@@ -96,6 +143,8 @@ class Remote:
         self._thread.start()
         self._client: DapClient | None = None
         self.capabilities: dict[str, Any] = {}
+        # A request whose wait Ctrl-C interrupted, until its answer comes.
+        self.busy: tuple[str, concurrent.futures.Future[dict[str, Any]]] | None = None
 
     def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = DEFAULT_TIMEOUT) -> T:
         return asyncio.run_coroutine_threadsafe(
@@ -110,6 +159,8 @@ class Remote:
             # Not needed here; listening keeps them from piling up in the client's queue.
             thread=_ignore, module=_ignore, process=_ignore, loadedSource=_ignore,
             breakpoint=_ignore)
+        client.listeners["raydebug/sessionStarted"] = self.stops.on_session_event
+        client.listeners["raydebug/sessionEnded"] = self.stops.on_session_event
         client.on_close = lambda reason: self.stops.on_end(f"connection closed ({reason})")
         self.capabilities = self.call(client.initialize())
 
@@ -123,7 +174,9 @@ class Remote:
 
     async def _attach(self, raydebug: dict[str, Any], timeout: float) -> None:
         client = self.client
-        stopped = await client.attach(timeout=timeout, redirectOutput=True, raydebug=raydebug)
+        stopped = await client.attach(timeout=timeout, redirectOutput=True, raydebug=raydebug,
+                                      stopAllThreadsOnSuspend=False,
+                                      steppingResumesAllThreads=False)
         # From here every stop goes to `stops` (no await in between: none is missed).
         self.stops.on_stopped(stopped)
         for event in client.events("stopped"):
@@ -138,8 +191,46 @@ class Remote:
 
     def request(self, command: str, arguments: dict[str, Any] | None = None,
                 timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
-        """The response body; raises DapRequestError (success false) or RaydebugError."""
-        return self.call(self.client.request(command, arguments, timeout), timeout + 1)
+        """The response body; raises DapRequestError (success false) or RaydebugError (at
+        once when the process ends meanwhile, even if its answer never comes).
+
+        Ctrl-C (KeyboardInterrupt) stops waiting; the debuggee may still be busy with the
+        request (an evaluation runs on in the paused thread): :attr:`busy` says so until
+        its answer arrives."""
+        if self.busy is not None:
+            self._wait_busy()
+        future = asyncio.run_coroutine_threadsafe(
+            asyncio.wait_for(self.client.request(command, arguments, timeout), timeout + 1),
+            self._loop)
+        try:
+            return self._result(future, command)
+        except KeyboardInterrupt:
+            self.busy = (command, future)
+            raise
+
+    def _result(self, future: concurrent.futures.Future[dict[str, Any]],
+                command: str) -> dict[str, Any]:
+        while True:
+            try:
+                return future.result(0.1)
+            except concurrent.futures.TimeoutError:
+                if self.stops.ended is not None:
+                    future.cancel()
+                    raise RaydebugError(f"no answer to {command}: {self.stops.ended}") from None
+
+    def _wait_busy(self) -> None:
+        """Before the next request, wait (Ctrl-C stops it) for an interrupted one to finish:
+        pydevd answers a paused thread's requests one after another."""
+        assert self.busy is not None
+        command, future = self.busy
+        if not future.done():
+            self._write_output(f"(waiting for the debuggee to finish the interrupted "
+                               f"{command}; Ctrl-C stops waiting)\n", "console")
+        try:
+            self._result(future, command)
+        except (RaydebugError, TimeoutError, concurrent.futures.CancelledError):
+            pass  # its answer is of no use now; only that it came
+        self.busy = None
 
     def close(self) -> None:
         if self._client is not None:
@@ -154,8 +245,19 @@ class Remote:
 
     def _on_output(self, event: Event) -> None:
         category = str(event.body.get("category", "console"))
-        if category != "telemetry":
-            self._write_output(str(event.body.get("output", "")), category)
+        if category == "telemetry":
+            return
+        text = str(event.body.get("output", ""))
+        for noise, instead in PYDEVD_NOISE.items():
+            if text.startswith(noise):
+                text = instead
+        if text.startswith("Evaluating: ") and "did not finish after" in text:
+            # pydevd's 20-line advice on slow evaluations, in one line
+            seconds = text.split("did not finish after", 1)[1].split("seconds")[0].strip()
+            text = (f"(still evaluating after {seconds} s; Ctrl-C stops waiting, the "
+                    "debuggee finishes it all the same)\n")
+        if text:
+            self._write_output(text, category)
 
 
 def _ignore(event: Event) -> None:

@@ -74,23 +74,31 @@ def listing(lines: list[str], first: int, last: int, current: int | None,
     return shown
 
 
-def session_header(session: dict[str, Any]) -> list[str]:
-    """Who is paused, and why: shown on attach."""
+def session_what(session: dict[str, Any]) -> str:
+    """What a session paused: ``task f``, ``actor C.m``, or the process's command line."""
     actor, task = session.get("actor_class"), session.get("task_name")
     if actor:
         # Ray names an actor's task "Class.method": say it once.
-        what = f"actor {task}" if task and task.startswith(f"{actor}.") else f"actor {actor}"
-    elif task:
-        what = f"task {task}"
-    else:
-        what = " ".join(session.get("argv") or []) or "process"
+        return f"actor {task}" if task and task.startswith(f"{actor}.") else f"actor {actor}"
+    if task:
+        return f"task {task}"
+    return " ".join(session.get("argv") or []) or "process"
+
+
+def session_header(session: dict[str, Any], stopped_line: int | None = None) -> list[str]:
+    """Who is paused, and why: shown on attach. ``stopped_line`` is where the arrow is
+    (``breakpoint()`` stops at the line after its own)."""
+    what = session_what(session)
     node = session.get("node_ip") or session.get("host", "?")
     lines = [f"session {session.get('id')}: {what} on {node}, pid {session.get('pid')}"
              + (f", job {session['job_id']}" if session.get("job_id") else "")]
     if session.get("reason") == "exception":
         lines.append(f"post-mortem: {session.get('exception') or 'an exception'}")
     else:
-        lines.append(f"paused at {session.get('file')}:{session.get('line')}")
+        line = session.get("line")
+        next_line = (f", next line {stopped_line}"
+                     if stopped_line is not None and stopped_line != line else "")
+        lines.append(f"breakpoint() at {session.get('file')}:{line}{next_line}")
     return lines
 
 

@@ -1,0 +1,271 @@
+"""The terminal debugger's commands that let the debuggee run, and the wait while it runs.
+
+Theory of operation. ``n``, ``s``, ``r``, ``unt`` and ``c`` resume the session's thread (only
+that thread: see :mod:`.remote`) and wait for one of three things:
+
+- a ``stopped`` event: the prompt comes back there;
+- the hub's ``raydebug/sessionEnded`` for this session: its function returned, so pydevd
+  will never stop the thread again (a Ray worker's thread now waits in Ray's core worker).
+  As pdb at the end of a program: ``--Return--`` with the value when it is known, the task
+  has finished; then the prompt moves to another stopped thread of the process if there is
+  one, else the session is over (with ``--follow``, on to the next breakpoint);
+- the end of the connection (the process exited).
+
+While waiting, Ctrl-C asks pydevd to pause the thread; a second Ctrl-C, ``q`` or Ctrl-D
+detaches (the process runs on) and ends ``raydebug attach``: a thread outside Python code
+(waiting in Ray, in a C call) cannot be paused, and the user must never be stuck.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import RaydebugError
+from ..protocol.worker import END_MOVED, END_RAISED, END_RETURNED
+from . import commands, render, sources
+from .breakpoints import BreakpointTable
+from .commands import CommandError
+from .remote import Remote, SessionEnd, Stop
+
+MAX_UNTIL_STEPS = 10_000
+PAUSE_RETRY = 1.0  # seconds
+PAUSE_GIVE_UP = 3.0  # seconds without a stop after Ctrl-C: say it cannot pause
+RUNNING_HINT_AFTER = 5.0  # seconds
+POLL = 0.1  # seconds between looks at the keyboard while the debuggee runs
+EOF = "\x04"  # what poll_input returns at end of input (Ctrl-D)
+QUIT_WORDS = ("q", "quit", "exit")
+
+
+class Outcome(enum.Enum):
+    STOPPED = "stopped"  # at a prompt again
+    DETACHED = "detached"  # we left; the process runs on
+    ENDED = "ended"  # the process (or our connection) is gone
+    QUIT = "quit"  # the user asked to leave raydebug attach altogether
+
+
+class RunningCommands:
+    """Mixed into :class:`~.debugger.TerminalDebugger`, whose fields these are."""
+
+    remote: Remote
+    session: dict[str, Any]
+    write: Callable[[str], None]
+    breakpoints: BreakpointTable
+    thread_id: int
+    frames: list[dict[str, Any]]
+    poll_input: Callable[[], str | None]
+    find_session: Callable[[str], dict[str, Any] | None]
+    confirm: Callable[[str], bool]
+    _session_depth: int | None = None  # see _session_function
+    _session_frame_name: str = ""
+
+    # -- provided by TerminalDebugger -------------------------------------------------------
+
+    @property
+    def frame(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _on_stop(self, stop: Stop) -> None:
+        raise NotImplementedError
+
+    def _show_stop(self, context: int = 0) -> None:
+        raise NotImplementedError
+
+    def _refresh_stack(self) -> None:
+        raise NotImplementedError
+
+    def _send_breakpoints(self, file: str | None) -> None:
+        raise NotImplementedError
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def do_next(self, arg: str) -> Outcome:
+        return self._run("next", {"threadId": self.thread_id})
+
+    def do_step(self, arg: str) -> Outcome:
+        return self._run("stepIn", {"threadId": self.thread_id})
+
+    def do_return(self, arg: str) -> Outcome:
+        return self._run("stepOut", {"threadId": self.thread_id})
+
+    def do_continue(self, arg: str) -> Outcome:
+        # As in pdb: run on, still attached; the next breakpoint() of this process stops
+        # here again. Only this thread: the process's other stopped threads stay stopped.
+        return self._run("continue", {"threadId": self.thread_id, "singleThread": True})
+
+    def do_until(self, arg: str) -> Outcome:
+        frame = self.frame
+        if arg:
+            line = commands.parse_count(arg)
+            if line <= int(frame.get("line", 0)):
+                raise CommandError('"until" line number is smaller than current line number')
+            point = self.breakpoints.add(sources.frame_path(frame), line, hidden=True)
+            self._send_breakpoints(point.file)
+            try:
+                return self.do_continue("")
+            finally:  # stopped elsewhere first: the hidden breakpoint goes all the same
+                self.breakpoints.remove(point)
+                if self.remote.stops.ended is None:
+                    self._send_breakpoints(point.file)
+        start_line, depth = int(frame.get("line", 0)), len(self.frames)
+        for _ in range(MAX_UNTIL_STEPS):
+            outcome = self._run("next", {"threadId": self.thread_id}, show=False)
+            if outcome is not Outcome.STOPPED:
+                return outcome
+            if len(self.frames) != depth or int(self.frames[0].get("line", 0)) > start_line:
+                break
+        self._show_stop()
+        return Outcome.STOPPED
+
+    def do_quit(self, arg: str) -> Outcome:
+        self._detach("detached")
+        return Outcome.QUIT
+
+    def do_kill(self, arg: str) -> Outcome:
+        if not self.remote.capabilities.get("supportTerminateDebuggee"):
+            raise CommandError("this hub does not terminate debuggees (start it with "
+                               "--allow-terminate); quit detaches and lets it run on")
+        if not self.confirm(f"Kill process {self.session.get('pid')}? (y/n) "):
+            return Outcome.STOPPED
+        self.remote.request("disconnect", {"terminateDebuggee": True})
+        self.write(f"killed process {self.session.get('pid')}")
+        return Outcome.ENDED
+
+    def _detach(self, what: str | None) -> Outcome:
+        """Disconnect (pydevd resumes the process's threads); ``what`` is said, if given."""
+        try:
+            self.remote.request("disconnect", {"terminateDebuggee": False}, timeout=5.0)
+        except (RaydebugError, TimeoutError):
+            pass  # the process is gone already: nothing to detach from
+        if what is not None:
+            self.write(f"session {self.session.get('id')} {what}; the process runs on")
+        return Outcome.DETACHED
+
+    # -- the wait ---------------------------------------------------------------------------
+
+    def _run(self, command: str, arguments: dict[str, Any], show: bool = True) -> Outcome:
+        """Resume, then wait for the next stop, the end of the session's function, or the
+        end of the process (see the module's docstring)."""
+        stops = self.remote.stops
+        seen, ends_seen = stops.count, len(stops.ends)
+        function = self._session_function()
+        interrupted = False
+        try:
+            self.remote.request(command, arguments)
+        except KeyboardInterrupt:
+            interrupted = True  # the request went out all the same: pause after it
+        started = time.monotonic()
+        paused_at: float | None = None  # when Ctrl-C asked for a pause
+        last_ask = 0.0
+        told_stuck = hinted = False
+        while True:
+            try:
+                if interrupted:
+                    interrupted = False
+                    if paused_at is not None:  # the second Ctrl-C
+                        self.write("\n(Ctrl-C again)")
+                        self._detach("detached")
+                        return Outcome.QUIT
+                    paused_at = last_ask = time.monotonic()
+                    self.write("\npausing (Ctrl-C; Ctrl-C again or q detaches)")
+                    self.remote.request("pause", {"threadId": self.thread_id})
+                event = stops.wait(seen, timeout=POLL, ends_seen=ends_seen)
+            except KeyboardInterrupt:
+                interrupted = True
+                continue
+            except TimeoutError:
+                now = time.monotonic()
+                typed = self.poll_input()
+                if typed is not None:
+                    if typed == EOF or typed.strip() in QUIT_WORDS:
+                        self._detach("detached")
+                        return Outcome.QUIT
+                    self.write(render.error("the process is running: Ctrl-C pauses it, q "
+                                            "detaches"))
+                if paused_at is not None:
+                    if now - paused_at >= PAUSE_GIVE_UP and not told_stuck:
+                        told_stuck = True
+                        self.write(render.error(
+                            "it does not pause: the thread is outside code the debugger can "
+                            "stop in (waiting in Ray, or in a C call); Ctrl-C again or q "
+                            "detaches"))
+                    elif now - last_ask >= PAUSE_RETRY:
+                        # pydevd drops a pause that lands while the step it follows is
+                        # still being set up: ask again.
+                        last_ask = now
+                        self.remote.request("pause", {"threadId": self.thread_id})
+                elif not hinted and now - started >= RUNNING_HINT_AFTER:
+                    hinted = True  # a silent terminal looks hung: say what is going on, once
+                    self.write("(running; Ctrl-C pauses it, q detaches)")
+                continue
+            if event is None:
+                self.write(f"session {self.session.get('id')}: {stops.ended}")
+                return Outcome.ENDED
+            if isinstance(event, SessionEnd):
+                ends_seen += 1
+                # Its sessionStarted came first on the same connection (the stop may not
+                # have come yet): a session new since the last stop can be ours.
+                self._adopt_new_session()
+                if event.reason == END_MOVED or event.session_id != self.session.get("id"):
+                    continue  # a new breakpoint() of this thread: its stop follows
+                return self._session_ended(event, function)
+            break
+        self._adopt_new_session()
+        if show:
+            self._on_stop(event)
+        else:
+            self.thread_id = event.thread_id
+            self._refresh_stack()
+        return Outcome.STOPPED
+
+    def _adopt_new_session(self) -> None:
+        """After a stop: the session of this thread may be a new one (a breakpoint() hit
+        again in a loop); say nothing, but name it right from now on."""
+        for started in self.remote.stops.started:
+            if started.get("thread") == self.session.get("thread") and \
+                    started.get("id") != self.session.get("id"):
+                self.session = started
+                self._session_depth = None
+        self.remote.stops.started.clear()
+
+    def _session_function(self) -> str:
+        """The function the session paused in: the oldest frame it has stopped in, as far
+        as the stacks seen tell (stepping into a callee keeps it, out of it moves it)."""
+        if self.frames and (self._session_depth is None
+                            or len(self.frames) < self._session_depth):
+            self._session_depth = len(self.frames)
+            self._session_frame_name = str(self.frames[0].get("name", ""))
+        return self._session_frame_name
+
+    def _session_ended(self, end: SessionEnd, function: str) -> Outcome:
+        who = f"session {end.session_id}"  # the header said what it is
+        if end.reason == END_RETURNED:
+            if end.returned:
+                self.write(f"--Return-- {function}() -> {end.returned}")
+            self.write(f"{who}: {function}() returned; the process runs on")
+        elif end.reason == END_RAISED:
+            self.write(f"{who}: the exception goes on; the process runs on")
+        else:
+            self.write(f"{who}: it ran on ({end.reason})")
+        self._session_depth = None
+        others = sorted(t for t in self.remote.stops.stopped_threads if t != self.thread_id)
+        self.remote.stops.stopped_threads.discard(self.thread_id)
+        if others:
+            return self._switch_thread(others[0])
+        return self._detach(None)
+
+    def _switch_thread(self, thread_id: int) -> Outcome:
+        """Go on with another stopped thread of the process (and its session)."""
+        names = {t["id"]: t.get("name", "") for t in self.remote.request("threads")["threads"]}
+        name = str(names.get(thread_id, ""))
+        session = self.find_session(name)
+        if session is not None:
+            self.session = session
+        self.thread_id = thread_id
+        self._session_depth = None
+        self.write(f"thread {thread_id} ({name}) is still stopped"
+                   + (f": session {session.get('id')}" if session else ""))
+        self._show_stop()
+        return Outcome.STOPPED

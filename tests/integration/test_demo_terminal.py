@@ -1,0 +1,42 @@
+"""`make demo` on a terminal, as a person runs it: Ctrl-C belongs to the debugger."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
+
+DEMO = Path(__file__).parents[2] / "examples" / "ray_demo.py"
+PROMPT = "(raydebug) "
+
+
+def test_ctrl_c_at_the_prompt_cancels_the_line_and_the_demo_goes_on():
+    demo = pexpect.spawn(sys.executable, [str(DEMO)], encoding="utf-8", timeout=180,
+                         dimensions=(40, 120), env=dict(os.environ, NO_COLOR="1"))
+    if os.environ.get("RAYDEBUG_TEST_TRANSCRIPT"):
+        demo.logfile_read = sys.stdout
+    try:
+        demo.expect_exact("continues by itself after 300 s")  # said up front
+        demo.expect_exact(PROMPT)
+        demo.send("p half a line")
+        demo.sendintr()  # as in pdb: the line is gone, a fresh prompt, nothing else
+        demo.expect_exact(PROMPT)
+        for _ in range(3):  # the task, the actor, the post-mortem
+            demo.sendline("c")
+            demo.expect_exact(["returned; the process runs on", "the exception goes on"])
+        demo.expect_exact("demo complete", timeout=120)
+        demo.expect(pexpect.EOF)
+        assert "KeyboardInterrupt" not in str(demo.before)
+        demo.close()
+        assert demo.exitstatus == 0
+    finally:
+        if demo.isalive():
+            os.killpg(demo.pid, signal.SIGKILL)  # the demo and the local Ray it started
+            demo.close()

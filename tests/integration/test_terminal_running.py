@@ -1,0 +1,238 @@
+"""`raydebug attach` while the debuggee runs: the end of a session's function, `c` that stays
+attached, threads that stop and run one at a time, and the ways out. A real pseudo-terminal
+(pexpect), a real hub, real paused processes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+from test_terminal import PROMPT, Attach, start_attach
+
+from helpers import HubProcess, line_of, write_script
+
+pytestmark = pytest.mark.integration
+
+# As in a Ray worker: the task's thread goes back to library code (the pool's) and waits for
+# more work, where pydevd never stops; the process lives on.
+POOL = """
+import concurrent.futures
+import threading
+
+def helper():
+    return 5
+
+def task(x):
+    y = x * 2
+    breakpoint()
+    note = "first stop"
+    return y + 1  # last line
+
+with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    print("result", pool.submit(task, 20).result(), flush=True)
+    threading.Event().wait(60)
+"""
+
+# A post-mortem in a thread: once resumed, the exception goes on into threading's own code.
+THREAD_FAILS = """
+import threading
+
+def divide(a, b):
+    return a / b  # raises
+
+worker = threading.Thread(target=divide, args=(1, 0), name="divider")
+worker.start()
+worker.join()
+threading.Event().wait(60)
+"""
+
+# A thread blocked in C: pydevd cannot pause it.
+BLOCKED = """
+import threading
+
+breakpoint()
+threading.Event().wait(60)  # blocked
+print("woke", flush=True)
+"""
+
+LOOP = """
+for i in range(50):
+    breakpoint()
+print("loop done", flush=True)
+"""
+
+TWO_THREADS = """
+import threading
+
+both_running = threading.Barrier(2)
+
+def work(name):
+    both_running.wait()
+    value = name.upper()
+    breakpoint()
+    return value  # returns
+
+threads = [threading.Thread(target=work, args=(n,), name=n) for n in ("alpha", "beta")]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print("joined", flush=True)
+threading.Event().wait(60)
+"""
+
+
+def attached(hub: HubProcess, started: list[Attach], tmp_path: Path, source: str,
+             *args: str, **env: str) -> tuple[Attach, Path]:
+    """A process of ``source`` paused once, and ``raydebug attach`` at its prompt."""
+    script = write_script(tmp_path, "job.py", source)
+    hub.spawn(script, **env)
+    hub.wait_sessions(1)
+    term = start_attach(hub, started, *args)
+    term.expect(PROMPT)
+    return term, script
+
+
+def exits_cleanly(term: Attach) -> str:
+    """What ``raydebug attach`` printed until it exited; asserts exit status 0."""
+    term.child.expect(pexpect.EOF)
+    rest = str(term.child.before)
+    term.child.close()
+    assert term.child.exitstatus == 0, rest
+    return rest
+
+
+@pytest.fixture
+def attach() -> Iterator[list[Attach]]:
+    started: list[Attach] = []
+    yield started
+    for session in started:
+        session.close()
+
+
+def test_next_off_the_end_of_the_function_ends_the_session_with_its_value(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    term, script = attached(hub, attach, tmp_path, POOL)
+    assert f"({line_of(script, 'last line')})task()" in term.do("n")
+    term.child.sendline("n")
+    ended = exits_cleanly(term)
+    assert "--Return-- task() -> 41" in ended
+    assert "task() returned; the process runs on" in ended
+    assert hub.wait_sessions(0) == []
+
+
+def test_step_off_the_end_says_no_pydevd_advice(hub: HubProcess, attach: list[Attach],
+                                                tmp_path: Path):
+    term, _ = attached(hub, attach, tmp_path, POOL)
+    term.do("n")
+    term.child.sendline("s")
+    ended = exits_cleanly(term)
+    assert "--Return-- task() -> 41" in ended and "task() returned" in ended
+    assert "launch.json" not in ended and "Frame skipped" not in ended
+
+
+LIBRARY_CALL = """
+import json
+
+breakpoint()
+text = json.dumps({"a": 1})
+print(text, flush=True)  # next
+"""
+
+
+def test_step_into_a_library_call_moves_on_without_pydevd_advice(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    term, script = attached(hub, attach, tmp_path, LIBRARY_CALL)
+    stepped = term.do("s")
+    assert f"({line_of(script, '# next')})<module>()" in stepped
+    assert "launch.json" not in stepped and "justMyCode" not in stepped
+    term.do_and_end("q", "the process runs on")
+
+
+def test_continue_with_a_breakpoint_never_hit_ends_when_the_function_returns(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    term, _ = attached(hub, attach, tmp_path, POOL)
+    assert "Breakpoint 1 at function helper" in term.do("b helper")
+    term.child.sendline("c")
+    ended = exits_cleanly(term)
+    assert "task() returned; the process runs on" in ended
+    assert "--Return--" not in ended  # only a step sees the value
+
+
+def test_next_in_a_post_mortem_ends_the_session(hub: HubProcess, attach: list[Attach],
+                                                tmp_path: Path):
+    term, _ = attached(hub, attach, tmp_path, THREAD_FAILS, RAYDEBUG_POST_MORTEM="1")
+    term.child.sendline("n")
+    ended = exits_cleanly(term)
+    assert "the exception goes on; the process runs on" in ended
+
+
+@pytest.mark.parametrize("way_out", ["q", "Ctrl-D", "Ctrl-C twice"])
+def test_a_thread_that_cannot_be_paused_can_always_be_left(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path, way_out: str):
+    term, _ = attached(hub, attach, tmp_path, BLOCKED)
+    term.child.sendline("n")
+    term.expect("(running; Ctrl-C pauses it, q detaches)")  # the prompt has read `n`
+    if way_out == "q":
+        term.child.sendline("q")
+    elif way_out == "Ctrl-D":
+        term.child.sendeof()
+    else:
+        term.child.sendintr()
+        term.expect("pausing (Ctrl-C")
+        term.expect("it does not pause")  # said, not left to guess
+        term.child.sendintr()
+    assert "detached; the process runs on" in exits_cleanly(term)
+    assert hub.wait_sessions(0) == []  # detached: the thread runs on, its session is over
+
+
+def test_continue_stays_attached_through_fifty_breakpoints(hub: HubProcess,
+                                                           attach: list[Attach],
+                                                           tmp_path: Path):
+    term, _ = attached(hub, attach, tmp_path, LOOP, "--follow")
+    values = []
+    for _ in range(50):
+        values.append(term.do("p i").strip())
+        term.child.sendline("c")
+        term.child.expect_exact([PROMPT, "waiting for a breakpoint..."])
+    assert values == [str(i) for i in range(50)]
+    assert "loop done" in str(term.child.before)
+    term.child.sendintr()
+    term.child.expect(pexpect.EOF)
+
+
+def test_continue_through_fifty_breakpoints_piped(hub: HubProcess, tmp_path: Path):
+    hub.spawn(write_script(tmp_path, "job.py", LOOP))
+    hub.wait_sessions(1)
+    result = subprocess.run(
+        [sys.executable, "-m", "raydebug", "attach", "--follow", "--timeout", "2",
+         "--hub", hub.client_address],
+        input="p i\nc\n" * 50, capture_output=True, text=True, timeout=120)
+    printed = re.findall(rf"{re.escape(PROMPT)}p i\n(\d+)\n", result.stdout)
+    assert printed == [str(i) for i in range(50)], result.stdout[-3000:] + result.stderr
+    assert "loop done" in result.stdout
+
+
+def test_continue_in_one_thread_leaves_the_other_stopped(hub: HubProcess,
+                                                         attach: list[Attach],
+                                                         tmp_path: Path):
+    hub.spawn(write_script(tmp_path, "job.py", TWO_THREADS))
+    sessions = {s["thread"]: s for s in hub.wait_sessions(2)}
+    term = start_attach(hub, attach, str(sessions["alpha"]["id"]))
+    term.expect(PROMPT)
+    assert term.do("p value").strip() == "'ALPHA'"
+    threads = term.do("threads")
+    assert re.search(r"\* +\d+  alpha  \(stopped\)", threads), threads
+    assert re.search(r"  +\d+  beta  \(stopped\)", threads), threads
+    # `c` runs alpha only: it returns, and beta, still stopped, is next.
+    switched = term.do("c")
+    assert "work() returned" in switched and "beta) is still stopped" in switched
+    assert f"session {sessions['beta']['id']}" in switched
+    assert term.do("p value").strip() == "'BETA'"
+    term.child.sendline("c")
+    assert "work() returned; the process runs on" in exits_cleanly(term)
