@@ -40,7 +40,7 @@ class Process:
     peer: str
     send: Callable[[ControlMessage], None]
     sessions: dict[str, HubSession] = field(default_factory=dict)
-    client: object | None = None  # the ClientSession attached to it, if any
+    client: object | None = None  # the ClientConnection attached to it, if any
     on_lost: list[Callable[[], None]] = field(default_factory=list)
 
 
