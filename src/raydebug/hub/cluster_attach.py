@@ -19,6 +19,9 @@ bound to its process: see :class:`raydebug.hub.net.PeerLimit`), and the parent o
 most :data:`OFFER_WINDOW` children at a time that have not attached yet, so a cluster of any
 size never holds more than that many counted connections. When the hub refuses one of this
 address's connections anyway, the parent's debug console says so (:meth:`ClusterAttaches.tell`).
+
+The client connection starts a cluster attach and hands it the client as a
+:class:`.client_peer.ClientPeer`: this module does not know the connection's class.
 """
 
 from __future__ import annotations
