@@ -12,6 +12,7 @@
     ├── SessionNotFoundError        a session id that the hub does not know
     ├── SessionBusyError            a session that another client is already debugging
     ├── ChannelFailedError          a process could not serve a debugger channel (its reason)
+    ├── PeerClosed                  a client, or a process's channel, closed its connection
     └── ConfigurationError          a setting or environment variable that cannot work
 
 The split between local and remote protocol errors follows h11: a remote error means "close
@@ -89,6 +90,11 @@ class SessionBusyError(RaydebugError):
 class ChannelFailedError(RaydebugError):
     """A process could not give a client a debugger channel; the message is its reason
     (as its agent reported it), and the session stays attachable."""
+
+
+class PeerClosed(RaydebugError):
+    """The hub's peer (a DAP client, or in the relay a process's data channel) closed its
+    connection. A normal end, not shown to anyone: whoever serves the connection stops."""
 
 
 class ConfigurationError(RaydebugError):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from raydebug.hub.cluster_attach import OFFER_WINDOW, ClusterAttach, ClusterAttaches
 from raydebug.hub.net import PeerLimit
-from raydebug.hub.parent_session import OFFER_WINDOW, ParentRegistry, ParentSession
 from raydebug.hub.registry import Registry
 from raydebug.protocol import Event, Request
 from raydebug.session import SessionRecord
@@ -33,7 +33,7 @@ def test_a_vouched_connection_stops_counting_and_can_be_revoked():
 
 
 class FakeParentClient:
-    """The parts of a ClientSession a ParentSession uses, with a scripted client."""
+    """A scripted :class:`~raydebug.hub.client_peer.ClientPeer`: what a ClusterAttach sees."""
 
     def __init__(self) -> None:
         self.peer_host = "127.0.0.1"
@@ -75,8 +75,8 @@ def test_a_cluster_session_offers_a_window_of_children_and_offers_a_failed_one_a
                 since=float(number)))
             processes.append(process)
         client = FakeParentClient()
-        parents = ParentRegistry()
-        parent = ParentSession(client, registry, parents,  # type: ignore[arg-type]
+        parents = ClusterAttaches()
+        parent = ClusterAttach(client, registry, parents,  # type: ignore[arg-type]
                                Request(seq=1, command="attach", arguments={"name": "x"}))
         serving = asyncio.ensure_future(parent.run())
 

@@ -96,7 +96,7 @@ def test_fuzz_random_bytes_never_crash_the_framer(data: bytes, chunk: int):
 
 def test_protocol_imports_no_io():
     code = ("import sys, raydebug.protocol, raydebug.protocol.worker; "
-            "import raydebug.protocol.handshake; "
+            "import raydebug.protocol.handshake, raydebug.protocol.proxy_policy; "
             "print(sorted(m for m in ('socket', 'asyncio', 'ray', 'selectors', 'debugpy') "
             "if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

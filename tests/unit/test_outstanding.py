@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from raydebug.hub.outstanding import OutstandingRequests, response_to
 from raydebug.protocol import Request
+from raydebug.protocol.outstanding import OutstandingRequests, response_to
 
 
 def body(message: dict[str, object]) -> bytes:

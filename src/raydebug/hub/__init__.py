@@ -1,4 +1,14 @@
-"""The hub: an asyncio server on the head node that lists sessions and routes debuggers."""
+"""The hub: an asyncio server on the head node that lists sessions and routes debuggers.
+
+``server`` holds all the hub's state on one :class:`Hub` and accepts connections. Workers:
+``workers`` (their control and data connections), ``registry`` (processes and their
+sessions). A DAP client: ``client_connection`` (attach: the adapter before it, choosing a
+session, opening the channel), ``relay`` (the two pumps after it, under
+``raydebug.protocol.proxy_policy``), ``client_stream`` and ``channel_stream`` (the two byte
+streams as messages), ``cluster_attach`` (one attach showing every paused process as a child
+session, seeing the client through ``client_peer``). Around them: ``net``, ``tls_server``,
+``client_admission``, ``peer_owner``, ``http_api``.
+"""
 
 from .server import Hub, HubConfig
 

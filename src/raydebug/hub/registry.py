@@ -40,7 +40,7 @@ class Process:
     peer: str
     send: Callable[[ControlMessage], None]
     sessions: dict[str, HubSession] = field(default_factory=dict)
-    client: object | None = None  # the ClientSession attached to it, if any
+    client: object | None = None  # the ClientConnection attached to it, if any
     on_lost: list[Callable[[], None]] = field(default_factory=list)
     # Told of sessions that start or end while a client is attached (the client is told).
     on_session_started: list[Callable[[HubSession], None]] = field(default_factory=list)

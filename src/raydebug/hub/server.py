@@ -29,7 +29,8 @@ from ..errors import ClientRefusedError, ConfigurationError, RaydebugError
 from ..protocol import DapConnection, Event, Request, Response, encode_message, frame
 from ..session import SessionState
 from .client_admission import ClientAdmission
-from .dap_proxy import ClientSession
+from .client_connection import ClientConnection
+from .cluster_attach import ClusterAttaches
 from .http_api import HubNames, respond, serve_http
 from .net import (
     Admission,
@@ -42,7 +43,6 @@ from .net import (
     serve_admitted,
     set_nodelay,
 )
-from .parent_session import ParentRegistry
 from .registry import Registry
 from .tls_server import TlsServer
 from .workers import PendingChannels, WorkerListener
@@ -97,7 +97,7 @@ class Hub:
                 "an SSH tunnel, or set --client-token (env RAYDEBUG_CLIENT_TOKEN).")
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.channels = PendingChannels()
-        self.parents = ParentRegistry()
+        self.cluster_attaches = ClusterAttaches()
         self.workers = WorkerListener(self.config.token, self.registry, self.channels,
                                       self.config.handshake_timeout)
         self.worker_limit = PeerLimit(self.config.max_worker_connections, "worker",
@@ -206,7 +206,8 @@ class Hub:
         sessions of that address hear it too: a refused child would otherwise just never
         appear in the IDE."""
         log.warning("client %s: refused: %s", peer_name(writer), reason)
-        self.parents.tell(peer_host(writer), f"raydebug hub: refused a connection: {reason}")
+        self.cluster_attaches.tell(peer_host(writer),
+                                   f"raydebug hub: refused a connection: {reason}")
         try:
             first = await asyncio.wait_for(self._sniffed_bytes(reader),
                                            self.config.client_idle_timeout)
@@ -234,10 +235,11 @@ class Hub:
             if kind == "dap" and refusal is not None:
                 await self._refuse_dap(reader, writer, first, str(refusal))
             elif kind == "dap":
-                session = ClientSession(self.registry, self.channels,
-                                        self.config.allow_terminate, reader, writer, first, peer,
-                                        self.parents, self.config.client_token)
-                await session.run()
+                connection = ClientConnection(self.registry, self.channels,
+                                              self.config.allow_terminate, reader, writer, first,
+                                              peer, self.cluster_attaches,
+                                              self.config.client_token)
+                await connection.run()
             elif kind == "http":
                 await serve_http(first, reader, writer, self._routes(),
                                  self.config.client_token, names=self.http_names,

@@ -23,8 +23,12 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from .messages import Message, Request
+
+M = TypeVar("M", bound=Message)
 
 _WINDOWS = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 # A "path" key and its JSON string value (escapes included). An unescaped quote always ends a
@@ -115,6 +119,14 @@ class PathTranslator:
     def arguments_to_remote(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """A request's arguments (as a dict) with the client's paths as the worker's."""
         return dict(_translate(arguments, self.to_remote_path)[0])
+
+    def request_to_remote(self, message: M) -> M:
+        """A client's message, parsed, with its paths as the worker knows them (the same
+        message when it names none under the local root)."""
+        if not isinstance(message, Request) or not message.arguments:
+            return message
+        arguments, changed = _translate(message.arguments, self.to_remote_path)
+        return replace(message, arguments=arguments, raw=None) if changed else message
 
     @staticmethod
     def _rewrite(body: bytes, needle: bytes | None, move: Callable[[str], str]) -> bytes:

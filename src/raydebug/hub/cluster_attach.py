@@ -1,4 +1,4 @@
-"""The cluster session: one IDE attach that shows every paused process as a child session.
+"""The cluster attach: one IDE attach that shows every paused process as a child session.
 
 Theory of operation (DAP specification, "StartDebugging Request"). A client that attaches
 without choosing a session, and whose ``initialize`` said ``supportsStartDebuggingRequest``,
@@ -18,7 +18,10 @@ address. A child counts toward the limit only until its attach is accepted (then
 bound to its process: see :class:`raydebug.hub.net.PeerLimit`), and the parent offers at
 most :data:`OFFER_WINDOW` children at a time that have not attached yet, so a cluster of any
 size never holds more than that many counted connections. When the hub refuses one of this
-address's connections anyway, the parent's debug console says so (:meth:`ParentRegistry.tell`).
+address's connections anyway, the parent's debug console says so (:meth:`ClusterAttaches.tell`).
+
+The client connection starts a cluster attach and hands it the client as a
+:class:`.client_peer.ClientPeer`: this module does not know the connection's class.
 """
 
 from __future__ import annotations
@@ -28,14 +31,12 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import Event, Request
 from ..session import SessionState
+from .client_peer import ClientPeer
 from .registry import HubSession, Registry
-
-if TYPE_CHECKING:
-    from .dap_proxy import ClientSession
 
 # Requests whose arguments the parent keeps and replays to every child.
 BREAKPOINT_REQUESTS = ("setBreakpoints", "setFunctionBreakpoints", "setExceptionBreakpoints")
@@ -50,7 +51,7 @@ TELL_INTERVAL = 5.0
 
 
 @dataclass
-class ParentBreakpoints:
+class ClusterBreakpoints:
     """The breakpoint requests a parent received, latest per source (or per kind)."""
 
     by_key: dict[str, Request] = field(default_factory=dict)
@@ -65,8 +66,8 @@ class ParentBreakpoints:
 
 
 @dataclass
-class _LiveParent:
-    breakpoints: ParentBreakpoints
+class _LiveClusterAttach:
+    breakpoints: ClusterBreakpoints
     host: str | None  # the client's address
     say: Callable[[str], None]  # a line on the parent's debug console
     told_at: float = float("-inf")
@@ -82,17 +83,17 @@ class _LiveParent:
         self.told_at, self.untold = now, 0
 
 
-class ParentRegistry:
+class ClusterAttaches:
     """Live parents by key, so a child connection can find its parent's breakpoints, and
     the hub can tell the user about refused connections in the parent's debug console."""
 
     def __init__(self) -> None:
-        self._parents: dict[str, _LiveParent] = {}
+        self._parents: dict[str, _LiveClusterAttach] = {}
 
-    def add(self, host: str | None, say: Callable[[str], None]) -> tuple[str, ParentBreakpoints]:
+    def add(self, host: str | None, say: Callable[[str], None]) -> tuple[str, ClusterBreakpoints]:
         """Register a parent of a client at ``host``; return its key and its breakpoints."""
         key = secrets.token_hex(8)
-        self._parents[key] = _LiveParent(ParentBreakpoints(), host, say)
+        self._parents[key] = _LiveClusterAttach(ClusterBreakpoints(), host, say)
         return key, self._parents[key].breakpoints
 
     def remove(self, key: str) -> None:
@@ -123,10 +124,10 @@ def child_name(session: HubSession) -> str:
     return f"{label} ({where}, pid {record.pid})"
 
 
-class ParentSession:
+class ClusterAttach:
     """Serves the parent side of a cluster attach on an existing client connection."""
 
-    def __init__(self, client: ClientSession, registry: Registry, parents: ParentRegistry,
+    def __init__(self, client: ClientPeer, registry: Registry, parents: ClusterAttaches,
                  attach: Request) -> None:
         self._client = client
         self._registry = registry

@@ -12,7 +12,7 @@ itself (:meth:`OutstandingRequests.take_all`).
 
 from __future__ import annotations
 
-from ..protocol import Request
+from .messages import Request
 
 _REQUEST_SEQ = b'"request_seq"'
 _DIGITS = frozenset(b"0123456789")

@@ -1,0 +1,229 @@
+"""What the hub does with each message between a DAP client and a process's pydevd.
+
+Theory of operation. Once a client has attached, the hub relays one channel: the client on
+one side, pydevd on the other. Most messages pass unchanged; :class:`ProxyPolicy` decides
+the rest, without sockets or asyncio (the relay in ``raydebug.hub.relay`` does the I/O and
+carries out its decisions). Its rules:
+
+- a request the hub sent pydevd itself (:meth:`ProxyPolicy.inject`, numbered from
+  :data:`INJECTED_SEQ`) has its answer swallowed: the client never asked;
+- requests from the debuggee side (reverse requests such as ``runInTerminal``) are refused,
+  never passed to the client (security: the client may run them);
+- ``terminate`` and ``disconnect{terminateDebuggee: true}`` never kill the process unless
+  the hub allows it (``--allow-terminate``): the first is refused, the second rewritten;
+- the answer to ``configurationDone`` is followed by :class:`TellAgentReady`, which releases
+  the paused threads (pydevd then sends ``stopped``) or replays old stops;
+- when the channel closes (:meth:`ProxyPolicy.channel_closed`), every request pydevd had not
+  answered gets its answer from the hub (see :mod:`.outstanding`), then the client gets
+  ``terminated`` (once); requests sent after that are answered by the hub too.
+
+Decisions are lists of actions (:class:`ToClient`, :class:`ToWorker`, :class:`TellAgentReady`,
+:class:`ThreadsResumed`), in the order they must happen. The fast path stays fast: a body
+from pydevd is parsed only when it may concern the policy (:func:`~.connection.mentions`);
+otherwise :meth:`ProxyPolicy.from_worker` returns :data:`PASS` and its bytes go on as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from .connection import mentions
+from .messages import Event, Message, Request, Response, parse_message
+from .outstanding import OutstandingRequests
+
+INJECTED_SEQ = 1_000_000_000  # requests the hub sends pydevd itself count from here
+
+# Only pydevd's messages containing one of these are parsed; the rest pass as bytes. (The
+# client's are all parsed: few, and each request is noted until its answer.)
+WORKER_WORDS = (b'"request"', b'"configurationDone"', b'"terminated"')
+PROCESS_ENDED = "the debugged process has ended (it exited, was killed, or its channel closed)"
+REFUSED = "refused by the raydebug hub"
+
+# pydevd's own answer to initialize (debugpy 1.8, in-process adapter), so that clients see
+# the same debugger through the hub as they would directly.
+PYDEVD_CAPABILITIES: dict[str, Any] = {
+    "supportsConfigurationDoneRequest": True,
+    "supportsConditionalBreakpoints": True,
+    "supportsHitConditionalBreakpoints": True,
+    "supportsEvaluateForHovers": True,
+    "supportsSetVariable": True,
+    "supportsGotoTargetsRequest": True,
+    "supportsCompletionsRequest": True,
+    "supportsModulesRequest": True,
+    "supportsExceptionOptions": True,
+    "supportsValueFormattingOptions": True,
+    "supportsExceptionInfoRequest": True,
+    "supportsDelayedStackTraceLoading": True,
+    "supportsLogPoints": True,
+    "supportsSetExpression": True,
+    "supportsClipboardContext": True,
+    "supportsFunctionBreakpoints": True,
+    "supportsStepInTargetsRequest": True,
+    "exceptionBreakpointFilters": [
+        {"filter": "raised", "label": "Raised Exceptions", "default": False},
+        {"filter": "uncaught", "label": "Uncaught Exceptions", "default": True},
+        {"filter": "userUnhandled", "label": "User Uncaught Exceptions", "default": False},
+    ],
+}
+
+
+def adapter_capabilities(allow_terminate: bool) -> dict[str, Any]:
+    """The hub's answer to ``initialize``, given before it knows which process the client
+    wants: pydevd's, with terminating offered only when the hub allows it."""
+    capabilities = dict(PYDEVD_CAPABILITIES)
+    capabilities["supportTerminateDebuggee"] = allow_terminate
+    capabilities["supportsTerminateRequest"] = allow_terminate
+    return capabilities
+
+
+def success(request: Request, body: dict[str, Any] | None = None) -> Response:
+    """The hub's own successful answer to ``request`` (its ``seq`` is set when sent)."""
+    return Response(seq=0, request_seq=request.seq, command=request.command, body=body or {})
+
+
+def failure(request: Request, text: str) -> Response:
+    """The hub's own error answer to ``request``, shown to the user (DAP ``ErrorResponse``)."""
+    return Response(seq=0, request_seq=request.seq, command=request.command, success=False,
+                    message=text, body={"error": {"id": 1, "format": text, "showUser": True}})
+
+
+@dataclass(frozen=True)
+class ToClient:
+    """Send ``message`` to the client. ``forwarded``: pydevd's own message, which keeps its
+    ``seq`` and bytes; otherwise the hub made it and numbers it."""
+
+    message: Message
+    forwarded: bool = False
+
+
+@dataclass(frozen=True)
+class ToWorker:
+    """Send ``message`` to pydevd as it is (its ``seq`` included)."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
+class TellAgentReady:
+    """The client's configuration is done: tell the agent (``ClientReady``), which releases
+    the paused threads."""
+
+
+@dataclass(frozen=True)
+class ThreadsResumed:
+    """The client's ``disconnect`` goes to pydevd, which resumes every thread: the process's
+    sessions as of now end with the client (not a moment later, when the agent says so)."""
+
+
+Action = ToClient | ToWorker | TellAgentReady | ThreadsResumed
+
+
+class _Pass:
+    def __repr__(self) -> str:
+        return "PASS"
+
+
+PASS: Final = _Pass()  # from_worker: forward the body unchanged
+
+
+class ProxyPolicy:
+    """The rules of one relayed channel, from the client's ``attach`` to the channel's end.
+
+    One per channel: a failed channel set-up takes its policy with it.
+    """
+
+    def __init__(self, allow_terminate: bool) -> None:
+        self._allow_terminate = allow_terminate
+        self._injected: set[int] = set()  # seqs of requests the hub sent pydevd itself
+        self._next_injected = INJECTED_SEQ
+        self._configuration_done_seq: int | None = None
+        self._outstanding = OutstandingRequests()
+        self._terminated_sent = False
+        self.ended = False  # the channel has closed: the hub answers every request
+
+    # -- client -> pydevd -------------------------------------------------------------------
+
+    def from_client(self, message: Message, *, channel_open: bool = True) -> list[Action]:
+        """What to do with a message from the client. ``channel_open`` False: pydevd can
+        no longer be reached (its channel is closing), so the hub answers."""
+        if self.ended or not channel_open:
+            return self.answer_after_end(message)
+        if not isinstance(message, Request):
+            return [ToWorker(message)]
+        if not self._allow_terminate:
+            if message.command == "terminate":
+                return [ToClient(failure(message, "this hub does not terminate debuggees "
+                                                  "(start it with --allow-terminate); "
+                                                  "disconnect to let the process run on"))]
+            if message.command == "disconnect" and message.arguments.get("terminateDebuggee"):
+                arguments = {**message.arguments, "terminateDebuggee": False}
+                message = replace(message, arguments=arguments, raw=None)
+        actions: list[Action] = []
+        if message.command == "configurationDone":
+            self._configuration_done_seq = message.seq
+        elif message.command == "disconnect":
+            actions.append(ThreadsResumed())
+        self._outstanding.forwarded(message)
+        actions.append(ToWorker(message))
+        return actions
+
+    def inject(self, requests: list[Request]) -> list[ToWorker]:
+        """Requests the hub sends pydevd itself (a cluster child's breakpoints), renumbered
+        so that their answers are recognised and swallowed."""
+        actions = []
+        for request in requests:
+            seq, self._next_injected = self._next_injected, self._next_injected + 1
+            self._injected.add(seq)
+            actions.append(ToWorker(Request(seq=seq, command=request.command,
+                                            arguments=request.arguments)))
+        return actions
+
+    # -- pydevd -> client -------------------------------------------------------------------
+
+    def from_worker(self, body: bytes) -> _Pass | list[Action]:
+        """What to do with a message body from pydevd: :data:`PASS` (forward its bytes), or
+        actions. Raises :class:`~raydebug.errors.RemoteProtocolError` when a body it must
+        read is not DAP."""
+        self._outstanding.answered(body)
+        if not self._injected and not mentions(body, WORKER_WORDS):
+            return PASS
+        message = parse_message(body)
+        if isinstance(message, Response) and message.request_seq in self._injected:
+            self._injected.discard(message.request_seq)
+            return []
+        if isinstance(message, Request):
+            return [ToWorker(Response(seq=0, request_seq=message.seq, command=message.command,
+                                      success=False, message=REFUSED))]
+        if isinstance(message, Event) and message.event == "terminated":
+            self._terminated_sent = True
+        actions: list[Action] = [ToClient(message, forwarded=True)]
+        if (isinstance(message, Response) and message.command == "configurationDone"
+                and message.request_seq == self._configuration_done_seq):
+            actions.append(TellAgentReady())
+        return actions
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def channel_closed(self) -> list[Action]:
+        """The channel has closed: answer every request pydevd left unanswered, then say
+        ``terminated`` (once; pydevd may have said it already). Afterwards the hub answers
+        every request itself."""
+        self.ended = True
+        actions: list[Action] = []
+        for request in self._outstanding.take_all():
+            actions.extend(self.answer_after_end(request))
+        if not self._terminated_sent:
+            self._terminated_sent = True
+            actions.append(ToClient(Event(seq=0, event="terminated")))
+        return actions
+
+    @staticmethod
+    def answer_after_end(message: Message) -> list[Action]:
+        """Answer a request the process can no longer answer: ``disconnect`` succeeds
+        (there is nothing left to detach from), anything else fails saying why."""
+        if not isinstance(message, Request):
+            return []
+        if message.command == "disconnect":
+            return [ToClient(success(message))]
+        return [ToClient(failure(message, PROCESS_ENDED))]
