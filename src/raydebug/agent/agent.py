@@ -83,7 +83,11 @@ class Agent:
             if self._client_ready:
                 session.released.set()
         self.link.post(SessionStarted(session=record.to_dict()))
-        self.debugger.ensure_started()
+        try:
+            self.debugger.ensure_started()
+        except BaseException:
+            self._end_session(record.id)  # never listed as paused when it cannot be debugged
+            raise
         if session.released.is_set():
             return True
         timeout = self.config.wait_timeout
@@ -149,6 +153,9 @@ class Agent:
     def live_sessions(self) -> list[SessionStarted]:
         with self._lock:
             return [SessionStarted(session=s.record.to_dict()) for s in self._sessions.values()]
+
+    def prepare_client(self) -> None:
+        self.debugger.ensure_started()
 
     def serve_client(self, sock: socket.socket) -> None:
         self.debugger.serve_client(sock)

@@ -38,15 +38,30 @@ class Debugger:
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
         self._py_db: Any = None
+        self._start_error: Exception | None = None
         self._suspended: set[int] = set()  # thread idents inside do_wait_suspend
         self._traced = False  # pydevd's tracing is installed in the process's threads
         self._untraced = threading.Event()  # set each time tracing is removed
 
     def ensure_started(self) -> None:
-        """Start pydevd if it is not running (the first time takes ~150 ms)."""
+        """Start pydevd if it is not running (the first time takes ~150 ms); idempotent.
+
+        Safe on any thread, the pausing one or the link's: whoever comes first starts it,
+        the others wait on the start lock, so pydevd is complete (imported, started, its
+        listener shut, suspensions watched) when this returns. Raises what the start raised;
+        after a failed start pydevd's tracing is removed again, and every later call raises
+        the same error (debugpy can be started once per process).
+        """
         with self._start_lock:
-            if self._py_db is None:
+            if self._py_db is not None:
+                return
+            if self._start_error is not None:
+                raise self._start_error
+            try:
                 self._start()
+            except Exception as error:
+                self._start_error = error
+                raise
 
     def _start(self) -> None:
         hook = sys.breakpointhook
@@ -73,11 +88,16 @@ class Debugger:
         from _pydevd_bundle.pydevd_constants import get_global_debugger
 
         py_db = get_global_debugger()
-        _stop_listening(py_db)
-        _hide_raydebug_frames(py_db)
-        self._py_db = py_db
+        try:
+            _stop_listening(py_db)
+            _hide_raydebug_frames(py_db)
+            self._watch_suspensions(py_db)
+        except BaseException:
+            with contextlib.suppress(Exception):  # not half-traced: the process runs on
+                _remove_tracing(py_db)
+            raise
         self._traced = True
-        self._watch_suspensions(py_db)
+        self._py_db = py_db  # last: a started debugger is a complete one
 
     def _watch_suspensions(self, py_db: Any) -> None:
         """Track suspended threads, and wake all of them whenever pydevd wakes one.
@@ -131,9 +151,10 @@ class Debugger:
         resuming threads. ``initialize_network`` sleeps 0.1 s after starting pydevd's reader
         and writer, so it runs on a short-lived helper thread, not on the caller's.
         """
+        self.ensure_started()
+        # Importable only once started (see _start), so after ensure_started.
         from _pydevd_bundle.pydevd_api import PyDevdAPI
 
-        self.ensure_started()
         py_db = self._py_db
         if getattr(py_db, "reader", None) is not None:
             PyDevdAPI().request_disconnect(py_db, resume_threads=False)
