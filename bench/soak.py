@@ -22,8 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from helpers import HubProcess, start_hub, stop
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from core import start_logged_hub
+from helpers import HubProcess, stop
 
 WORKER = """
 import sys, time
@@ -108,7 +109,7 @@ def main() -> None:
     log_dir = Path(tempfile.mkdtemp(prefix="raydebug-soak-"))
     script = log_dir / "worker.py"
     script.write_text(WORKER)
-    hub = start_hub()
+    hub, hub_log = start_logged_hub()
     failures: list[str] = []
     started = time.monotonic()
     slow_rounds = 0
@@ -125,10 +126,9 @@ def main() -> None:
                 print(f"round {number} failed ({'slow' if slow else 'normal'} start): "
                       f"{problem}", file=sys.stderr, flush=True)
     finally:
-        log = hub.stop_and_read_log()
         hub.close()
     if failures:
-        print("--- hub log (tail) ---\n" + "\n".join(log.splitlines()[-60:]), file=sys.stderr)
+        print(f"--- hub log (tail) ---\n{hub_log.tail()}", file=sys.stderr)
     print(f"{len(failures)}/{args.n} first-pause attaches failed ({slow_rounds} with a start "
           f"{args.slow_seconds:g} s slower{', page cache dropped every other round' if args.drop_caches else ''}); "
           f"{time.monotonic() - started:.0f} s")

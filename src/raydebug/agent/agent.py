@@ -57,19 +57,21 @@ class Agent:
     def pause_at(self, frame: FrameType) -> None:
         """``breakpoint()``: stop at ``frame``'s next line once a client is ready."""
         record = record_for_frame(frame)
-        if self._wait_for_client(record):
-            self.debugger.stop_at(frame)
+        under_client = self._wait_for_client(record)
+        if under_client is not None:
+            self.debugger.stop_at(frame, under_client=under_client)
 
     def pause_on_exception(self, exc_info: ExcInfo) -> None:
         """Post-mortem: freeze in the frame that raised; return when the client resumes."""
         frame = innermost_frame(exc_info[1]) or sys._getframe(1)
         record = record_for_frame(frame, exception=exc_info[1])
-        if self._wait_for_client(record):
+        if self._wait_for_client(record) is not None:
             self.debugger.stop_on_exception(exc_info)
-            self._end_session(record.id)
+            self._end_thread_sessions(threading.get_ident())  # its id may have been renewed
 
-    def _wait_for_client(self, record: SessionRecord) -> bool:
-        """Register ``record`` and block until a client is ready; False if we gave up."""
+    def _wait_for_client(self, record: SessionRecord) -> bool | None:
+        """Register ``record`` and block until a client is ready; None if we gave up, True
+        if a client was already attached and ready (the pause is new to it), else False."""
         # The hub link connects in the background while debugpy is imported and starts
         # listening (the slow part of a first pause): the session is listed sooner.
         self.link.start()
@@ -96,13 +98,18 @@ class Agent:
             + (f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""))
         started = time.monotonic()
         if session.released.wait(timeout):
-            return True
-        self._end_session(record.id)
+            return False
+        self._end_thread_sessions(ident)  # by thread: its id may have been renewed
         say(f"no debugger attached to session {record.id} within {time.monotonic() - started:.0f}s "
             f"(RAYDEBUG_WAIT_TIMEOUT); continuing")
-        return False
+        return None
 
     # -- session bookkeeping ----------------------------------------------------------------
+
+    def _end_thread_sessions(self, ident: int) -> None:
+        with self._lock:
+            for session in [s for s in self._sessions.values() if s.thread_ident == ident]:
+                self._end_session_locked(session.record.id)
 
     def _end_session(self, session_id: str) -> None:
         with self._lock:
@@ -176,13 +183,29 @@ class Agent:
 
     def on_client_detached(self) -> None:
         self.debugger.forget_client()
+        held_over, disconnected = self.debugger.take_held_over()
         with self._lock:
             self._client_attached = False
             self._client_ready = False
             for session in list(self._sessions.values()):
+                # A disconnect made the hub end every session it knew of this process; a
+                # pause that had not stopped under the client yet is not over.
+                if session.thread_ident in held_over or (disconnected
+                                                         and not session.has_stopped):
+                    self._renew_locked(session)
+                    continue
                 ran_on = session.has_stopped and not self.debugger.is_suspended(
                     session.thread_ident)
                 if ran_on:
                     self._end_session_locked(session.record.id)
             if self._idle_locked():
                 self._untrace_soon()
+
+    def _renew_locked(self, session: LocalSession) -> None:
+        """List again, as waiting, a pause the departing client did not take.
+
+        The hub ends every session of the process that it saw when the client sent
+        ``disconnect`` (it expects pydevd to resume them all), in the same step as it sends
+        us ``ClientGone``: registering the session again after that keeps it listed.
+        """
+        self.link.post(SessionStarted(session=session.record.to_dict()))

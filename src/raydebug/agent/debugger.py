@@ -40,6 +40,16 @@ class Debugger:
         self._py_db: Any = None
         self._start_error: Exception | None = None
         self._suspended: set[int] = set()  # thread idents inside do_wait_suspend
+        # Pauses handed to pydevd that a departing client must not take with it (see
+        # _hold_unanswered_stops): threads told to stop that have not suspended yet, threads
+        # that stopped for a pause while a client was attached, with the client's request
+        # count at that stop, and the threads the last disconnect left suspended.
+        self._pending: set[int] = set()
+        self._fresh: set[int] = set()
+        self._stopped_at: dict[int, int] = {}
+        self._requests = 0
+        self._held_over: set[int] = set()
+        self._disconnected = False  # the client sent disconnect; no new client yet
         self._traced = False  # pydevd's tracing is installed in the process's threads
         self._untraced = threading.Event()  # set each time tracing is removed
 
@@ -92,6 +102,7 @@ class Debugger:
             _stop_listening(py_db)
             _hide_raydebug_frames(py_db)
             self._watch_suspensions(py_db)
+            self._hold_unanswered_stops()
         except BaseException:
             with contextlib.suppress(Exception):  # not half-traced: the process runs on
                 _remove_tracing(py_db)
@@ -131,6 +142,10 @@ class Debugger:
             _queue, event = original_events(get_current_thread_id(thread))
             with self._lock:
                 self._suspended.add(ident)
+                self._pending.discard(ident)
+                self._stopped_at[ident] = self._requests
+                if self._disconnected:  # stopped after its client said goodbye: not its
+                    self._held_over.add(ident)
                 suspended[ident] = (thread.additional_info, event)  # type: ignore[attr-defined]
             self._on_suspended(ident)
             try:
@@ -138,11 +153,79 @@ class Debugger:
             finally:
                 with self._lock:
                     self._suspended.discard(ident)
+                    self._fresh.discard(ident)
+                    self._stopped_at.pop(ident, None)
                     suspended.pop(ident, None)
                 self._on_resumed(ident)
 
         py_db.get_internal_queue_and_event = get_internal_queue_and_event
         py_db.do_wait_suspend = do_wait_suspend
+
+    def _hold_unanswered_stops(self) -> None:
+        """Keep a resume from swallowing a pause the client has not answered.
+
+        A ``breakpoint()`` hit while a client is attached is handed to pydevd at once; the
+        thread suspends at its next line. A client that sends ``continue`` and then
+        ``disconnect`` (every ``c`` of a terminal that detaches, an IDE window closing) races
+        that: pydevd resumes every thread on ``disconnect`` (and on an all-threads
+        ``continue``), which cancels a stop not yet made, or resumes one the client never
+        saw. Such a hit would be lost. So pydevd's per-thread resume skips:
+
+        - threads told to stop that have not suspended yet (for any resume);
+        - on ``disconnect``, threads that stopped for a pause under this client, with no
+          request from the client since (it cannot have reacted to that stop).
+
+        Those stay suspended with no client; the agent lists them again
+        (:meth:`take_held_over`) and the next client is told of them (:meth:`replay_stops`).
+        """
+        from _pydevd_bundle import pydevd_thread_lifecycle
+        from _pydevd_bundle.pydevd_process_net_command_json import PyDevJsonCommandProcessor
+
+        original_run = pydevd_thread_lifecycle.internal_run_thread
+        original_process = PyDevJsonCommandProcessor.process_net_command_json
+        original_disconnect = PyDevJsonCommandProcessor.on_disconnect_request
+        holding: set[int] = set()  # during a disconnect: the unanswered stops it must keep
+
+        def internal_run_thread(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                held = thread.ident in self._pending or thread.ident in holding
+            if held:
+                return None
+            return original_run(thread, *args, **kwargs)
+
+        def process_net_command_json(processor: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self._requests += 1  # on pydevd's reader thread, before the request runs
+            return original_process(processor, *args, **kwargs)
+
+        def on_disconnect_request(processor: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                # This disconnect counted as one request: a stop made after the request
+                # before it has had no answer.
+                unanswered = {ident for ident in self._fresh & self._suspended
+                              if self._stopped_at.get(ident, -1) >= self._requests - 1}
+                holding.update(unanswered)
+                self._held_over |= unanswered | self._pending
+                self._disconnected = True
+            try:
+                return original_disconnect(processor, *args, **kwargs)
+            finally:
+                with self._lock:
+                    holding.clear()
+
+        pydevd_thread_lifecycle.internal_run_thread = internal_run_thread
+        PyDevJsonCommandProcessor.process_net_command_json = process_net_command_json
+        PyDevJsonCommandProcessor.on_disconnect_request = on_disconnect_request
+
+    def take_held_over(self) -> tuple[set[int], bool]:
+        """After a client left: the threads whose pause it did not take (told to stop but
+        not yet suspended, kept suspended by its disconnect, or suspended after it: see
+        _hold_unanswered_stops), and whether it sent ``disconnect``. Each call returns
+        them once."""
+        with self._lock:
+            held = self._held_over | self._pending
+            self._held_over = set()
+            return held, self._disconnected
 
     def serve_client(self, sock: socket.socket) -> None:
         """Make ``sock`` (connected, authenticated) pydevd's client connection.
@@ -156,6 +239,9 @@ class Debugger:
         from _pydevd_bundle.pydevd_api import PyDevdAPI
 
         py_db = self._py_db
+        with self._lock:
+            self._disconnected = False
+            self._held_over = set()
         if getattr(py_db, "reader", None) is not None:
             PyDevdAPI().request_disconnect(py_db, resume_threads=False)
         sock.settimeout(None)
@@ -197,13 +283,20 @@ class Debugger:
         with self._lock:
             return thread_ident in self._suspended
 
-    def stop_at(self, frame: FrameType) -> None:
+    def stop_at(self, frame: FrameType, under_client: bool = False) -> None:
         """Make the current thread stop at the next line ``frame`` runs (like pdb.set_trace).
 
-        Returns at once; the stop happens when the caller's frame executes its next line.
+        Returns at once; the stop happens when the caller's frame executes its next line, and
+        no resume can cancel it before (see _hold_unanswered_stops). ``under_client``: a
+        client is attached and ready, and this pause is new to it.
         """
         import pydevd
 
+        ident = threading.get_ident()
+        with self._lock:
+            self._pending.add(ident)
+            if under_client:
+                self._fresh.add(ident)
         with self._start_lock:
             # After untrace(), every thread must be traced again, or breakpoints the client
             # sets in other threads would never hit.
