@@ -25,7 +25,7 @@ from types import FrameType
 from ..protocol.worker import SessionEnded, SessionStarted
 from ..session import SessionRecord
 from .config import AgentConfig
-from .debugger import Debugger, ExcInfo, mark_invisible
+from .debugger import Debugger, ExcInfo
 from .link import HubLink
 from .metadata import innermost_frame, record_for_frame
 from .report import say
@@ -118,29 +118,7 @@ class Agent:
     def _end_session_locked(self, session_id: str) -> None:
         if self._sessions.pop(session_id, None) is not None:
             self.link.post(SessionEnded(session_id=session_id))
-            if self._idle_locked():
-                self._untrace_soon()
-
-    def _untrace(self) -> None:
-        try:
-            self.debugger.untrace_if(self._idle)
-        except Exception as error:  # the process keeps running, only slower
-            say(f"could not remove the debugger's tracing ({type(error).__name__}: {error}); "
-                "this process may run slower until it exits")
-
-    def _idle_locked(self) -> bool:
-        return not self._sessions and not self._client_attached
-
-    def _idle(self) -> bool:
-        with self._lock:
-            return self._idle_locked()
-
-    def _untrace_soon(self) -> None:
-        """Give the process its full speed back, off this thread (which may be inside
-        pydevd's trace function, or hold our lock)."""
-        worker = threading.Thread(target=self._untrace, name="raydebug-untrace", daemon=True)
-        mark_invisible(worker)
-        worker.start()
+            self.debugger.reconsider_tracing()
 
     def _on_thread_suspended(self, ident: int) -> None:
         with self._lock:
@@ -198,8 +176,7 @@ class Agent:
                     session.thread_ident)
                 if ran_on:
                     self._end_session_locked(session.record.id)
-            if self._idle_locked():
-                self._untrace_soon()
+        self.debugger.reconsider_tracing()
 
     def _renew_locked(self, session: LocalSession) -> None:
         """List again, as waiting, a pause the departing client did not take.

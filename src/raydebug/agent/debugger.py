@@ -16,6 +16,7 @@ suspended threads and call ``on_resumed`` when one runs again.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import sys
@@ -23,6 +24,8 @@ import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
+
+from .report import say
 
 ExcInfo = tuple[type[BaseException], BaseException, TracebackType]
 
@@ -51,7 +54,8 @@ class Debugger:
         self._held_over: set[int] = set()
         self._disconnected = False  # the client sent disconnect; no new client yet
         self._traced = False  # pydevd's tracing is installed in the process's threads
-        self._untraced = threading.Event()  # set each time tracing is removed
+        self._untraced = threading.Event()  # set while tracing is off
+        self._reconsider = threading.Event()  # wakes the tracing keeper (see _keep_tracing)
 
     def ensure_started(self) -> None:
         """Start pydevd if it is not running (the first time takes ~150 ms); idempotent.
@@ -109,6 +113,10 @@ class Debugger:
             raise
         self._traced = True
         self._py_db = py_db  # last: a started debugger is a complete one
+        keeper = threading.Thread(target=self._keep_tracing, name="raydebug-tracing",
+                                  daemon=True)
+        mark_invisible(keeper)
+        keeper.start()
 
     def _watch_suspensions(self, py_db: Any) -> None:
         """Track suspended threads, and wake all of them whenever pydevd wakes one.
@@ -157,6 +165,7 @@ class Debugger:
                     self._stopped_at.pop(ident, None)
                     suspended.pop(ident, None)
                 self._on_resumed(ident)
+                self.reconsider_tracing()  # e.g. `continue` with nothing else to stop for
 
         py_db.get_internal_queue_and_event = get_internal_queue_and_event
         py_db.do_wait_suspend = do_wait_suspend
@@ -193,10 +202,17 @@ class Debugger:
                 return None
             return original_run(thread, *args, **kwargs)
 
-        def process_net_command_json(processor: Any, *args: Any, **kwargs: Any) -> Any:
+        def process_net_command_json(processor: Any, py_db: Any, json_contents: Any,
+                                     *args: Any, **kwargs: Any) -> Any:
             with self._lock:
                 self._requests += 1  # on pydevd's reader thread, before the request runs
-            return original_process(processor, *args, **kwargs)
+            if _arming_request(json_contents):
+                with self._start_lock:  # before pydevd acts on it: see _keep_tracing
+                    self._arm_locked()
+            try:
+                return original_process(processor, py_db, json_contents, *args, **kwargs)
+            finally:
+                self.reconsider_tracing()
 
         def on_disconnect_request(processor: Any, *args: Any, **kwargs: Any) -> Any:
             with self._lock:
@@ -298,13 +314,10 @@ class Debugger:
             if under_client:
                 self._fresh.add(ident)
         with self._start_lock:
-            # After untrace(), every thread must be traced again, or breakpoints the client
-            # sets in other threads would never hit.
-            retrace = not self._traced
-            self._traced = True
+            self._arm_locked()  # every thread: breakpoints may be set in any of them
             pydevd.settrace(
                 suspend=True,
-                trace_only_current_thread=not retrace,
+                trace_only_current_thread=True,
                 patch_multiprocessing=False,
                 stop_at_frame=frame,
                 notify_stdin=False,
@@ -312,32 +325,109 @@ class Debugger:
 
     def stop_on_exception(self, exc_info: ExcInfo) -> None:
         """Suspend the current thread post-mortem in the frame that raised; block until resumed."""
+        with self._lock:
+            self._pending.add(threading.get_ident())
         with self._start_lock:
-            if not self._traced:
-                self._py_db.patch_threads()
-                self._py_db.enable_tracing(self._py_db.trace_dispatch, apply_to_all_threads=True)
-                self._traced = True
+            self._arm_locked()
         self._py_db.trigger_exception_handler(exc_info, as_uncaught=False)
 
-    def untrace_if(self, idle: Callable[[], bool]) -> bool:
-        """Remove pydevd's tracing from every thread if ``idle()`` still holds; True if done.
+    # -- tracing follows need -----------------------------------------------------------------
 
-        On Python <= 3.11 pydevd's trace function stays in every thread after a client
-        detaches, and pure-Python code runs 3-11x slower for the rest of the process's life
-        (DESIGN.md); Ray reuses worker processes, so unrelated later tasks would pay. pydevd
-        itself stays loaded: the next pause re-arms tracing in ~1 ms.
+    def reconsider_tracing(self) -> None:
+        """Ask for tracing to be removed if nothing needs it any more (returns at once)."""
+        self._reconsider.set()
+
+    def _keep_tracing(self) -> None:
+        """The tracing keeper's thread: remove pydevd's tracing whenever nothing needs it.
+
+        On Python <= 3.11 pydevd's trace function, once installed, makes pure-Python code
+        run 3-11x slower in every thread, attached client or not, for the rest of the
+        process's life (docs/design.md); Ray reuses worker processes, so later tasks would pay.
+        So tracing follows need, not attachment: it is on only while a thread is suspended,
+        stepping, paused or about to stop, or the client has breakpoints set (line, function,
+        or caught-exception filters). It is armed again, in every thread, before pydevd
+        handles a request that sets breakpoints or pauses, and when a thread pauses; both
+        ways take ~1 ms. Runs on its own thread, invisible to pydevd: never inside a trace
+        function or under the agent's lock. On 3.12+ pydevd uses sys.monitoring, whose idle
+        cost is ~0; it is stopped and started the same way.
         """
-        with self._start_lock:
-            if self._py_db is None or not self._traced or not idle():
-                return False
-            _remove_tracing(self._py_db)
-            self._traced = False
-            self._untraced.set()
-            return True
+        recheck: float | None = None
+        followups: list[float] = []
+        while True:
+            # pydevd changes a thread's stepping state without telling us: while only that
+            # kind of need keeps tracing on, look again soon.
+            self._reconsider.wait(followups[0] if followups else recheck)
+            self._reconsider.clear()
+            recheck = None
+            try:
+                with self._start_lock:
+                    if not self._traced:
+                        # A thread that was still inside pydevd's trace function when
+                        # tracing was removed (just resumed) can put it back on its way
+                        # out: remove it again, a few times, until the process stays clean.
+                        if followups:
+                            followups.pop(0)
+                            _remove_tracing(self._py_db)
+                        continue
+                    followups = []
+                    need = self._needs_tracing()
+                    if os.environ.get("RAYDEBUG_DEBUG_TRACING"):
+                        say(f"tracing: {need or 'not needed: removing it'}")
+                    if need in TRANSIENT_NEEDS:
+                        recheck = RECHECK_SECONDS
+                    elif need is None:
+                        _remove_tracing(self._py_db)
+                        self._traced = False
+                        self._untraced.set()
+                        followups = list(FOLLOWUP_SECONDS)
+            except Exception as error:  # the process keeps running, only slower
+                say(f"could not remove the debugger's tracing ({type(error).__name__}: "
+                    f"{error}); this process may run slower until the next pause")
+
+    def _needs_tracing(self) -> str | None:
+        """What needs pydevd's tracing now (see _keep_tracing), or None."""
+        from _pydevd_bundle.pydevd_constants import STATE_SUSPEND
+
+        with self._lock:
+            if self._suspended:
+                return "a thread is suspended"
+            if self._pending:
+                return ABOUT_TO_STOP
+        py_db = self._py_db
+        breakpoints = (py_db.breakpoints, py_db.file_to_id_to_line_breakpoint,
+                       py_db.file_to_id_to_plugin_breakpoint)
+        if any(any(per_file.values()) for per_file in breakpoints):
+            return "line breakpoints"
+        # Uncaught-exception filters need no tracing here: raydebug's own hooks take
+        # uncaught exceptions (post-mortem), and VS Code sets that filter by default.
+        if py_db.function_breakpoint_name_to_breakpoint:
+            return "function breakpoints"
+        if py_db.break_on_caught_exceptions or py_db.break_on_user_uncaught_exceptions:
+            return "exception breakpoints"
+        if py_db.has_plugin_line_breaks or py_db.has_plugin_exception_breaks:
+            return "plugin breakpoints"
+        for thread in threading.enumerate():
+            info = getattr(thread, "additional_info", None)
+            if info is not None and info.pydev_step_cmd != -1:
+                return STEPPING
+            if info is not None and info.pydev_state == STATE_SUSPEND:
+                return ASKED_TO_PAUSE
+        return None
+
+    def _arm_locked(self) -> None:
+        """Install pydevd's tracing in every thread, present and future (start lock held)."""
+        if self._traced:
+            return
+        _install_tracing(self._py_db)
+        self._traced = True
+        self._untraced.clear()
 
     def wait_untraced(self, timeout: float) -> bool:
-        """Wait until tracing has been removed at least once (for tests and benchmarks)."""
+        """Wait until tracing is off (for tests and benchmarks); False on timeout."""
         return self._untraced.wait(timeout)
+
+    def is_traced(self) -> bool:
+        return self._traced
 
     def suspended_threads(self) -> set[int]:
         with self._lock:
@@ -401,8 +491,33 @@ def mark_invisible(thread: threading.Thread) -> None:
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
 
 
+ABOUT_TO_STOP = "a thread is about to stop"
+STEPPING = "a thread is stepping"
+ASKED_TO_PAUSE = "a thread is asked to pause"
+TRANSIENT_NEEDS = (ABOUT_TO_STOP, STEPPING, ASKED_TO_PAUSE)
+RECHECK_SECONDS = 0.005
+FOLLOWUP_SECONDS = (0.002, 0.01, 0.05)  # removal again after these waits (see _keep_tracing)
+
+
+def _arming_request(json_contents: Any) -> bool:
+    """Whether a DAP request (pydevd's raw text) sets breakpoints or pauses threads."""
+    text = json_contents.decode("utf-8", "replace") if isinstance(json_contents, bytes) \
+        else str(json_contents)
+    if '"pause"' not in text and 'Breakpoints"' not in text:
+        return False  # the common case, without parsing
+    try:
+        command = json.loads(text).get("command")
+    except (ValueError, AttributeError):
+        return False
+    return command in ARMING_COMMANDS
+
+
+ARMING_COMMANDS = frozenset({"pause", "setBreakpoints", "setFunctionBreakpoints",
+                             "setExceptionBreakpoints"})
+
+
 def _remove_tracing(py_db: Any) -> None:
-    """Take pydevd's tracing out of every thread, present and future (see untrace_if)."""
+    """Take pydevd's tracing out of every thread, present and future (see _keep_tracing)."""
     from _pydev_bundle.pydev_monkey import undo_patch_thread_modules
     from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING
 
@@ -420,8 +535,56 @@ def _remove_tracing(py_db: Any) -> None:
     def remove_myself(frame: Any, event: str, arg: Any) -> None:
         original_settrace(None)  # runs in each thread at its next Python event
 
-    pydevd_tracing.set_trace_to_threads(remove_myself)
+    _set_trace_in_threads(remove_myself, skip_invisible=False)
     original_settrace(None)
+    # A frame pydevd traced keeps its local trace function, which gets that frame's line
+    # events until the thread's next call runs remove_myself, and can put pydevd's thread
+    # tracer back meanwhile (seen after a `pause`, which traces every frame of the thread).
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            frame.f_trace = None
+            frame = frame.f_back
+
+
+def _install_tracing(py_db: Any) -> None:
+    """Put pydevd's tracing back in every thread, present and future (after _remove_tracing)."""
+    from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING
+
+    py_db.patch_threads()  # new threads start traced
+    if PYDEVD_USE_SYS_MONITORING:
+        py_db.enable_tracing(apply_to_all_threads=True)  # starts sys.monitoring again
+        return
+    _set_trace_in_threads(py_db.trace_dispatch, skip_invisible=True)
+
+
+def _set_trace_in_threads(trace: Any, skip_invisible: bool) -> None:
+    """Make ``trace`` the trace function of every other thread (Python <= 3.11).
+
+    What ``pydevd_tracing.set_trace_to_threads`` does, without the helper thread it starts
+    and waits for, per thread, to raise a counter that Python 3.11 no longer has: with busy
+    threads holding the GIL that wait cost ~100 ms, during which every thread stalled, and
+    the process ran traced all along. pydevd's helper library sets another thread's trace
+    function directly, as pydevd itself does (~0.1 ms for a few threads).
+    """
+    import ctypes
+
+    import pydevd_tracing
+
+    lib = pydevd_tracing._load_python_helper_lib()
+    if lib is None:
+        raise RuntimeError("pydevd's tracing helper library is not available here")
+    set_trace = pydevd_tracing.TracingFunctionHolder._original_tracing or sys.settrace
+    current = threading.get_ident()
+    invisible = {thread.ident for thread in threading.enumerate()
+                 if getattr(thread, "pydev_do_not_trace", False)} if skip_invisible else set()
+    for ident in sys._current_frames():
+        if ident == current or ident in invisible:
+            continue
+        result = lib.AttachDebuggerTracing(ctypes.c_int(0), ctypes.py_object(set_trace),
+                                           ctypes.py_object(trace), ctypes.c_uint(ident),
+                                           ctypes.py_object(None))
+        if os.environ.get("RAYDEBUG_DEBUG_TRACING"):
+            say(f"tracing: set {getattr(trace, '__name__', trace)} in {ident}: {result}")
 
 
 def _hide_raydebug_frames(py_db: Any) -> None:
