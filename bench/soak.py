@@ -129,9 +129,9 @@ def main() -> None:
         hub.close()
     if failures:
         print(f"--- hub log (tail) ---\n{hub_log.tail()}", file=sys.stderr)
+    cold = ", page cache dropped every other round" if args.drop_caches else ""
     print(f"{len(failures)}/{args.n} first-pause attaches failed ({slow_rounds} with a start "
-          f"{args.slow_seconds:g} s slower{', page cache dropped every other round' if args.drop_caches else ''}); "
-          f"{time.monotonic() - started:.0f} s")
+          f"{args.slow_seconds:g} s slower{cold}); {time.monotonic() - started:.0f} s")
     sys.exit(1 if failures else 0)
 
 

@@ -41,6 +41,8 @@ def ticker() -> None:
 
 ticking = threading.Thread(target=ticker, name="ticker", daemon=True)
 ticking.start()
+time.sleep(0.5)  # ticks of the idle process, before any debugging: the machine's own noise
+paused = time.time()
 breakpoint()
 resumed = time.time()
 calls: list[tuple[float, float]] = []
@@ -49,5 +51,6 @@ while time.time() - resumed < SECONDS:
     calls.append((time.time(), took))
 stop_ticking.set()
 ticking.join()
-print(json.dumps({"baseline": baseline, "resumed": resumed, "calls": calls,
-                  "ticks": [t for t in ticks if t[0] >= resumed - 0.5]}), flush=True)
+print(json.dumps({"baseline": baseline, "paused": paused, "resumed": resumed, "calls": calls,
+                  "ticks": [t for t in ticks if t[0] >= resumed - 0.5],
+                  "idle_ticks": [t for t in ticks if t[0] <= paused]}), flush=True)

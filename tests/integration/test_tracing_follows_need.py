@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_python_versions import SOURCE, interpreter
 
 from helpers import HubProcess, finish, line_of, run, write_script
-from test_python_versions import SOURCE, interpreter
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -21,6 +21,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
@@ -372,7 +373,7 @@ class Debugger:
                     followups = []
                     need = self._needs_tracing()
                     if os.environ.get("RAYDEBUG_DEBUG_TRACING"):
-                        say(f"tracing: {need or 'not needed: removing it'}")
+                        say(f"tracing {time.time():.3f}: {need or 'not needed: removing it'}")
                     if need in TRANSIENT_NEEDS:
                         recheck = RECHECK_SECONDS
                     elif need is None:
@@ -540,7 +541,8 @@ def _remove_tracing(py_db: Any) -> None:
     # A frame pydevd traced keeps its local trace function, which gets that frame's line
     # events until the thread's next call runs remove_myself, and can put pydevd's thread
     # tracer back meanwhile (seen after a `pause`, which traces every frame of the thread).
-    for frame in sys._current_frames().values():
+    for top in sys._current_frames().values():
+        frame: FrameType | None = top
         while frame is not None:
             frame.f_trace = None
             frame = frame.f_back
