@@ -85,6 +85,14 @@ class Debugger:
         import debugpy
         import debugpy.server  # puts debugpy's vendored pydevd on sys.path
         import pydevd
+        from debugpy.common import log as debugpy_log
+        from debugpy.server import api as debugpy_api
+
+        if debugpy_log.log_dir is None:
+            # With no log file (DEBUGPY_LOG_DIR unset) debugpy still describes the whole
+            # environment for its log, reading the metadata of every installed package:
+            # ~90 ms of a first pause here, more in a Ray environment.
+            debugpy_api.ensure_logging.ensured = True
 
         # Without this every forked child (a DataLoader worker) would wait for a debugger.
         debugpy.configure(subProcess=False)
