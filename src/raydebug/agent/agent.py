@@ -11,6 +11,10 @@ again (:meth:`Debugger.replay_stops`).
 A session ends when its thread runs again with no client attached (the client detached
 cleanly and pydevd resumed everything, or the wait timed out), when the same thread pauses
 somewhere else, or when the process exits (the hub sees the connection close).
+
+No pause is lost to a client that leaves: a pause that had not stopped under it, or that it
+left no request to react to, stays paused and is registered with the hub again as waiting
+(:meth:`Agent.on_client_detached`), so the next client gets it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,13 @@ pydevd offers no notification when a thread suspends or resumes, so :class:`Debu
 wraps the debugger's ``do_wait_suspend`` (every stop of every thread goes through it, from
 the Cython tracer, the sys.monitoring tracer and post-mortem alike) to keep a set of
 suspended threads and call ``on_resumed`` when one runs again.
+
+Two more rules hold whatever a client does. A pause handed to pydevd is not lost to a resume
+that races it (see ``_hold_unanswered_stops``). And tracing follows need, not attachment: a
+keeper thread removes pydevd's tracing whenever no thread is suspended, stepping or about to
+stop and no breakpoint is set, and it is armed again before a request that sets breakpoints
+or pauses (see ``_keep_tracing``). Every pydevd internal used here is listed, with why, in
+docs/pydevd_internals.md.
 """
 
 from __future__ import annotations
