@@ -99,7 +99,7 @@ class Debugger:
             # With no log file (DEBUGPY_LOG_DIR unset) debugpy still describes the whole
             # environment for its log, reading the metadata of every installed package:
             # ~90 ms of a first pause here, more in a Ray environment.
-            debugpy_api.ensure_logging.ensured = True
+            debugpy_api.ensure_logging.ensured = True  # type: ignore[attr-defined]
 
         # Without this every forked child (a DataLoader worker) would wait for a debugger.
         debugpy.configure(subProcess=False)
