@@ -572,6 +572,10 @@ def _install_tracing(py_db: Any) -> None:
         py_db.enable_tracing(apply_to_all_threads=True)  # starts sys.monitoring again
         return
     _set_trace_in_threads(py_db.trace_dispatch, skip_invisible=True)
+    if not getattr(threading.current_thread(), "pydev_do_not_trace", False):
+        import pydevd_tracing
+
+        pydevd_tracing.SetTrace(py_db.trace_dispatch)  # e.g. a post-mortem thread
 
 
 def _set_trace_in_threads(trace: Any, skip_invisible: bool) -> None:
