@@ -4,7 +4,7 @@ a breakpoint the client sets, and a ``pause``, still stop it.
 
 The process times its own ``fib(N)`` calls into a file (end time, seconds); the test compares
 the median of the calls in a window after each action with the process's untraced speed.
-Traced, these calls run 10-40x slower on 3.11; the bound (2x) leaves room for a loaded
+Traced, these calls run 10-40x slower on 3.11; the bound (3x) leaves room for a loaded
 machine. On 3.12+ (sys.monitoring) the same has to hold.
 """
 
@@ -146,4 +146,5 @@ def test_full_speed_while_attached_and_after_leaving(hub: HubProcess, tmp_path: 
         stop_file.touch()
     code, out, err = finish(proc, timeout=60)
     assert code == 0 and "done" in out, err
-    assert all(speed < 2.0 for speed in speeds.values()), speeds
+    # 3x: traced runs 10-40x slower on 3.11; a loaded 2-core machine adds up to ~2x.
+    assert all(speed < 3.0 for speed in speeds.values()), (speeds, err[-2000:])
