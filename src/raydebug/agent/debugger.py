@@ -55,7 +55,7 @@ class Debugger:
         # _hold_unanswered_stops): threads told to stop that have not suspended yet, threads
         # that stopped for a pause while a client was attached, with the client's request
         # count at that stop, and the threads the last disconnect left suspended.
-        self._pending: set[int] = set()
+        self._pending: dict[int, float] = {}  # ident -> when it was told to stop
         self._fresh: set[int] = set()
         self._stopped_at: dict[int, int] = {}
         self._requests = 0
@@ -166,7 +166,7 @@ class Debugger:
             _queue, event = original_events(get_current_thread_id(thread))
             with self._lock:
                 self._suspended.add(ident)
-                self._pending.discard(ident)
+                self._pending.pop(ident, None)
                 self._stopped_at[ident] = self._requests
                 if self._disconnected:  # stopped after its client said goodbye: not its
                     self._held_over.add(ident)
@@ -213,7 +213,7 @@ class Debugger:
 
         def internal_run_thread(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
             with self._lock:
-                held = thread.ident in self._pending or thread.ident in holding
+                held = thread.ident in self._pending_now() or thread.ident in holding
             if held:
                 return None
             return original_run(thread, *args, **kwargs)
@@ -237,7 +237,7 @@ class Debugger:
                 unanswered = {ident for ident in self._fresh & self._suspended
                               if self._stopped_at.get(ident, -1) >= self._requests - 1}
                 holding.update(unanswered)
-                self._held_over |= unanswered | self._pending
+                self._held_over |= unanswered | self._pending_now()
                 self._disconnected = True
             try:
                 return original_disconnect(processor, *args, **kwargs)
@@ -249,13 +249,23 @@ class Debugger:
         PyDevJsonCommandProcessor.process_net_command_json = process_net_command_json
         PyDevJsonCommandProcessor.on_disconnect_request = on_disconnect_request
 
+    def _pending_now(self) -> set[int]:
+        """Threads told to stop that have not suspended yet (lock held). A stop that has not
+        happened within PENDING_SECONDS never will (e.g. ``breakpoint()`` on a function's
+        last line, stepping out into code pydevd skips): forgotten, or the process would
+        stay traced, and that thread unresumable, for good."""
+        now = time.monotonic()
+        for ident in [i for i, since in self._pending.items() if now - since > PENDING_SECONDS]:
+            del self._pending[ident]
+        return set(self._pending)
+
     def take_held_over(self) -> tuple[set[int], bool]:
         """After a client left: the threads whose pause it did not take (told to stop but
         not yet suspended, kept suspended by its disconnect, or suspended after it: see
         _hold_unanswered_stops), and whether it sent ``disconnect``. Each call returns
         them once."""
         with self._lock:
-            held = self._held_over | self._pending
+            held = self._held_over | self._pending_now()
             self._held_over = set()
             return held, self._disconnected
 
@@ -326,7 +336,7 @@ class Debugger:
 
         ident = threading.get_ident()
         with self._lock:
-            self._pending.add(ident)
+            self._pending[ident] = time.monotonic()
             if under_client:
                 self._fresh.add(ident)
         with self._start_lock:
@@ -342,7 +352,7 @@ class Debugger:
     def stop_on_exception(self, exc_info: ExcInfo) -> None:
         """Suspend the current thread post-mortem in the frame that raised; block until resumed."""
         with self._lock:
-            self._pending.add(threading.get_ident())
+            self._pending[threading.get_ident()] = time.monotonic()
         with self._start_lock:
             self._arm_locked()
         self._py_db.trigger_exception_handler(exc_info, as_uncaught=False)
@@ -407,7 +417,7 @@ class Debugger:
         with self._lock:
             if self._suspended:
                 return "a thread is suspended"
-            if self._pending:
+            if self._pending_now():
                 return ABOUT_TO_STOP
         py_db = self._py_db
         breakpoints = (py_db.breakpoints, py_db.file_to_id_to_line_breakpoint,
@@ -512,6 +522,7 @@ STEPPING = "a thread is stepping"
 ASKED_TO_PAUSE = "a thread is asked to pause"
 TRANSIENT_NEEDS = (ABOUT_TO_STOP, STEPPING, ASKED_TO_PAUSE)
 RECHECK_SECONDS = 0.005
+PENDING_SECONDS = 2.0  # see Debugger._pending_now
 FOLLOWUP_SECONDS = (0.002, 0.01, 0.05)  # removal again after these waits (see _keep_tracing)
 
 
