@@ -13,6 +13,8 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from helpers import read_line, start_hub, stop
+from helpers import HubProcess, read_line, start_hub, stop
 from raydebug.client.dap import DapClient
 
 TARGET = Path(__file__).with_name("target.py")
@@ -54,6 +56,40 @@ class Sample:
             "spread": spread,
             "noisy": spread > NOISY,
         }
+
+
+class HubLog:
+    """The hub's stderr, drained on a thread (a full pipe would block the hub: it logs a
+    line per connection) and kept in full, to print when a measure fails."""
+
+    def __init__(self, hub: HubProcess) -> None:
+        self.lines: list[str] = []
+        assert hub.proc.stderr is not None
+        self._thread = threading.Thread(target=self._drain, args=(hub.proc.stderr,),
+                                        daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream: Any) -> None:
+        for line in stream:
+            self.lines.append(line.rstrip("\n"))
+
+    def tail(self, count: int = 80) -> str:
+        return "\n".join(self.lines[-count:])
+
+
+def start_logged_hub(*args: str) -> tuple[HubProcess, HubLog]:
+    hub = start_hub(*args)
+    return hub, HubLog(hub)
+
+
+def report_failure(what: str, worker_stderr: Path | None, hub_log: HubLog | None) -> None:
+    """Print what a failed measure leaves behind: the worker's stderr and the hub's log."""
+    print(f"--- {what} failed ---", file=sys.stderr)
+    if worker_stderr is not None and worker_stderr.exists():
+        print(f"--- worker stderr ({worker_stderr}) ---\n{worker_stderr.read_text()}",
+              file=sys.stderr)
+    if hub_log is not None:
+        print(f"--- hub log (last lines) ---\n{hub_log.tail()}", file=sys.stderr, flush=True)
 
 
 def status_kib(pid: int, key: str) -> int:
@@ -143,17 +179,28 @@ async def measure_session(client: DapClient, session_id: str | None, requests: i
     return results
 
 
-def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dict[str, Any]:
+def worker_stderr_file(name: str) -> Path:
+    """Where a benchmark's worker writes its stderr (kept, printed if the measure fails)."""
+    handle, path = tempfile.mkstemp(prefix=f"raydebug-bench-{name}-", suffix=".err")
+    os.close(handle)
+    return Path(path)
+
+
+def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int,
+             hub_log: HubLog | None = None) -> dict[str, Any]:
     env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
     if mode == "raydebug":
         env.update(hub.env())
     else:
         env["PYTHONBREAKPOINT"] = "debugpy.breakpoint"
     adapters_before = adapter_pids()
-    proc = subprocess.Popen([sys.executable, str(TARGET), mode, str(rounds)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    err_path = worker_stderr_file(mode)
+    with err_path.open("w") as err:
+        proc = subprocess.Popen([sys.executable, str(TARGET), mode, str(rounds)], env=env,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
     listed, results, extra_rss, extra_processes = Sample(), [], [], []
     previous = None
+    failed = True
     try:
         for round_number in range(rounds):
             words = read_line(proc).split()
@@ -186,8 +233,12 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dic
 
             results.append(asyncio.run(asyncio.wait_for(one(), 600)))
         assert read_line(proc, timeout=120).startswith("END")
+        failed = False
     finally:
         stop(proc)
+        if failed:
+            report_failure(f"core bench, mode {mode}", err_path, hub_log)
+        err_path.unlink(missing_ok=True)
     return {
         "listed_first": listed.values[0],
         "listed_later": Sample(listed.values[1:]).summary() if rounds > 1 else None,
@@ -201,7 +252,7 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int) -> dic
 
 
 def run(requests: int = 200, steps: int = 200, rounds: int = 5) -> dict[str, dict[str, Any]]:
-    hub = start_hub()
+    hub, hub_log = start_logged_hub()
     results = {}
     try:
         for mode in MODES:
@@ -209,7 +260,7 @@ def run(requests: int = 200, steps: int = 200, rounds: int = 5) -> dict[str, dic
             # Stock debugpy is measured on a process's first pause only: after a client
             # disconnects, is_client_connected() stays true in its in-process mode.
             results[mode] = run_mode(mode, hub, requests, steps,
-                                     rounds if mode == "raydebug" else 1)
+                                     rounds if mode == "raydebug" else 1, hub_log)
         return results
     finally:
         hub.close()

@@ -94,10 +94,13 @@ def run_mode(mode: str, cluster: LocalRay, requests: int, steps: int,
              rounds: int, kill_rounds: int = 3) -> dict[str, Any]:
     marks = Path(cluster.temp) / f"mark-{mode}"
     adapters_before = core.adapter_pids()
-    driver = subprocess.Popen(
-        [sys.executable, str(HERE / "ray_target.py"), mode, cluster.gcs, str(marks),
-         str(rounds + kill_rounds)], env={**os.environ, **ENV}, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, text=True)
+    err_path = core.worker_stderr_file(f"ray-{mode}")  # the driver's, with Ray's worker logs
+    with err_path.open("w") as err:
+        driver = subprocess.Popen(
+            [sys.executable, str(HERE / "ray_target.py"), mode, cluster.gcs, str(marks),
+             str(rounds + kill_rounds)], env={**os.environ, **ENV}, stdout=subprocess.PIPE,
+            stderr=err, text=True)
+    failed = True
     listed, results, extra_rss, extra_processes = core.Sample(), [], [], []
     previous = None
     # The hub is found once, before the job starts: looking it up is not part of the
@@ -137,8 +140,12 @@ def run_mode(mode: str, cluster: LocalRay, requests: int, steps: int,
         kills = [kill_to_gone(mode, cluster, Path(f"{marks}.{number}"))
                  for number in range(rounds, rounds + kill_rounds)]
         driver.communicate(timeout=300)
+        failed = False
     finally:
         core.stop(driver)
+        if failed:  # the hub actor logs to Ray's session logs (the driver's stderr has them)
+            core.report_failure(f"ray bench, mode {mode}", err_path, None)
+        err_path.unlink(missing_ok=True)
     return {
         "listed_first": listed.values[0],
         "listed_later": core.Sample(listed.values[1:]).summary() if rounds > 1 else None,

@@ -24,6 +24,7 @@ import core
 import ray_bench
 import scale
 import speed
+import speed_leave
 
 RESULTS = Path(__file__).with_name("results.json")
 SECTIONS = ("core", "ray", "scale")
@@ -194,12 +195,14 @@ def main() -> None:
     if "scale" in sections:
         print(f"measuring a hub with {args.sessions} sessions...", file=sys.stderr, flush=True)
         results["scale"] = {"scale": scale.run(args.sessions)}
-        hub = core.start_hub()
+        hub, hub_log = core.start_logged_hub()
         try:
-            results["scale"]["speed"] = speed.run(hub)
+            results["scale"]["speed"] = speed.run(hub, hub_log=hub_log)
+            results["scale"]["leave"] = speed_leave.run(hub, hub_log)
         finally:
             hub.close()
         print(scale_table(results["scale"]), "\n")
+        print(speed_leave.table(results["scale"]["leave"]), "\n")
     seconds = time.time() - started
     print(f"{seconds / 60:.1f} min; load average {load_before[0]:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after (on {os.cpu_count()} CPUs)")

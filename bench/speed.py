@@ -34,7 +34,8 @@ async def attach_step_detach(address: tuple[str, int], session_id: str | None) -
     await client.close()
 
 
-def run_once(mode: str, hub: Any, previous: str | None) -> tuple[dict[str, float], str | None]:
+def run_once(mode: str, hub: Any, previous: str | None,
+             hub_log: core.HubLog | None = None) -> tuple[dict[str, float], str | None]:
     """One process: pause, attach, step twice, detach. Returns the ratio per thread and the
     session id it used."""
     if mode == "raydebug":
@@ -42,8 +43,11 @@ def run_once(mode: str, hub: Any, previous: str | None) -> tuple[dict[str, float
     else:
         env = dict(os.environ, PYTHONBREAKPOINT="debugpy.breakpoint",
                    PYDEVD_DISABLE_FILE_VALIDATION="1")
-    proc = subprocess.Popen([sys.executable, str(SPEED_TARGET), mode], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    err_path = core.worker_stderr_file(f"speed-{mode}")
+    with err_path.open("w") as err:
+        proc = subprocess.Popen([sys.executable, str(SPEED_TARGET), mode], env=env,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+    failed = True
     try:
         session_id = None
         if mode == "raydebug":
@@ -62,15 +66,20 @@ def run_once(mode: str, hub: Any, previous: str | None) -> tuple[dict[str, float
             FAILED_ATTACHES.append(str(error))
             asyncio.run(asyncio.wait_for(attach_step_detach(address, session_id), 120))
         out, _ = proc.communicate(timeout=120)
+        failed = False
     finally:
         core.stop(proc)
+        if failed:
+            core.report_failure(f"speed after detach ({mode})", err_path, hub_log)
+        err_path.unlink(missing_ok=True)
     ratios = {line.split()[1]: float(line.split()[2])
               for line in out.splitlines() if line.startswith("ratio")}
     assert set(ratios) == {"main", "thread"}, out
     return ratios, session_id
 
 
-def run(hub: Any, repeats: int = 7, baseline_repeats: int = 1) -> dict[str, Any]:
+def run(hub: Any, repeats: int = 7, baseline_repeats: int = 1,
+        hub_log: core.HubLog | None = None) -> dict[str, Any]:
     """Per mode and thread: the after/before speed ratios of separate processes, summarised."""
     results: dict[str, Any] = {"failed_attaches": FAILED_ATTACHES}
     for mode in MODES:
@@ -78,7 +87,7 @@ def run(hub: Any, repeats: int = 7, baseline_repeats: int = 1) -> dict[str, Any]
         threads: dict[str, core.Sample] = {"main": core.Sample(), "thread": core.Sample()}
         previous = None
         for _ in range(repeats if mode == "raydebug" else baseline_repeats):
-            ratios, previous = run_once(mode, hub, previous)
+            ratios, previous = run_once(mode, hub, previous, hub_log)
             for thread, ratio in ratios.items():
                 threads[thread].values.append(ratio)
         results[mode] = {thread: sample.summary() for thread, sample in threads.items()}
@@ -88,8 +97,8 @@ def run(hub: Any, repeats: int = 7, baseline_repeats: int = 1) -> dict[str, Any]
 if __name__ == "__main__":
     import json
 
-    hub = core.start_hub()
+    hub, hub_log = core.start_logged_hub()
     try:
-        print(json.dumps(run(hub), indent=1))
+        print(json.dumps(run(hub, hub_log=hub_log), indent=1))
     finally:
         hub.close()

@@ -13,6 +13,10 @@ cleanly and pydevd resumed everything, or the wait timed out), when the same thr
 somewhere else, when the function it paused in returns while a client steps or continues it
 (:mod:`raydebug.agent.returns`), or when the process exits (the hub sees the connection
 close). ``SessionEnded`` says which.
+
+No pause is lost to a client that leaves: a pause that had not stopped under it, or that it
+left no request to react to, stays paused and is registered with the hub again as waiting
+(:meth:`Agent.on_client_detached`), so the next client gets it.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from ..protocol.worker import (
 )
 from ..session import SessionRecord
 from .config import AgentConfig
-from .debugger import Debugger, ExcInfo, mark_invisible
+from .debugger import Debugger, ExcInfo
 from .link import HubLink
 from .metadata import innermost_frame, record_for_frame
 from .report import say
@@ -74,19 +78,21 @@ class Agent:
         """``breakpoint()``: stop at ``frame``'s next line once a client is ready."""
         record = record_for_frame(frame)
         self.returns.follow(record.id, threading.get_ident(), frame)
-        if self._wait_for_client(record):
-            self.debugger.stop_at(frame)
+        under_client = self._wait_for_client(record)
+        if under_client is not None:
+            self.debugger.stop_at(frame, under_client=under_client)
 
     def pause_on_exception(self, exc_info: ExcInfo) -> None:
         """Post-mortem: freeze in the frame that raised; return when the client resumes."""
         frame = innermost_frame(exc_info[1]) or sys._getframe(1)
         record = record_for_frame(frame, exception=exc_info[1])
-        if self._wait_for_client(record):
+        if self._wait_for_client(record) is not None:
             self.debugger.stop_on_exception(exc_info)
-            self._end_session(record.id, END_RAISED)
+            self._end_thread_sessions(threading.get_ident(), END_RAISED)  # its id may be new
 
-    def _wait_for_client(self, record: SessionRecord) -> bool:
-        """Register ``record`` and block until a client is ready; False if we gave up."""
+    def _wait_for_client(self, record: SessionRecord) -> bool | None:
+        """Register ``record`` and block until a client is ready; None if we gave up, True
+        if a client was already attached and ready (the pause is new to it), else False."""
         # The hub link connects in the background while debugpy is imported and starts
         # listening (the slow part of a first pause): the session is listed sooner.
         self.link.start()
@@ -100,7 +106,11 @@ class Agent:
             if self._client_ready:
                 session.released.set()
         self.link.post(SessionStarted(session=record.to_dict()))
-        self.debugger.ensure_started()
+        try:
+            self.debugger.ensure_started()
+        except BaseException:
+            self._end_session(record.id)  # never listed as paused when it cannot be debugged
+            raise
         if session.released.is_set():
             return True
         timeout = self.config.wait_timeout
@@ -117,13 +127,18 @@ class Agent:
                 f"debugger (hub: {self.config.hub_address}){limit}")
         started = time.monotonic()
         if session.released.wait(timeout):
-            return True
-        self._end_session(record.id, END_TIMEOUT)
+            return False
+        self._end_thread_sessions(ident, END_TIMEOUT)  # by thread: its id may have been renewed
         say(f"no debugger attached to session {record.id} within {time.monotonic() - started:.0f}s "
             f"(RAYDEBUG_WAIT_TIMEOUT); continuing")
-        return False
+        return None
 
     # -- session bookkeeping ----------------------------------------------------------------
+
+    def _end_thread_sessions(self, ident: int, reason: str = END_RESUMED) -> None:
+        with self._lock:
+            for session in [s for s in self._sessions.values() if s.thread_ident == ident]:
+                self._end_session_locked(session.record.id, reason)
 
     def _end_session(self, session_id: str, reason: str = END_RESUMED,
                      returned: str = "") -> None:
@@ -136,29 +151,7 @@ class Agent:
         if self._sessions.pop(session_id, None) is not None:
             self.link.post(SessionEnded(session_id=session_id, reason=reason,
                                         returned=returned))
-            if self._idle_locked():
-                self._untrace_soon()
-
-    def _untrace(self) -> None:
-        try:
-            self.debugger.untrace_if(self._idle)
-        except Exception as error:  # the process keeps running, only slower
-            say(f"could not remove the debugger's tracing ({type(error).__name__}: {error}); "
-                "this process may run slower until it exits")
-
-    def _idle_locked(self) -> bool:
-        return not self._sessions and not self._client_attached
-
-    def _idle(self) -> bool:
-        with self._lock:
-            return self._idle_locked()
-
-    def _untrace_soon(self) -> None:
-        """Give the process its full speed back, off this thread (which may be inside
-        pydevd's trace function, or hold our lock)."""
-        worker = threading.Thread(target=self._untrace, name="raydebug-untrace", daemon=True)
-        mark_invisible(worker)
-        worker.start()
+            self.debugger.reconsider_tracing()
 
     def _on_thread_suspended(self, ident: int, frame: FrameType | None) -> None:
         self.returns.on_suspended(ident, frame)
@@ -191,6 +184,9 @@ class Agent:
         with self._lock:
             return [SessionStarted(session=s.record.to_dict()) for s in self._sessions.values()]
 
+    def prepare_client(self) -> None:
+        self.debugger.ensure_started()
+
     def serve_client(self, sock: socket.socket) -> None:
         self.debugger.serve_client(sock)
 
@@ -214,13 +210,28 @@ class Agent:
     def on_client_detached(self) -> None:
         self.returns.stop_watching()
         self.debugger.forget_client()
+        held_over, disconnected = self.debugger.take_held_over()
         with self._lock:
             self._client_attached = False
             self._client_ready = False
             for session in list(self._sessions.values()):
+                # A disconnect made the hub end every session it knew of this process; a
+                # pause that had not stopped under the client yet is not over.
+                if session.thread_ident in held_over or (disconnected
+                                                         and not session.has_stopped):
+                    self._renew_locked(session)
+                    continue
                 ran_on = session.has_stopped and not self.debugger.is_suspended(
                     session.thread_ident)
                 if ran_on:
                     self._end_session_locked(session.record.id)
-            if self._idle_locked():
-                self._untrace_soon()
+        self.debugger.reconsider_tracing()
+
+    def _renew_locked(self, session: LocalSession) -> None:
+        """List again, as waiting, a pause the departing client did not take.
+
+        The hub ends every session of the process that it saw when the client sent
+        ``disconnect`` (it expects pydevd to resume them all), in the same step as it sends
+        us ``ClientGone``: registering the session again after that keeps it listed.
+        """
+        self.link.post(SessionStarted(session=session.record.to_dict()))

@@ -57,6 +57,7 @@ class LinkHandler(Protocol):
     """What the link asks of the agent; called on the link thread."""
 
     def live_sessions(self) -> list[SessionStarted]: ...
+    def prepare_client(self) -> None: ...
     def serve_client(self, sock: socket.socket) -> None: ...
     def on_client_attached(self) -> None: ...
     def on_client_ready(self) -> None: ...
@@ -312,12 +313,23 @@ class HubLink:
         self.last_error = "lost"
 
     def _open_channel(self, channel: int) -> None:
-        """Dial a data connection for ``channel`` and give it to pydevd."""
+        """Dial a data connection for ``channel`` and give it to pydevd.
+
+        pydevd is made ready first (on a first pause it may still be starting on the pausing
+        thread: this waits for it, bounded by the start itself), so that a failure reaches
+        the hub as ``ChannelFailed`` with its reason before any data connection exists.
+        """
         self._client_gone()  # pydevd serves one client at a time; the hub enforces it too
+        try:
+            self._handler.prepare_client()
+        except Exception as error:  # the debugger cannot start: the session stays listed
+            self._fail_channel(channel, f"the debugger could not start in pid {os.getpid()}: "
+                                        f"{type(error).__name__}: {error}")
+            return
         try:
             sock, _ = self.handshake(ROLE_DATA, channel=channel)  # read nothing past Welcome
         except RaydebugError as error:
-            self.post(ChannelFailed(channel=channel, reason=str(error)))
+            self._fail_channel(channel, str(error))
             return
         try:
             if _is_tls(sock):  # pydevd's threads must not share one SSL object
@@ -326,11 +338,17 @@ class HubLink:
                 sock, _ = start_relay(sock)  # the relay closes the TLS socket when sock closes
             self._handler.serve_client(sock)
         except Exception as error:  # pydevd refused it: tell the client, keep the link
+            # The reason first, then the close: the hub then has it when the channel drops.
+            self._fail_channel(channel, f"pydevd failed: {type(error).__name__}: {error}")
             sock.close()
-            self.post(ChannelFailed(channel=channel, reason=f"pydevd failed: {error}"))
             return
         self._channel = channel
         self._handler.on_client_attached()
+
+    def _fail_channel(self, channel: int, reason: str) -> None:
+        """Send ``ChannelFailed`` now (we are on the link thread: no wake-up needed)."""
+        self._outbox.append(ChannelFailed(channel=channel, reason=reason))
+        self._flush_outbox()
 
     def _client_gone(self) -> None:
         if self._channel is not None:
