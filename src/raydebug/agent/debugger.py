@@ -45,6 +45,7 @@ class Debugger:
         self, on_suspended: Callable[[int, FrameType | None], None],
         on_resumed: Callable[[int], None]
     ) -> None:
+        self._restore_after_fork: list[tuple[Any, str, Any]] = []  # see _hold_unanswered_stops
         self._on_suspended = on_suspended
         self._on_resumed = on_resumed
         self._lock = threading.Lock()
@@ -247,6 +248,12 @@ class Debugger:
                 with self._lock:
                     holding.clear()
 
+        # Module- and class-level: they outlive this Debugger in a fork child, whose own
+        # Debugger must wrap pydevd's originals, not ours (reset_after_fork puts them back).
+        self._restore_after_fork = [
+            (pydevd_thread_lifecycle, "internal_run_thread", original_run),
+            (PyDevJsonCommandProcessor, "process_net_command_json", original_process),
+            (PyDevJsonCommandProcessor, "on_disconnect_request", original_disconnect)]
         pydevd_thread_lifecycle.internal_run_thread = internal_run_thread
         PyDevJsonCommandProcessor.process_net_command_json = process_net_command_json
         PyDevJsonCommandProcessor.on_disconnect_request = on_disconnect_request
@@ -505,6 +512,9 @@ class Debugger:
         threading.settrace(None)  # type: ignore[arg-type,unused-ignore]
         sys.settrace(None)
         debugpy.server.api.listen.called = False
+        for owner, name, original in self._restore_after_fork:
+            setattr(owner, name, original)
+        self._restore_after_fork = []
         self._py_db = None
 
     def wait_untraced(self, timeout: float) -> bool:
