@@ -145,7 +145,8 @@ def test_a_failed_attach_says_why_and_the_session_stays_attachable(hub: HubProce
         with pytest.raises(DapRequestError) as failed:
             await client.attach(session["id"], timeout=10)
         message = str(failed.value)
-        assert "pydevd failed: No module named '_pydevd_bundle' (simulated)" in message
+        assert "pydevd failed" in message
+        assert "No module named '_pydevd_bundle' (simulated)" in message
         assert "closed its channel" not in message
         [listed] = hub.get("/api/sessions")
         assert listed["state"] == "waiting"

@@ -95,6 +95,7 @@ class Agent:
         if a client was already attached and ready (the pause is new to it), else False."""
         # The hub link connects in the background while debugpy is imported and starts
         # listening (the slow part of a first pause): the session is listed sooner.
+        self.link.pause_reports_first_error = True
         self.link.start()
         ident = threading.get_ident()
         session = LocalSession(record, ident)
@@ -117,8 +118,11 @@ class Agent:
         limit = f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""
         # Say "waiting" only if a debugger can reach us: a wrong token or no hub at the
         # address is known after the first attempt (milliseconds; pydevd's start was longer).
-        self.link.attempted.wait(FIRST_ATTEMPT_WAIT)
-        problem = self.link.last_error
+        attempted = self.link.attempted.wait(FIRST_ATTEMPT_WAIT)
+        if not attempted:  # a slow attempt: from now on the link says how it ends
+            self.link.pause_reports_first_error = False
+            attempted = self.link.attempted.is_set()  # it may have ended, unsaid, meanwhile
+        problem = self.link.last_error if attempted else None
         if problem and problem != "lost":  # "lost": reconnecting to a hub that was there
             say(f"session {record.id} paused at {record.file}:{record.line}, but no debugger "
                 f"can attach: {problem}; retrying, then continuing{limit}")

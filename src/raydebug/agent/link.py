@@ -99,6 +99,9 @@ class HubLink:
         self._start_lock = threading.Lock()
         self.last_error: str | None = None
         self.attempted = threading.Event()  # set once the first connection attempt is over
+        # A pause that waits for the first attempt says its failure in its own notice: one
+        # line, not two (see Agent._wait_for_client).
+        self.pause_reports_first_error = False
 
     # -- called from any thread -------------------------------------------------------------
 
@@ -153,7 +156,8 @@ class HubLink:
                 self._hub = None  # look it up again: it may have moved since
             sock, leftover = self.handshake(ROLE_CONTROL, process=process_info())
         except RaydebugError as error:
-            if str(error) != self.last_error:
+            first = not self.attempted.is_set()
+            if str(error) != self.last_error and not (first and self.pause_reports_first_error):
                 say(f"{error}; retrying in the background (pid {os.getpid()})")
             self.last_error = str(error)
             self.attempted.set()

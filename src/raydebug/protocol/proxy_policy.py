@@ -206,16 +206,17 @@ class ProxyPolicy:
     # -- the end ----------------------------------------------------------------------------
 
     def channel_closed(self) -> list[Action]:
-        """The channel has closed: answer every request pydevd left unanswered, then say
-        ``terminated`` (once; pydevd may have said it already). Afterwards the hub answers
-        every request itself."""
+        """The channel has closed: say ``terminated`` (once; pydevd may have said it
+        already), then answer every request pydevd left unanswered. Afterwards the hub
+        answers every request itself. ``terminated`` goes first so that a client reading
+        an answer "the process has ended" already knows the session is over."""
         self.ended = True
         actions: list[Action] = []
-        for request in self._outstanding.take_all():
-            actions.extend(self.answer_after_end(request))
         if not self._terminated_sent:
             self._terminated_sent = True
             actions.append(ToClient(Event(seq=0, event="terminated")))
+        for request in self._outstanding.take_all():
+            actions.extend(self.answer_after_end(request))
         return actions
 
     @staticmethod

@@ -23,7 +23,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..client.dap import DEFAULT_TIMEOUT, DapClient
+from ..client.dap import DEFAULT_TIMEOUT, DapClient, DapRequestError
 from ..errors import RaydebugError
 from ..protocol import Event
 
@@ -213,6 +213,10 @@ class Remote:
         while True:
             try:
                 return future.result(0.1)
+            except DapRequestError:
+                if self.stops.ended is not None:  # the hub's answer for a process that ended
+                    raise RaydebugError(f"no answer to {command}: {self.stops.ended}") from None
+                raise
             except concurrent.futures.TimeoutError:
                 if self.stops.ended is not None:
                     future.cancel()
