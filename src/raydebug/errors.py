@@ -9,18 +9,25 @@
     │   ├── HubAuthenticationError  the "hub" could not prove it knows the token (an impostor?)
     │   └── ClientRefusedError      a client the hub does not serve (another user, a foreign Host)
     ├── HubUnreachableError         no hub answered at the address we were given
+    ├── HubFullError                the hub holds as many sessions as it may (--max-sessions)
     ├── SessionNotFoundError        a session id that the hub does not know
     ├── SessionBusyError            a session that another client is already debugging
     ├── ChannelFailedError          a process could not serve a debugger channel (its reason)
+    ├── DapRequestError             the debuggee (or the hub for it) refused a DAP request
+    ├── CommandError                a terminal debugger command that cannot be carried out
     ├── PeerClosed                  a client, or a process's channel, closed its connection
     └── ConfigurationError          a setting or environment variable that cannot work
 
 The split between local and remote protocol errors follows h11: a remote error means "close
 that connection and carry on serving everybody else", a local error means raydebug is wrong.
-Messages carry what a user needs to act: the address tried, the variable to set, the ids known.
+Messages carry what a user needs to act: the address tried, the variable to set, the ids known;
+fields carry the same for a caller (``address``, ``command``, ``session_id``...).
+:func:`hub_unreachable` is the one place a socket error becomes a :class:`HubUnreachableError`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class RaydebugError(Exception):
@@ -76,7 +83,33 @@ class ClientRefusedError(AuthenticationError):
 
 
 class HubUnreachableError(RaydebugError):
-    """No hub answered at the given address."""
+    """No hub answered at the given address (``address``, when one was tried)."""
+
+    def __init__(self, message: str, address: str | None = None) -> None:
+        super().__init__(message)
+        self.address = address
+
+
+def hub_unreachable(address: str, error: BaseException,
+                    saying: str = "cannot reach the hub at") -> HubUnreachableError:
+    """The error for ``error``, a socket error met talking to the hub at ``address``:
+    ``"<saying> <address> (<reason>)"``, the reason in the OS's words, lower case
+    (``connection refused``), or the error's type when it has no words (a timeout).
+    urllib's ``URLError`` is looked through to the socket error it wraps."""
+    reason = getattr(error, "reason", error)  # urllib.error.URLError: the OSError inside
+    text = getattr(reason, "strerror", None) or str(reason)
+    words = text.lower() if text else type(reason).__name__
+    return HubUnreachableError(f"{saying} {address} ({words})", address=address)
+
+
+class HubFullError(RaydebugError):
+    """The hub refused a new session: it holds ``max_sessions`` already. The process's other
+    sessions stay served; ``session_id`` is the one refused."""
+
+    def __init__(self, message: str, session_id: str, max_sessions: int) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.max_sessions = max_sessions
 
 
 class SessionNotFoundError(RaydebugError):
@@ -90,6 +123,27 @@ class SessionBusyError(RaydebugError):
 class ChannelFailedError(RaydebugError):
     """A process could not give a client a debugger channel; the message is its reason
     (as its agent reported it), and the session stays attachable."""
+
+
+class DapRequestError(RaydebugError):
+    """A DAP request was answered with ``success: false``. ``command`` is the request's,
+    ``message`` the answer's reason (the error's text: ``"<command> failed"`` when it gave
+    none), ``body`` the answer's body (DAP's ``ErrorResponse``: ``body.error`` may hold a
+    structured message), ``session_id`` the raydebug session, when the caller knows it."""
+
+    def __init__(self, command: str, message: str | None = None,
+                 body: dict[str, Any] | None = None, session_id: str | None = None) -> None:
+        super().__init__(message or f"{command} failed")
+        self.command = command
+        self.message = message or f"{command} failed"
+        self.body = body or {}
+        self.session_id = session_id
+
+
+class CommandError(RaydebugError):
+    """A terminal debugger command line that cannot be understood or carried out (a bad
+    number, no such breakpoint, no frame); the message is shown as pdb shows errors, and the
+    prompt comes back."""
 
 
 class PeerClosed(RaydebugError):

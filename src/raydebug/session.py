@@ -8,12 +8,14 @@ while that client stays.
 
     waiting  --client attached-->  attached
     attached --client detached-->  waiting      (dropped client: the thread is still paused)
-    waiting  --resumed---------->  gone         (no client; e.g. the wait timed out)
-    attached --resumed---------->  attached     (stepping, continue: the client still has it)
     any      --ended / lost------>  gone        (the agent ended it, or the worker died)
 
-The agent ends a session when its thread runs again with no client attached; a client that
-detaches cleanly makes pydevd resume every thread, which ends every session of the process.
+A thread that runs again is no event of this table (the hub does not see it): stepping and
+``continue`` leave an attached session attached. The agent ends a session (``ended``, with
+one of ``protocol.worker.END_REASONS``) when its thread runs on with no client attached, when
+no client came in time, when the function it paused in returns, or when the same thread
+pauses elsewhere. A client that detaches cleanly makes pydevd resume every thread, which
+ends every session of the process.
 """
 
 from __future__ import annotations
@@ -35,15 +37,12 @@ class SessionState(str, enum.Enum):
 class SessionEvent(enum.Enum):
     CLIENT_ATTACHED = "client attached"
     CLIENT_DETACHED = "client detached"
-    RESUMED = "resumed"
     ENDED = "ended"
 
 
 _TRANSITIONS: dict[tuple[SessionState, SessionEvent], SessionState] = {
     (SessionState.WAITING, SessionEvent.CLIENT_ATTACHED): SessionState.ATTACHED,
     (SessionState.ATTACHED, SessionEvent.CLIENT_DETACHED): SessionState.WAITING,
-    (SessionState.WAITING, SessionEvent.RESUMED): SessionState.GONE,
-    (SessionState.ATTACHED, SessionEvent.RESUMED): SessionState.ATTACHED,
     (SessionState.WAITING, SessionEvent.ENDED): SessionState.GONE,
     (SessionState.ATTACHED, SessionEvent.ENDED): SessionState.GONE,
 }

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from raydebug.errors import SessionBusyError, SessionNotFoundError
+from raydebug.errors import HubFullError, SessionBusyError, SessionNotFoundError
 from raydebug.hub.registry import Registry
 from raydebug.session import SessionRecord
 
@@ -66,8 +66,9 @@ def test_unknown_ids_name_the_known_ones_and_limits_hold():
         await registry.add_session(process, record("known", 1))
         with pytest.raises(SessionNotFoundError, match="sessions: known"):
             registry.get("other")
-        with pytest.raises(SessionBusyError, match="--max-sessions"):
+        with pytest.raises(HubFullError, match="--max-sessions") as full:
             await registry.add_session(process, record("second", 2))
+        assert (full.value.session_id, full.value.max_sessions) == ("second", 1)
         await registry.add_session(process, record("known", 1))  # a re-sent id is fine
         intruder = registry.add_process({}, "peer2", lambda message: None)
         with pytest.raises(SessionBusyError, match="another process"):

@@ -13,8 +13,6 @@ W, A, G = SessionState.WAITING, SessionState.ATTACHED, SessionState.GONE
 @pytest.mark.parametrize("state, event, after", [
     (W, SessionEvent.CLIENT_ATTACHED, A),
     (A, SessionEvent.CLIENT_DETACHED, W),
-    (A, SessionEvent.RESUMED, A),
-    (W, SessionEvent.RESUMED, G),
     (W, SessionEvent.ENDED, G),
     (A, SessionEvent.ENDED, G),
 ])

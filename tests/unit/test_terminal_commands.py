@@ -6,12 +6,12 @@ import textwrap
 
 import pytest
 
+from raydebug.errors import CommandError
 from raydebug.terminal import render
 from raydebug.terminal.breakpoints import BreakpointTable
 from raydebug.terminal.commands import (
     STATEMENT,
     Command,
-    CommandError,
     Location,
     help_text,
     parse,

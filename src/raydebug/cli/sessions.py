@@ -59,7 +59,8 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
             raise
         raise HubUnreachableError(
             f"{error}; no hub or Ray cluster was found on this machine: start one with "
-            "`raydebug hub`, or pass --hub HOST:PORT or --ray-address") from None
+            "`raydebug hub`, or pass --hub HOST:PORT or --ray-address",
+            address=error.address) from None
     if as_json:
         click.echo(json.dumps(sessions, indent=2))
     else:

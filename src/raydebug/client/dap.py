@@ -14,18 +14,18 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import HubUnreachableError, RaydebugError, RemoteProtocolError
+from ..errors import DapRequestError, RaydebugError, RemoteProtocolError, hub_unreachable
 from ..protocol import NEED_DATA, DapConnection, Event, Request, Response
+
+# DapRequestError lives in raydebug.errors; it is named here too, where callers of
+# request() have always found it.
+__all__ = ["DEFAULT_TIMEOUT", "DapClient", "DapRequestError"]
 
 DEFAULT_TIMEOUT = 30.0
 
 
-class DapRequestError(RaydebugError):
-    """The debuggee answered a request with ``success: false``."""
-
-    def __init__(self, response: Response) -> None:
-        super().__init__(response.message or f"{response.command} failed")
-        self.response = response
+def _refused(response: Response, session_id: str | None = None) -> DapRequestError:
+    return DapRequestError(response.command, response.message, response.body, session_id)
 
 
 class DapClient:
@@ -53,7 +53,7 @@ class DapClient:
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
         except (OSError, TimeoutError) as error:
-            raise HubUnreachableError(f"cannot connect to {host}:{port} ({error})") from None
+            raise hub_unreachable(f"{host}:{port}", error, saying="cannot connect to") from None
         sock = writer.get_extra_info("socket")
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return cls(reader, writer)
@@ -63,7 +63,7 @@ class DapClient:
         """Send a request and return the response body; raises :class:`DapRequestError`."""
         response = await self.request_response(command, arguments, timeout)
         if not response.success:
-            raise DapRequestError(response)
+            raise _refused(response)
         return response.body
 
     async def request_response(self, command: str, arguments: dict[str, Any] | None = None,
@@ -145,13 +145,13 @@ class DapClient:
         await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         if attach.done() and not attach.result().success:
             initialized.cancel()
-            raise DapRequestError(attach.result())
+            raise _refused(attach.result(), session)
         await initialized
         await self.request("setExceptionBreakpoints", {"filters": []}, timeout)
         await self.request("configurationDone", timeout=timeout)
         response = await asyncio.wait_for(attach, timeout)
         if not response.success:
-            raise DapRequestError(response)
+            raise _refused(response, session)
         return await self.wait_event("stopped", timeout)
 
     async def close(self) -> None:

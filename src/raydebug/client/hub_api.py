@@ -7,13 +7,14 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ..errors import HubUnreachableError, RemoteProtocolError
+from ..errors import RemoteProtocolError, hub_unreachable
 
 DEFAULT_HUB = "127.0.0.1:5678"
 
 
 def get_json(hub: str, path: str, timeout: float = 10.0, token: str | None = None) -> Any:
-    """GET ``path`` from the hub at ``host:port``; raises :class:`HubUnreachableError`."""
+    """GET ``path`` from the hub at ``host:port``; raises :class:`HubUnreachableError` (no
+    answer) or :class:`RemoteProtocolError` (an HTTP error, or an answer that is not JSON)."""
     url = f"http://{hub}{path}"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
@@ -27,9 +28,7 @@ def get_json(hub: str, path: str, timeout: float = 10.0, token: str | None = Non
             detail = ""
         raise RemoteProtocolError(f"{url}: HTTP {error.code} {detail}".strip()) from None
     except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        text = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
-        raise HubUnreachableError(f"no hub at {hub} ({text.lower()})") from None
+        raise hub_unreachable(hub, error, saying="no hub at") from None
     except ValueError as error:
         raise RemoteProtocolError(f"{url} did not answer JSON: {error}") from None
 

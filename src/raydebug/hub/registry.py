@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SessionBusyError, SessionNotFoundError
+from ..errors import HubFullError, SessionBusyError, SessionNotFoundError
 from ..protocol.worker import ControlMessage
 from ..session import SessionEvent, SessionRecord, SessionState, next_state
 
@@ -79,15 +79,16 @@ class Registry:
     async def add_session(self, process: Process, record: SessionRecord) -> None:
         """Register (or, for a re-sent id of the same process, refresh) a session.
 
-        Raises :class:`SessionBusyError` when the hub is full, or when another process
-        already owns that id.
+        Raises :class:`HubFullError` when the hub is full, :class:`SessionBusyError` when
+        another process already owns that id.
         """
         existing = self._sessions.get(record.id)
         if existing is not None and existing.process is not process:
             raise SessionBusyError(f"session id {record.id} is already used by another process")
         if existing is None and len(self._sessions) >= self.max_sessions:
-            raise SessionBusyError(f"the hub holds {self.max_sessions} sessions already "
-                                   "(raise it with `raydebug hub --max-sessions`)")
+            raise HubFullError(f"the hub holds {self.max_sessions} sessions already "
+                               "(raise it with `raydebug hub --max-sessions`)",
+                               session_id=record.id, max_sessions=self.max_sessions)
         session = HubSession(record, process)
         if process.client is not None:
             session.state = next_state(session.state, SessionEvent.CLIENT_ATTACHED)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from ..errors import (
     AuthenticationError,
     ChannelFailedError,
+    HubFullError,
     ProtocolVersionError,
     RaydebugError,
     RemoteProtocolError,
@@ -218,7 +219,7 @@ class WorkerListener:
             record = SessionRecord.from_dict(message.session)
             try:
                 await self._registry.add_session(process, record)
-            except SessionBusyError as error:  # the process's other sessions stay served
+            except (SessionBusyError, HubFullError) as error:  # its other sessions stay served
                 log.warning("worker %s: session %s refused: %s", process.peer, record.id, error)
                 process.send(Refused(reason=f"session {record.id}: {error}"))
         elif isinstance(message, SessionEnded):

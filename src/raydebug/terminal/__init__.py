@@ -4,8 +4,12 @@
 - ``breakpoints``: the breakpoint table and the DAP requests it becomes (pure);
 - ``render``: what is printed, as text (pure);
 - ``sources``: source code as the debuggee has it, read with ``ast``;
-- ``remote``: the DAP connection on its own thread, called synchronously;
-- ``debugger``: each command carried out (inspecting, breakpoints);
-- ``running``: the commands that let the debuggee run, and the wait while it runs;
+- ``remote``: the DAP connection on its own thread, called synchronously (``Debuggee``: the
+  seam the commands see);
+- ``context``: one session's state as the prompt sees it, and what every command shares;
+- ``inspect_commands``: the stack, the source, values; ``breakpoint_commands``: break,
+  clear...; ``running``: the commands that let the debuggee run, and the wait while it runs;
+  ``session_commands``: the start, threads, quit, kill, help;
+- ``debugger``: ``TerminalDebugger``, all of them behind ``execute``;
 - ``attach``: choosing sessions, the prompt, ``--follow``.
 """

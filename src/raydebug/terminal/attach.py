@@ -27,6 +27,7 @@ from .. import state_file
 from ..agent.config import parse_address
 from ..client.hub_api import get_json
 from ..errors import RaydebugError, SessionNotFoundError
+from ..session import SessionState
 from . import commands, render
 from .debugger import Outcome, TerminalDebugger
 from .remote import Remote
@@ -36,6 +37,7 @@ PROMPT = "(raydebug) "
 POLL_SECONDS = 30.0
 STALE_POLL = 0.5  # seconds
 HISTORY_LENGTH = 1000
+WAITING_ONLY = f"state={SessionState.WAITING.value}"  # the hub's filter of /api/sessions
 
 
 class Terminal:
@@ -215,7 +217,7 @@ class AttachCommand:
         deadline = None if self.wait_timeout is None else time.monotonic() + self.wait_timeout
         announced = False
         while True:
-            waiting_now = self._sessions("state=waiting")
+            waiting_now = self._sessions(WAITING_ONLY)
             fresh = [s for s in waiting_now if s.get("id") not in self._visited]
             if fresh:
                 return fresh[0]  # the oldest
@@ -231,7 +233,7 @@ class AttachCommand:
             # just left (visited) may still be listed for a moment, until its process is
             # gone: then the count can stay the same with a new one in, so look again soon.
             stale = len(waiting_now) > len(fresh)
-            self._sessions(f"state=waiting&min={len(waiting_now) + 1}"
+            self._sessions(f"{WAITING_ONLY}&min={len(waiting_now) + 1}"
                            f"&timeout={min(remaining, STALE_POLL if stale else POLL_SECONDS):.1f}")
 
     def _sessions(self, query: str = "") -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .commands import CommandError
+from ..errors import CommandError
 
 
 @dataclass

@@ -11,11 +11,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from ..errors import RaydebugError
-
-
-class CommandError(RaydebugError):
-    """A command line that cannot be understood; the message is shown as pdb shows errors."""
+from ..errors import CommandError
 
 
 @dataclass(frozen=True)

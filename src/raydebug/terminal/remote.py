@@ -21,7 +21,7 @@ import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..client.dap import DEFAULT_TIMEOUT, DapClient, DapRequestError
 from ..errors import RaydebugError
@@ -128,6 +128,26 @@ class Stops:
                 step = 0.25 if timeout is None else min(0.25, max(timeout - waited, 0.01))
                 self._changed.wait(step)
                 waited += step
+
+
+class Debuggee(Protocol):
+    """What the terminal debugger's commands need of their line to a process: the seam
+    between them and the DAP connection. :class:`Remote` is the real one; a test can script
+    one in memory (``tests/unit/test_terminal_flow.py``)."""
+
+    @property
+    def stops(self) -> Stops:
+        """Every stop and session end seen, as they arrive."""
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The debug adapter's answer to ``initialize``."""
+
+    def request(self, command: str, arguments: dict[str, Any] | None = None,
+                timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """Send one DAP request and return its response's body, as :meth:`Remote.request`:
+        raises DapRequestError (``success: false``), RaydebugError (the connection ended),
+        TimeoutError, or KeyboardInterrupt (Ctrl-C while waiting)."""
 
 
 class Remote:

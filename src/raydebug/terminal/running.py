@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable
 from typing import Any
 
-from ..errors import RaydebugError
+from ..errors import CommandError
 from ..protocol.worker import END_MOVED, END_RAISED, END_RETURNED
 from . import commands, render, sources
-from .breakpoints import BreakpointTable
-from .commands import CommandError
-from .remote import Remote, SessionEnd, Stop
+from .context import DebuggerContext
+from .remote import SessionEnd
 
 MAX_UNTIL_STEPS = 10_000
 PAUSE_RETRY = 1.0  # seconds
@@ -46,38 +44,8 @@ class Outcome(enum.Enum):
     QUIT = "quit"  # the user asked to leave raydebug attach altogether
 
 
-class RunningCommands:
-    """Mixed into :class:`~.debugger.TerminalDebugger`, whose fields these are."""
-
-    remote: Remote
-    session: dict[str, Any]
-    write: Callable[[str], None]
-    breakpoints: BreakpointTable
-    thread_id: int
-    frames: list[dict[str, Any]]
-    poll_input: Callable[[], str | None]
-    find_session: Callable[[str], dict[str, Any] | None]
-    confirm: Callable[[str], bool]
-    _session_depth: int | None = None  # see _session_function
-    _session_frame_name: str = ""
-
-    # -- provided by TerminalDebugger -------------------------------------------------------
-
-    @property
-    def frame(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _on_stop(self, stop: Stop) -> None:
-        raise NotImplementedError
-
-    def _show_stop(self, context: int = 0) -> None:
-        raise NotImplementedError
-
-    def _refresh_stack(self) -> None:
-        raise NotImplementedError
-
-    def _send_breakpoints(self, file: str | None) -> None:
-        raise NotImplementedError
+class RunningCommands(DebuggerContext):
+    """Mixed into :class:`~.debugger.TerminalDebugger`."""
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -118,30 +86,6 @@ class RunningCommands:
                 break
         self._show_stop()
         return Outcome.STOPPED
-
-    def do_quit(self, arg: str) -> Outcome:
-        self._detach("detached")
-        return Outcome.QUIT
-
-    def do_kill(self, arg: str) -> Outcome:
-        if not self.remote.capabilities.get("supportTerminateDebuggee"):
-            raise CommandError("this hub does not terminate debuggees (start it with "
-                               "--allow-terminate); quit detaches and lets it run on")
-        if not self.confirm(f"Kill process {self.session.get('pid')}? (y/n) "):
-            return Outcome.STOPPED
-        self.remote.request("disconnect", {"terminateDebuggee": True})
-        self.write(f"killed process {self.session.get('pid')}")
-        return Outcome.ENDED
-
-    def _detach(self, what: str | None) -> Outcome:
-        """Disconnect (pydevd resumes the process's threads); ``what`` is said, if given."""
-        try:
-            self.remote.request("disconnect", {"terminateDebuggee": False}, timeout=5.0)
-        except (RaydebugError, TimeoutError):
-            pass  # the process is gone already: nothing to detach from
-        if what is not None:
-            self.write(f"session {self.session.get('id')} {what}; the process runs on")
-        return Outcome.DETACHED
 
     # -- the wait ---------------------------------------------------------------------------
 
@@ -254,7 +198,8 @@ class RunningCommands:
         self.remote.stops.stopped_threads.discard(self.thread_id)
         if others:
             return self._switch_thread(others[0])
-        return self._detach(None)
+        self._detach(None)
+        return Outcome.DETACHED
 
     def _switch_thread(self, thread_id: int) -> Outcome:
         """Go on with another stopped thread of the process (and its session)."""

@@ -1,0 +1,185 @@
+"""What every terminal debugger command works on, and the few things they all do.
+
+:class:`DebuggerContext` holds one attached session's state as the prompt sees it: the
+debuggee (:class:`~.remote.Debuggee`), the hub's session record, the current thread, its
+stack and selected frame, the breakpoint table, the displays and the sources read so far.
+Its helpers are the ones several kinds of command need: showing a stop (after a step, a
+``thread N``, a frame change), evaluating in a frame, reading a frame's source, sending a
+file's breakpoints and detaching. The commands themselves live by idea in
+:mod:`.inspect_commands`, :mod:`.breakpoint_commands`, :mod:`.running` and
+:mod:`.session_commands`; :class:`~.debugger.TerminalDebugger` puts them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CommandError, DapRequestError, RaydebugError
+from . import render, sources
+from .breakpoints import BreakpointTable
+from .commands import Command
+from .remote import Debuggee, Stop
+
+
+def _nothing_typed() -> str | None:
+    return None
+
+
+def _no_session(thread_name: str) -> dict[str, Any] | None:
+    return None
+
+
+@dataclass
+class DebuggerContext:
+    remote: Debuggee
+    session: dict[str, Any]
+    write: Callable[[str], None]  # prints one line
+    colour: bool = False
+    confirm: Callable[[str], bool] = lambda question: False
+    # A line typed while the debuggee runs (running.EOF at Ctrl-D), or None.
+    poll_input: Callable[[], str | None] = _nothing_typed
+    # The hub's session of a thread of this process, by the thread's name.
+    find_session: Callable[[str], dict[str, Any] | None] = _no_session
+    width: Callable[[], int] = lambda: 80  # the terminal's columns, now
+    breakpoints: BreakpointTable = field(default_factory=BreakpointTable)
+    thread_id: int = 0
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    frame_index: int = 0
+    displays: dict[str, str | None] = field(default_factory=dict)
+    _sources: dict[str, list[str] | None] = field(default_factory=dict)
+    _coloured: dict[str, list[str]] = field(default_factory=dict)
+    _list_next: int | None = None  # where a bare `list` continues
+    _last_command: Command | None = None
+    _stops_announced: int = 0
+    _others_stopped: set[int] = field(default_factory=set)  # at the last prompt
+    # The session's own function, as far as the stacks seen tell (running._session_function).
+    _session_depth: int | None = None
+    _session_frame_name: str = ""
+
+    # -- the current frame ------------------------------------------------------------------
+
+    @property
+    def frame(self) -> dict[str, Any]:
+        if not self.frames:
+            raise CommandError("no frame is selected (the thread is not stopped)")
+        return self.frames[self.frame_index]
+
+    def _refresh_stack(self) -> None:
+        self.frames = self.remote.request("stackTrace", {"threadId": self.thread_id})[
+            "stackFrames"]
+        self.frame_index = 0
+
+    # -- showing a stop ---------------------------------------------------------------------
+
+    def _on_stop(self, stop: Stop) -> None:
+        self.thread_id = stop.thread_id
+        for point in self.breakpoints.hit(list(stop.hit_ids)):
+            if point.temporary or point.hidden:
+                self.breakpoints.remove(point)
+                self._send_breakpoints(point.file)
+                if not point.hidden:
+                    self.write(f"Deleted breakpoint {point.number} at {point.where()}")
+        self._show_stop()
+
+    def _show_stop(self, context: int = 0) -> None:
+        self._refresh_stack()
+        self._list_next = None
+        if not self.frames:
+            self.write(render.error("the stopped thread has no Python frames"))
+            return
+        frame = self.frames[0]
+        for line in render.stop_lines(frame, None if context else self._source_line(frame)):
+            self.write(line)
+        if context:
+            self._list_around(frame, context)
+            self._list_next = None  # a first `list` still shows the lines around the stop
+        self._show_displays()
+
+    def _list_around(self, frame: dict[str, Any], context: int) -> None:
+        line = int(frame.get("line", 0))
+        if self._source(frame) is not None:
+            self._write_listing(frame, line - context, line + context)
+
+    def _write_listing(self, frame: dict[str, Any], first: int, last: int) -> None:
+        path = sources.frame_path(frame)
+        lines = self._source(frame) or []
+        current = int(frame.get("line", 0))
+        for text in render.listing(lines, first, last, current,
+                                   self.breakpoints.lines_in(path),
+                                   self._coloured_source(path, lines)):
+            self.write(text)
+        self._list_next = last + 1
+
+    def _show_displays(self) -> None:
+        for expression, old in list(self.displays.items()):
+            value = self._display_value(expression)
+            if value != old:
+                self.displays[expression] = value
+                self.write(f"display {expression}: {value}  [old: {old}]")
+
+    def _display_value(self, expression: str) -> str:
+        try:
+            return self._evaluate(expression, "repl")
+        except DapRequestError as error:
+            return render.evaluate_error(str(error))
+
+    # -- evaluating and sources -------------------------------------------------------------
+
+    def _evaluate(self, expression: str, context: str) -> str:
+        return self._evaluate_in(self.frame, expression, context)
+
+    def _evaluate_in(self, frame: dict[str, Any], expression: str, context: str) -> str:
+        body = self.remote.request("evaluate", {"expression": expression, "context": context,
+                                                "frameId": frame["id"]})
+        return str(body.get("result", ""))
+
+    def _source(self, frame: dict[str, Any]) -> list[str] | None:
+        """The lines of a frame's file as the debuggee has them (cached)."""
+        path = sources.frame_path(frame)
+        if path not in self._sources:
+            self._sources[path] = self._fetch_source(frame, path)
+        return self._sources[path]
+
+    def _fetch_source(self, frame: dict[str, Any], path: str) -> list[str] | None:
+        try:
+            answer = self._evaluate_in(frame, sources.fetch_expression(path), "clipboard")
+        except (DapRequestError, CommandError):
+            return None
+        return sources.lines_from_answer(answer)
+
+    def _coloured_source(self, path: str, lines: list[str]) -> list[str] | None:
+        if not self.colour:
+            return None
+        if path not in self._coloured:
+            self._coloured[path] = render.highlight_lines("".join(lines))
+        coloured = self._coloured[path]
+        return coloured if len(coloured) == len(lines) else None
+
+    def _source_line(self, frame: dict[str, Any]) -> str | None:
+        lines = self._source(frame)
+        line = int(frame.get("line", 0))
+        if lines is None or not 0 < line <= len(lines):
+            return None
+        return lines[line - 1]
+
+    # -- breakpoints and leaving ------------------------------------------------------------
+
+    def _send_breakpoints(self, file: str | None) -> None:
+        if file is None:
+            arguments, points = self.breakpoints.function_arguments()
+            answer = self.remote.request("setFunctionBreakpoints", arguments)
+        else:
+            arguments, points = self.breakpoints.source_arguments(file)
+            answer = self.remote.request("setBreakpoints", arguments)
+        self.breakpoints.record_answer(points, answer.get("breakpoints") or [])
+
+    def _detach(self, what: str | None) -> None:
+        """Disconnect (pydevd resumes the process's threads); ``what`` is said, if given."""
+        try:
+            self.remote.request("disconnect", {"terminateDebuggee": False}, timeout=5.0)
+        except (RaydebugError, TimeoutError):
+            pass  # the process is gone already: nothing to detach from
+        if what is not None:
+            self.write(f"session {self.session.get('id')} {what}; the process runs on")

@@ -1,0 +1,91 @@
+"""The terminal debugger's commands about the session as a whole: where it starts (the
+header and the first stop), the process's other threads (``threads``, ``thread N``, and what
+is said of them before a prompt), leaving (``quit``, ``kill``) and ``help``.
+"""
+
+from __future__ import annotations
+
+from ..errors import CommandError
+from . import commands, render
+from .context import DebuggerContext
+from .remote import Stop
+from .running import Outcome
+
+
+class SessionCommands(DebuggerContext):
+    """Mixed into :class:`~.debugger.TerminalDebugger`."""
+
+    # -- the start, and the other threads ---------------------------------------------------
+
+    def start(self) -> None:
+        """Show the header and where the session is stopped (after attach)."""
+        stop = self.remote.stops.last
+        self._select_session_thread(stop)
+        self._refresh_stack()
+        line = int(self.frames[0].get("line", 0)) if self.frames else None
+        for text in render.session_header(self.session, line):
+            self.write(text)
+        self._show_stop(context=2)
+        self._stops_announced = self.remote.stops.count
+
+    def announce_other_stops(self) -> None:
+        """Before a prompt: say which other threads stopped meanwhile (their own
+        breakpoint(), in a threaded actor; ``thread N`` switches to one), and which stopped
+        ones ran on though we did not resume them."""
+        stops = self.remote.stops
+        stopped = set(stops.stopped_threads)
+        ran_on = sorted(self._others_stopped - stopped)
+        self._others_stopped = stopped - {self.thread_id}
+        if ran_on:
+            self.write(f"(thread {', '.join(map(str, ran_on))} ran on: resumed by something "
+                       "other than this prompt)")
+        if stops.count == self._stops_announced:
+            return
+        self._stops_announced = stops.count
+        if self._others_stopped:
+            self.write(f"(stopped too: thread {', '.join(map(str, sorted(self._others_stopped)))}"
+                       "; `thread N` switches)")
+
+    def _select_session_thread(self, stop: Stop | None) -> None:
+        wanted = self.session.get("thread")
+        threads = self.remote.request("threads")["threads"]
+        by_name = [t["id"] for t in threads
+                   if t.get("name") == wanted and self.remote.stops.is_stopped(t["id"])]
+        if by_name:
+            self.thread_id = by_name[0]
+        elif stop is not None:
+            self.thread_id = stop.thread_id
+
+    def do_threads(self, arg: str) -> None:
+        threads = self.remote.request("threads")["threads"]
+        stopped = {t["id"] for t in threads if self.remote.stops.is_stopped(t["id"])}
+        for line in render.threads_lines(threads, self.thread_id, stopped):
+            self.write(line)
+
+    def do_thread(self, arg: str) -> None:
+        wanted = commands.parse_count(arg, default=-1)
+        known = {t["id"] for t in self.remote.request("threads")["threads"]}
+        if wanted not in known or not self.remote.stops.is_stopped(wanted):
+            raise CommandError(f"thread {wanted} is not stopped (see threads)")
+        self.thread_id = wanted
+        self._show_stop()
+
+    # -- leaving, help ----------------------------------------------------------------------
+
+    def do_quit(self, arg: str) -> Outcome:
+        self._detach("detached")
+        return Outcome.QUIT
+
+    def do_kill(self, arg: str) -> Outcome:
+        if not self.remote.capabilities.get("supportTerminateDebuggee"):
+            raise CommandError("this hub does not terminate debuggees (start it with "
+                               "--allow-terminate); quit detaches and lets it run on")
+        if not self.confirm(f"Kill process {self.session.get('pid')}? (y/n) "):
+            return Outcome.STOPPED
+        self.remote.request("disconnect", {"terminateDebuggee": True})
+        self.write(f"killed process {self.session.get('pid')}")
+        return Outcome.ENDED
+
+    def do_help(self, arg: str) -> None:
+        for line in commands.help_text(arg, self.width()).splitlines():
+            self.write(line)

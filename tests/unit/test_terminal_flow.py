@@ -1,0 +1,191 @@
+"""The terminal debugger's command flow in memory: typed lines in, DAP requests and printed
+lines out, through the Debuggee seam (a scripted process instead of a hub and a pydevd).
+
+The real thing (a real hub, a real debugpy, a pty) is tested in tests/integration/
+test_terminal*.py; these show what each command asks of the debuggee and what it prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from raydebug.errors import DapRequestError
+from raydebug.protocol import Event
+from raydebug.terminal.debugger import Outcome, TerminalDebugger
+from raydebug.terminal.remote import DEFAULT_TIMEOUT, Debuggee, Stops
+from raydebug.terminal.sources import fetch_expression
+
+PATH = "/work/app.py"
+SOURCE = "def f(n):\n    x = n * 2\n    y = x + 1\n    return y\n\n\nf(3)\n"
+SESSION = {"id": "s1", "pid": 42, "host": "node1", "file": PATH, "line": 2,
+           "function": "f", "thread": "MainThread", "argv": ["app.py"]}
+
+
+class ScriptedDebuggee:
+    """One process, paused at a breakpoint() in f() of PATH (line 2) on thread 1, whose
+    variables are ``values``. ``next`` moves one line down; what ``continue`` does is
+    ``on_continue`` (the test says). Every request is recorded, in order."""
+
+    def __init__(self) -> None:
+        self.stops = Stops()
+        self.capabilities: dict[str, Any] = {"supportTerminateDebuggee": False}
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.line = 2
+        self.values = {"n": "3", "x": "6"}
+        self.on_continue: Callable[[], None] = lambda: self.stop_at(4)
+        self._seq = 0
+        self.stop_at(2, "breakpoint")
+
+    def request(self, command: str, arguments: dict[str, Any] | None = None,
+                timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        arguments = arguments or {}
+        self.requests.append((command, arguments))
+        body: dict[str, Any] = getattr(self, f"{command}_request")(arguments)
+        return body
+
+    # -- what the test scripts ---------------------------------------------------------------
+
+    def stop_at(self, line: int, reason: str = "step", hit: tuple[int, ...] = ()) -> None:
+        self.line = line
+        self._seq += 1
+        self.stops.on_stopped(Event(seq=self._seq, event="stopped", body={
+            "threadId": 1, "reason": reason, "hitBreakpointIds": list(hit)}))
+
+    def end_session(self, reason: str, returned: str = "") -> None:
+        self._seq += 1
+        self.stops.on_session_event(Event(seq=self._seq, event="raydebug/sessionEnded", body={
+            "session": SESSION["id"], "thread": SESSION["thread"], "reason": reason,
+            "returned": returned}))
+
+    # -- the requests, answered as pydevd does ------------------------------------------------
+
+    def threads_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"threads": [{"id": 1, "name": "MainThread"}]}
+
+    def stackTrace_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"stackFrames": [
+            {"id": 10, "name": "f", "line": self.line, "source": {"path": PATH}},
+            {"id": 11, "name": "<module>", "line": 7, "source": {"path": PATH}}]}
+
+    def evaluate_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        expression = arguments["expression"]
+        if expression == fetch_expression(PATH):
+            return {"result": repr(SOURCE)}
+        if expression in self.values:
+            return {"result": self.values[expression]}
+        raise DapRequestError("evaluate", "Traceback (most recent call last):\n  ...\n"
+                              f"NameError: name {expression!r} is not defined")
+
+    def next_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.stop_at(self.line + 1)
+        return {}
+
+    def continue_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.on_continue()
+        return {"allThreadsContinued": False}
+
+    def setBreakpoints_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"breakpoints": [{"id": 100 + index, "verified": True, "line": point["line"]}
+                                for index, point in enumerate(arguments["breakpoints"])]}
+
+    def disconnect_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+
+def attached() -> tuple[ScriptedDebuggee, TerminalDebugger, list[str]]:
+    """A debugger that has shown its first stop; the requests and lines of that forgotten."""
+    debuggee = ScriptedDebuggee()
+    seam: Debuggee = debuggee  # typed as the seam: all the debugger may use
+    said: list[str] = []
+    debugger = TerminalDebugger(seam, dict(SESSION), said.append)
+    debugger.start()
+    assert said[:2] == ["session s1: app.py on node1, pid 42", f"breakpoint() at {PATH}:2"]
+    assert "   2  -> " + "    x = n * 2".rstrip() in said
+    said.clear()
+    debuggee.requests.clear()
+    return debuggee, debugger, said
+
+
+def commands_sent(debuggee: ScriptedDebuggee) -> list[str]:
+    return [command for command, _ in debuggee.requests]
+
+
+def test_next_then_print_then_continue_to_a_stop():
+    debuggee, debugger, said = attached()
+
+    assert debugger.execute("n") is Outcome.STOPPED
+    assert debuggee.requests[0] == ("next", {"threadId": 1})
+    assert commands_sent(debuggee) == ["next", "stackTrace"]  # the source is known already
+    assert said == [f"> {PATH}(3)f()", "-> y = x + 1"]
+
+    said.clear()
+    debuggee.requests.clear()
+    assert debugger.execute("p x") is Outcome.STOPPED
+    assert debuggee.requests == [("evaluate", {"expression": "x", "context": "repl",
+                                               "frameId": 10})]
+    assert said == ["6"]
+
+    said.clear()
+    debuggee.requests.clear()
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert debuggee.requests[0] == ("continue", {"threadId": 1, "singleThread": True})
+    assert said == [f"> {PATH}(4)f()", "-> return y"]
+
+
+def test_an_empty_line_repeats_the_step_and_errors_read_as_pdb_prints_them():
+    debuggee, debugger, said = attached()
+    debugger.execute("n")
+    debugger.execute("")
+    assert commands_sent(debuggee).count("next") == 2
+    assert said[-2:] == [f"> {PATH}(4)f()", "-> return y"]
+
+    said.clear()
+    assert debugger.execute("p nope") is Outcome.STOPPED
+    assert said == ["*** NameError: name 'nope' is not defined"]
+    assert debugger.execute("frame x") is Outcome.STOPPED
+    assert said[-1] == "*** expected a number, got 'x'"
+
+
+def test_a_temporary_breakpoint_is_sent_hit_and_deleted():
+    debuggee, debugger, said = attached()
+    debugger.execute("tbreak 4")
+    assert debuggee.requests == [("setBreakpoints", {"source": {"path": PATH},
+                                                     "breakpoints": [{"line": 4}]})]
+    assert said == [f"Temporary breakpoint 1 at {PATH}:4"]
+
+    said.clear()
+    debuggee.requests.clear()
+    debuggee.on_continue = lambda: debuggee.stop_at(4, "breakpoint", hit=(100,))
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert debuggee.requests[:2] == [
+        ("continue", {"threadId": 1, "singleThread": True}),
+        ("setBreakpoints", {"source": {"path": PATH}, "breakpoints": []})]
+    assert said == [f"Deleted breakpoint 1 at {PATH}:4", f"> {PATH}(4)f()", "-> return y"]
+
+
+def test_continue_past_the_functions_return_ends_the_session_and_detaches():
+    debuggee, debugger, said = attached()
+    debuggee.on_continue = lambda: debuggee.end_session("returned", returned="7")
+    assert debugger.execute("c") is Outcome.DETACHED
+    assert commands_sent(debuggee) == ["continue", "disconnect"]
+    assert debuggee.requests[-1] == ("disconnect", {"terminateDebuggee": False})
+    assert said == ["--Return-- f() -> 7", "session s1: f() returned; the process runs on"]
+
+
+def test_the_process_exiting_while_it_runs_ends_the_session():
+    debuggee, debugger, said = attached()
+    debuggee.on_continue = lambda: debuggee.stops.on_end("the process exited")
+    assert debugger.execute("c") is Outcome.ENDED
+    assert said == ["session s1: the process exited"]
+
+
+def test_quit_detaches_and_kill_needs_the_hubs_leave():
+    debuggee, debugger, said = attached()
+    assert debugger.execute("kill") is Outcome.STOPPED
+    assert said == ["*** this hub does not terminate debuggees (start it with "
+                    "--allow-terminate); quit detaches and lets it run on"]
+    assert debuggee.requests == []
+    assert debugger.execute("q") is Outcome.QUIT
+    assert debuggee.requests == [("disconnect", {"terminateDebuggee": False})]
+    assert said[-1] == "session s1 detached; the process runs on"
