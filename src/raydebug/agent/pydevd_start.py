@@ -46,7 +46,8 @@ def start_pydevd() -> Any:
     if debugpy_log.log_dir is None:
         # With no log file (DEBUGPY_LOG_DIR unset) debugpy still describes the whole
         # environment for its log, reading the metadata of every installed package:
-        # ~90 ms of a first pause here, more in a Ray environment (docs/design.md#first-pause).
+        # ~90 ms of a first pause on an idle machine, ~570 ms under load
+        # (docs/design.md#first-pause).
         debugpy_api.ensure_logging.ensured = True  # type: ignore[attr-defined]
 
     # Without this every forked child (a DataLoader worker) would wait for a debugger.
