@@ -177,7 +177,7 @@ def kill_to_gone(mode: str, cluster: LocalRay, mark: Path) -> dict[str, Any]:
 
     Ray's dashboard keeps a killed worker with its last ``num_paused_threads``; only its
     ``is_alive`` turns false. So for Ray "gone" means is_alive false (a client that filters
-    on num_paused_threads alone, as described in DESIGN.md, would list it for good:
+    on num_paused_threads alone (docs/design.md#ray-paused-list) would list it for good:
     ``still_paused``).
     """
     _, _, pid = read_mark(mark)

@@ -1,8 +1,9 @@
 """Measure 6: a worker's speed after a debug session ends, vs before its breakpoint.
 
 On Python <= 3.11 pydevd's trace function stays in every thread after the client leaves
-(DESIGN.md: 0.09-0.37 of full speed). raydebug removes it; the baseline is stock debugpy
-through its adapter process, which is what Ray's built-in debugger runs in a worker.
+(docs/design.md#untrace: 0.09-0.37 of full speed). raydebug removes it; the baseline is
+stock debugpy through its adapter process, which is what Ray's built-in debugger runs in a
+worker.
 """
 
 from __future__ import annotations

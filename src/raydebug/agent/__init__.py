@@ -7,6 +7,15 @@ raydebug, never a traceback, and continues.
 A forked child (multiprocessing's fork context, a DataLoader worker) is a process of its own:
 it drops the agent it inherited (whose link thread did not survive the fork, and whose
 sockets are its parent's connections to the hub) and makes its own at its first pause.
+
+Modules: ``agent`` (what a pause does, the bookkeeping of this process's sessions),
+``config`` (settings from the environment), ``link`` (the connection to the hub) and
+``relay`` (a TLS channel's one owning thread), ``metadata`` (what a session says about
+itself), ``returns`` (a paused function that returned), ``report`` (the one line on stderr),
+``startup`` (hooks installed at interpreter start). pydevd is reached only through
+``debugger`` (the facade), which runs it with ``pydevd_start`` (in-process, no listener),
+``pydevd_clients`` (sockets handed to it), ``suspensions`` (who is suspended, held pauses),
+``tracing_keeper`` (tracing follows need) and ``pydevd_fork`` (a fork child's reset).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ async def read_next(reader: asyncio.StreamReader, receive: Callable[[bytes], Non
 
 
 def set_nodelay(writer: asyncio.StreamWriter) -> None:
-    """Nagle plus delayed ACK would add ~44 ms to every small message (DESIGN.md)."""
+    """Nagle plus delayed ACK would add ~44 ms to every small message (docs/design.md#nodelay)."""
     sock = writer.get_extra_info("socket")
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
