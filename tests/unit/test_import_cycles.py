@@ -11,6 +11,8 @@ with a package that re-exports it.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import raydebug
@@ -171,3 +173,12 @@ def test_the_walk_finds_a_cycle_through_a_lazy_relative_import_and_names_it(tmp_
     assert graph["pkg.c"] == {"pkg.a"} and graph["pkg.sub.b"] == {"pkg.a"}
     assert find_cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.a"]]
     assert closure(graph, "pkg.c") == {"pkg.c", "pkg.a", "pkg.sub.b"}
+
+
+def test_importing_the_agent_imports_neither_ray_nor_the_hub():
+    script = ("import sys, raydebug, raydebug.agent.link, raydebug.agent.metadata; "
+              "print(sorted(name for name in ('ray', 'raydebug.hub', 'raydebug.integrations') "
+              "if name in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stderr
