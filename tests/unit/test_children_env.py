@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from raydebug.agent import metadata
+from raydebug.agent import discovery, metadata
 from raydebug.agent.config import AgentConfig
 from raydebug.errors import ConfigurationError
 
@@ -20,7 +20,7 @@ def test_a_child_of_a_ray_worker_finds_the_hub_and_a_token_file(tmp_path: Path):
     config = AgentConfig.from_env(environ)
     assert (config.hub_host, config.hub_port, config.token) == ("10.0.0.2", 7000, "secret")
     # In a Ray worker the cluster is asked instead (the hub may move); an explicit hub wins.
-    assert AgentConfig.from_env(environ, in_ray=True).discover
+    assert AgentConfig.from_env(environ, in_cluster=True).discover
     explicit = AgentConfig.from_env({**environ, "RAYDEBUG_HUB": "h:1", "RAYDEBUG_TOKEN": "t"})
     assert (explicit.hub_host, explicit.token) == ("h", "t")
 
@@ -45,43 +45,44 @@ def test_a_childs_sessions_carry_the_identities_of_the_task_that_started_it(
         monkeypatch: pytest.MonkeyPatch):
     task = {"job_id": "02000000", "task_id": "abc", "task_name": "spawns", "attempt": 0,
             "parent_pid": 4242, "not_a_field": "dropped"}
-    monkeypatch.setenv(metadata.RAY_TASK_VARIABLE, json.dumps(task))
+    monkeypatch.setenv(discovery.RAY_TASK_VARIABLE, json.dumps(task))
     fields = metadata.ray_fields()
     assert fields == {"job_id": "02000000", "task_id": "abc", "task_name": "spawns",
                       "attempt": 0}
     assert metadata.process_labels()["parent_pid"] == "4242"
-    monkeypatch.setenv(metadata.RAY_TASK_VARIABLE, "not json")
+    monkeypatch.setenv(discovery.RAY_TASK_VARIABLE, "not json")
     assert metadata.ray_fields() == {} and "parent_pid" not in metadata.process_labels()
 
 
 def test_an_environment_given_to_a_spawn_gets_the_current_task(
         monkeypatch: pytest.MonkeyPatch):
-    ray_integration = pytest.importorskip("raydebug.integrations.ray")
+    children = pytest.importorskip("raydebug.integrations.ray.children")
     monkeypatch.setenv("RAYDEBUG_RAY_TASK", "now")
     monkeypatch.setenv("RAYDEBUG_CLUSTER_HUB", "h:2")
     copied = [b"PATH=/bin", b"RAYDEBUG_RAY_TASK=before", b"RAYDEBUG_CLUSTER_HUB=h:1"]
-    refreshed = ray_integration._refreshed(copied)
+    refreshed = children._refreshed(copied)
     assert b"PATH=/bin" in refreshed and b"RAYDEBUG_RAY_TASK=now" in refreshed
     assert b"RAYDEBUG_CLUSTER_HUB=h:2" in refreshed and len(refreshed) == len(copied)
     own = [b"PATH=/bin"]  # made without raydebug's variables: left as the caller made it
-    assert ray_integration._refreshed(own) is own
+    assert children._refreshed(own) is own
 
 
 def test_a_worker_exports_the_hub_for_its_children(monkeypatch: pytest.MonkeyPatch,
                                                     tmp_path: Path):
-    ray_integration = pytest.importorskip("raydebug.integrations.ray")
+    children = pytest.importorskip("raydebug.integrations.ray.children")
     monkeypatch.setattr(os, "environ", dict(os.environ))  # what the worker writes stays here
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    for name in (*ray_integration.CHILD_VARIABLES, "RAYDEBUG_HUB"):
+    for name in (*children.CHILD_VARIABLES, "RAYDEBUG_HUB"):
         monkeypatch.delenv(name, raising=False)
-    hub = ray_integration.HubInfo(worker="10.0.0.1:7001", client="10.0.0.1:5678",
-                                  token="cluster-secret", owner="actor", node_ip="10.0.0.1",
-                                  pid=1, cert="sha256:" + "ab" * 32)
-    monkeypatch.setattr(ray_integration.ray, "is_initialized", lambda: True)
-    monkeypatch.setattr(ray_integration, "find_or_start_hub", lambda: hub)
-    monkeypatch.setattr(ray_integration, "session_fields", lambda: {"task_id": "t1"})
-    monkeypatch.setattr(ray_integration, "_hub_failed_at", None)
-    ray_integration.prepare_children()
+    from raydebug.integrations.ray.discovery import HubInfo
+
+    hub = HubInfo(worker="10.0.0.1:7001", client="10.0.0.1:5678", token="cluster-secret",
+                  owner="actor", node_ip="10.0.0.1", pid=1, cert="sha256:" + "ab" * 32)
+    monkeypatch.setattr(children.ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(children, "find_or_start_hub", lambda: hub)
+    monkeypatch.setattr(children, "session_fields", lambda: {"task_id": "t1"})
+    monkeypatch.setattr(children, "_hub_failed_at", None)
+    children.prepare_children()
 
     child = AgentConfig.from_env(dict(os.environ))  # what a child of this worker reads
     assert (child.hub_host, child.hub_port, child.token) == ("10.0.0.1", 7001, "cluster-secret")

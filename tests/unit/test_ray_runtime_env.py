@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import pytest
 
 pytest.importorskip("ray")
 
+from raydebug.agent import discovery
+from raydebug.agent.discovery import HubAddress, LocalDiscovery
 from raydebug.integrations import ray as ray_integration
+from raydebug.integrations.ray import enable
 
 
 @pytest.fixture(autouse=True)
 def keep_breakpointhook():
-    saved = sys.breakpointhook
+    saved, saved_discovery = sys.breakpointhook, discovery.installed()
     yield
     sys.breakpointhook = saved
+    discovery.install(saved_discovery)
 
 
 def test_an_empty_runtime_env_gets_the_setup_hook():
@@ -41,7 +46,7 @@ def test_the_users_runtime_env_is_kept(monkeypatch: pytest.MonkeyPatch):
 
 def test_a_chained_hook_runs_the_users_first_then_ours(monkeypatch: pytest.MonkeyPatch):
     calls = []
-    monkeypatch.setattr(ray_integration, "setup_worker", lambda: calls.append("raydebug"))
+    monkeypatch.setattr(enable, "setup_worker", lambda: calls.append("raydebug"))
     ray_integration.ChainedSetupHook(lambda: calls.append("user"))()
     assert calls == ["user", "raydebug"]
 
@@ -57,3 +62,21 @@ def test_hub_info_carries_the_certificate_workers_pin():
     older = b'{"worker": "w:1", "client": "c:2", "token": "t", "owner": "actor", ' \
             b'"node_ip": "w", "pid": 1}'  # published by a hub without TLS support
     assert ray_integration.HubInfo.from_json(older).cert == ""
+
+
+def test_enabling_a_driver_gives_the_agent_rays_discovery(monkeypatch: pytest.MonkeyPatch):
+    discovery.install(LocalDiscovery())
+    ray_integration.runtime_env(None)
+    installed = discovery.installed()
+    assert isinstance(installed, ray_integration.RayDiscovery)
+    # Before ray.init (or in a fork child) it answers as a process a task started.
+    monkeypatch.setenv("RAYDEBUG_RAY_TASK", '{"task_id": "t1", "parent_pid": 7}')
+    assert not installed.in_cluster()
+    assert installed.process_identity() == {"task_id": "t1"}
+
+
+def test_the_agent_dials_the_published_worker_address_and_pins_its_certificate():
+    info = ray_integration.HubInfo(worker="10.0.0.1:5679", client="127.0.0.1:5678", token="t",
+                                   owner="actor", node_ip="10.0.0.1", pid=1, cert="sha256:ab")
+    assert info.address() == HubAddress("10.0.0.1", 5679, "t", "sha256:ab")
+    assert dataclasses.replace(info, cert="").address().cert is None

@@ -27,6 +27,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from ..errors import RaydebugError
+from . import discovery
 from .config import AgentConfig
 from .report import say
 
@@ -44,7 +45,7 @@ def get_agent() -> Any:
         if _agent is None:
             from .agent import Agent
 
-            _agent = Agent(AgentConfig.from_env(in_ray=_in_ray()))
+            _agent = Agent(AgentConfig.from_env(in_cluster=discovery.installed().in_cluster()))
         return _agent
 
 
@@ -62,15 +63,6 @@ def _forget_inherited_agent() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_inherited_agent)
-
-
-def _in_ray() -> bool:
-    """A Ray worker or driver (without importing ray into processes that do not use it)."""
-    if "ray" not in sys.modules:
-        return False
-    from ..integrations import ray as ray_integration
-
-    return ray_integration.in_ray_worker()
 
 
 def set_trace(*args: Any, **kwargs: Any) -> None:

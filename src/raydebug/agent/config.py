@@ -33,7 +33,7 @@ TRUTHY = {"1", "true", "yes", "on"}
 
 @dataclass(frozen=True)
 class AgentConfig:
-    hub_host: str | None  # None: find the hub through Ray
+    hub_host: str | None  # None: find the hub through the cluster (Ray)
     hub_port: int
     token: str
     wait_timeout: float | None
@@ -50,14 +50,15 @@ class AgentConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ,
-                 in_ray: bool = False) -> AgentConfig:
+                 in_cluster: bool = False) -> AgentConfig:
         """Read the settings; raises :class:`ConfigurationError` naming the variable.
 
-        ``in_ray``: this process is a Ray worker or driver, so the hub can be discovered.
+        ``in_cluster``: this process can find the hub through its cluster (a Ray worker or
+        driver: see :mod:`raydebug.agent.discovery`).
         """
         hub = environ.get("RAYDEBUG_HUB", "").strip()
         variable = "RAYDEBUG_HUB"
-        if not hub and in_ray:
+        if not hub and in_cluster:
             return cls(hub_host=None, hub_port=0, token="",
                        wait_timeout=_wait_timeout(environ),
                        post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY)

@@ -39,7 +39,8 @@ from ..protocol.worker import (
     Welcome,
     encode_control,
 )
-from .config import AgentConfig, parse_address
+from . import discovery
+from .config import AgentConfig
 from .debugger import mark_invisible
 from .metadata import process_info
 from .report import say
@@ -239,12 +240,8 @@ class HubLink:
         """The hub's worker address, token and pinned certificate (None: no TLS); raises
         :class:`HubUnreachableError`."""
         if self._hub is None:
-            from ..integrations import ray as ray_integration
-
-            info = ray_integration.find_or_start_hub(stale=self._stale_hub)
-            host, port = parse_address(info.worker, "the hub's worker address")
-            self._hub = (host, port, info.token, info.cert or None)
-            self._stale_hub = info  # replaced on success below, kept if it fails
+            self._hub = discovery.installed().find_hub(stale=self._stale_hub)
+            self._stale_hub = self._hub  # replaced on success below, kept if it fails
         return self._hub
 
     def _serve(self, until: float | None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import linecache
 import os
 import secrets
@@ -15,15 +14,11 @@ from types import FrameType
 from typing import Any
 
 from ..session import REASON_BREAKPOINT, REASON_EXCEPTION, SessionRecord
+from . import discovery
 from .config import parse_labels
 
 # Environment variables that launchers (torchrun, Ray, SLURM) set to tell processes apart.
 LABEL_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "SLURM_PROCID")
-# Set by a Ray worker for the processes it starts: the identities of the task starting them
-# (JSON; see raydebug.integrations.ray.prepare_children).
-RAY_TASK_VARIABLE = "RAYDEBUG_RAY_TASK"
-RAY_FIELDS = ("job_id", "task_id", "task_name", "actor_id", "actor_class", "node_id",
-              "node_ip", "worker_id", "attempt", "remote_root")
 
 
 def new_session_id() -> str:
@@ -33,8 +28,8 @@ def new_session_id() -> str:
 def process_labels() -> dict[str, str]:
     labels = {name.lower(): os.environ[name] for name in LABEL_VARIABLES if name in os.environ}
     labels.update(parse_labels(os.environ.get("RAYDEBUG_LABELS", "")))
-    parent = _ray_task_from_env().get("parent_pid")
-    if parent is not None and not _in_ray_worker():
+    parent = discovery.inherited_task().get("parent_pid")
+    if parent is not None and not discovery.installed().in_cluster():
         labels["parent_pid"] = str(parent)  # started by the Ray worker with that pid
     return labels
 
@@ -77,30 +72,8 @@ def record_for_frame(
 
 def ray_fields() -> dict[str, Any]:
     """Ray's identities of the current task, when this process is part of a Ray cluster;
-    in a process a Ray task started, those of that task."""
-    if _in_ray_worker():
-        from ..integrations import ray as ray_integration
-
-        return ray_integration.session_fields()
-    inherited = _ray_task_from_env()
-    return {name: inherited[name] for name in RAY_FIELDS if name in inherited}
-
-
-def _in_ray_worker() -> bool:
-    if "ray" not in sys.modules:
-        return False
-    from ..integrations import ray as ray_integration
-
-    return ray_integration.in_ray_worker()
-
-
-def _ray_task_from_env() -> dict[str, Any]:
-    """:data:`RAY_TASK_VARIABLE`, or ``{}`` when unset or not a JSON object."""
-    try:
-        fields = json.loads(os.environ.get(RAY_TASK_VARIABLE) or "{}")
-    except ValueError:
-        return {}
-    return fields if isinstance(fields, dict) else {}
+    in a process a Ray task started, those of that task (see :mod:`.discovery`)."""
+    return discovery.installed().process_identity()
 
 
 def describe_exception(exception: BaseException) -> str:

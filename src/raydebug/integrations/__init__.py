@@ -1,1 +1,3 @@
-"""Integrations with cluster engines. Each module may import its engine; nothing else may."""
+"""Integrations with cluster engines. Each package (``ray/``) may import its engine; nothing
+else may. An integration may import the agent (and install its discovery there); the agent
+never imports an integration."""

@@ -1,0 +1,58 @@
+"""raydebug inside Ray: the only package that imports ray. Its modules, by job:
+
+- :mod:`.enable`: a job's ``runtime_env`` with raydebug's setup hook (``raydebug.runtime_env()``,
+  ``raydebug run``'s ``RAY_RUNTIME_ENV_HOOK``);
+- :mod:`.worker_hooks`: what runs in every enabled worker and driver (``breakpoint()``, Ray's
+  post-mortem entry points, the hub discovery the agent asks);
+- :mod:`.children`: what a worker exports to the processes it starts;
+- :mod:`.discovery`: the hub published in the GCS's KV, and finding a cluster;
+- :mod:`.hub_actor`: the hub as a detached actor, started once (the only one importing the hub);
+- :mod:`.metadata`: a process's identities from Ray's runtime context.
+
+The names below stay importable from here: ``RAY_RUNTIME_ENV_HOOK`` and
+``worker_process_setup_hook`` name them by string.
+"""
+
+from __future__ import annotations
+
+from .children import CHILD_VARIABLES, prepare_children, watch_children
+from .discovery import (
+    GCS_CONNECT_TIMEOUT,
+    KV_HUB_KEY,
+    KV_NAMESPACE,
+    HubInfo,
+    connect_kv,
+    find_gcs_address,
+    local_node_ip,
+    publish_cli_hub,
+    publish_hub_info,
+    read_hub_info,
+    unpublish_hub_info,
+    wait_hub_info,
+)
+from .enable import SETUP_HOOK, ChainedSetupHook, runtime_env, runtime_env_hook
+from .hub_actor import (
+    HUB_ACTOR_NAME,
+    HUB_ACTOR_NAMESPACE,
+    find_or_start_cluster_hub,
+    find_or_start_hub,
+    hub_actor_class,
+)
+from .metadata import in_ray_worker, node_ip, session_fields
+from .worker_hooks import (
+    RayDiscovery,
+    install_driver_hook,
+    post_mortem,
+    post_mortem_enabled,
+    setup_worker,
+)
+
+__all__ = [
+    "CHILD_VARIABLES", "GCS_CONNECT_TIMEOUT", "HUB_ACTOR_NAME", "HUB_ACTOR_NAMESPACE",
+    "KV_HUB_KEY", "KV_NAMESPACE", "SETUP_HOOK", "ChainedSetupHook", "HubInfo", "RayDiscovery",
+    "connect_kv", "find_gcs_address", "find_or_start_cluster_hub", "find_or_start_hub",
+    "hub_actor_class", "in_ray_worker", "install_driver_hook", "local_node_ip", "node_ip",
+    "post_mortem", "post_mortem_enabled", "prepare_children", "publish_cli_hub",
+    "publish_hub_info", "read_hub_info", "runtime_env", "runtime_env_hook", "session_fields",
+    "setup_worker", "unpublish_hub_info", "wait_hub_info", "watch_children",
+]

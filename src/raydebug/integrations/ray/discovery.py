@@ -1,0 +1,217 @@
+"""Finding the cluster's hub through Ray's GCS, and finding the cluster itself.
+
+Theory of operation. A hub publishes its addresses and token in the GCS internal KV
+(namespace ``raydebug``, key ``hub``) as a :class:`HubInfo`. A worker that pauses reads it
+(starting the hub actor when nothing is published: see :mod:`.hub_actor`); a hub started by
+hand (``raydebug hub --ray-address``, :func:`publish_cli_hub`) publishes over the actor and
+so takes precedence. The CLI, which is no Ray driver, reaches the KV with a bare GCS client
+(:func:`connect_kv`), every step bounded, after finding which cluster is meant
+(:func:`find_gcs_address`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import ray
+
+from ...agent.config import parse_address
+from ...agent.discovery import HubAddress
+from ...errors import HubUnreachableError
+
+KV_NAMESPACE = b"raydebug"
+KV_HUB_KEY = b"hub"
+
+
+@dataclass(frozen=True)
+class HubInfo:
+    """What the KV says about the cluster's hub."""
+
+    worker: str  # host:port workers dial
+    client: str  # host:port (on the hub's node) for DAP and HTTP clients
+    token: str
+    owner: str  # "actor" or "cli"
+    node_ip: str
+    pid: int
+    cert: str = ""  # with TLS: the fingerprint of the worker listener's certificate
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> HubInfo:
+        """Raises ValueError or TypeError when ``data`` is not a HubInfo."""
+        return cls(**json.loads(data))
+
+    def address(self) -> HubAddress:
+        """Where workers dial it, as the agent's discovery returns it.
+        Raises :class:`~raydebug.errors.ConfigurationError` when ``worker`` is no host:port."""
+        host, port = parse_address(self.worker, "the hub's worker address")
+        return HubAddress(host, port, self.token, self.cert or None)
+
+
+def read_hub_info() -> HubInfo | None:
+    from ray.experimental import internal_kv
+
+    data = internal_kv._internal_kv_get(KV_HUB_KEY, namespace=KV_NAMESPACE)
+    if not data:
+        return None
+    try:
+        return HubInfo.from_json(data)
+    except (ValueError, TypeError):
+        return None
+
+
+def wait_hub_info(timeout: float) -> HubInfo | None:
+    """:func:`read_hub_info`, waiting up to ``timeout`` s for a hub to be published.
+
+    The KV offers no notification, so this polls it (every 0.2 s), bounded by ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        info = read_hub_info()
+        if info is not None or time.monotonic() >= deadline:
+            return info
+        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+
+
+def publish_hub_info(info: HubInfo) -> None:
+    from ray.experimental import internal_kv
+
+    internal_kv._internal_kv_put(KV_HUB_KEY, info.to_json(), overwrite=True,
+                                 namespace=KV_NAMESPACE)
+
+
+def unpublish_hub_info(info: HubInfo) -> None:
+    """Remove the KV entry if it still describes ``info`` (a later hub may have replaced it)."""
+    from ray.experimental import internal_kv
+
+    if read_hub_info() == info:
+        internal_kv._internal_kv_del(KV_HUB_KEY, namespace=KV_NAMESPACE)
+
+
+def publish_cli_hub(client: str, worker: str, token: str, cert: str | None = None) -> HubInfo:
+    """Publish a hub started by ``raydebug hub --ray-address``: it replaces any other.
+    ``cert``: its certificate's fingerprint, which workers then pin (``--tls``)."""
+    info = HubInfo(worker=worker, client=client, token=token, owner="cli",
+                   node_ip=worker.rsplit(":", 1)[0], pid=os.getpid(), cert=cert or "")
+    publish_hub_info(info)
+    return info
+
+
+GCS_CONNECT_TIMEOUT = 10.0  # Ray's own GcsClient gives up only after 40 s
+
+
+def find_gcs_address(address: str | None) -> str:
+    """The GCS address (``host:port``) of the cluster that ``address`` names: a GCS
+    address, or ``auto``/None for ``RAY_ADDRESS`` (unless it is a dashboard or Ray Client
+    URL), else one running on this machine: the latest ``ray start`` if it answers, else
+    the only GCS that answers. Raises :class:`HubUnreachableError` saying
+    why (none found, or several and no way to choose).
+
+    Unlike Ray's ``canonicalize_bootstrap_address``, a loopback address stays loopback: a
+    cluster on 127.0.0.1 does not listen on the machine's network address.
+    """
+    from ray._private.services import find_bootstrap_address, find_gcs_addresses
+
+    if address and address != "auto":
+        if "://" in address:
+            raise HubUnreachableError(
+                f"{address} is not a Ray GCS address (HOST:PORT, e.g. 127.0.0.1:6379); a "
+                "dashboard (http://) or Ray Client (ray://) address cannot be used")
+        return address
+    variable = os.environ.get("RAY_ADDRESS", "")
+    if variable and "://" not in variable and variable != "auto":
+        return variable
+    try:
+        latest = find_bootstrap_address(None)
+        running = sorted(find_gcs_addresses())
+    except Exception as error:  # reading /tmp/ray or the process table failed
+        raise HubUnreachableError(f"cannot look for a local Ray cluster: {error}") from None
+    if latest and _answers(latest):
+        return str(latest)
+    answering = [found for found in running if _answers(found)]
+    if not answering:
+        raise HubUnreachableError("no Ray cluster found on this machine")
+    if len(answering) > 1:
+        raise HubUnreachableError(
+            f"{len(answering)} Ray clusters run on this machine ({', '.join(answering)}): "
+            "choose one with --ray-address or RAY_ADDRESS")
+    return str(answering[0])
+
+
+def _answers(address: str, timeout: float = 3.0) -> bool:
+    """Whether something accepts TCP connections at ``host:port`` (within ``timeout``)."""
+    try:
+        _probe(address, timeout)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _probe(address: str, timeout: float) -> None:
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+        pass
+
+
+def connect_kv(address: str | None) -> str:
+    """Reach the cluster's KV from a process that is not a Ray driver (the CLI); return the
+    GCS address used (see :func:`find_gcs_address`).
+
+    Bounded: a port that does not answer is refused within 3 s, a GCS that does not
+    finish the handshake within :data:`GCS_CONNECT_TIMEOUT`. Raises
+    :class:`HubUnreachableError` saying why.
+    """
+    from ray.experimental import internal_kv
+
+    if ray.is_initialized() or internal_kv._internal_kv_initialized():
+        return address or "auto"
+    gcs_address = find_gcs_address(address)
+    try:
+        _probe(gcs_address, timeout=3.0)
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        raise HubUnreachableError(
+            f"no Ray cluster answers at {gcs_address} ({reason.lower()})") from None
+    result: list[Any] = []
+
+    def connect() -> None:
+        try:
+            result.append(ray._raylet.GcsClient(address=gcs_address))  # type: ignore[attr-defined]
+        except Exception as error:  # Ray raises its own AuthenticationError, RpcError, ...
+            result.append(error)
+
+    # GcsClient blocks in C++ and takes no timeout: wait for it on a thread, bounded.
+    thread = threading.Thread(target=connect, name="raydebug-gcs-connect", daemon=True)
+    thread.start()
+    thread.join(GCS_CONNECT_TIMEOUT)
+    if not result:
+        raise HubUnreachableError(
+            f"the Ray cluster at {gcs_address} did not answer within "
+            f"{GCS_CONNECT_TIMEOUT:g} s (is it a Ray GCS port? does it use token "
+            "authentication, RAY_AUTH_MODE=token?)")
+    if isinstance(result[0], Exception):
+        failure = str(result[0])
+        if "auth" in failure.lower():
+            raise HubUnreachableError(
+                f"the Ray cluster at {gcs_address} uses token authentication: set "
+                "RAY_AUTH_MODE=token (its token in ~/.ray/auth_token or RAY_AUTH_TOKEN)")
+        first_line = failure.splitlines()[0][:200] if failure else type(result[0]).__name__
+        raise HubUnreachableError(
+            f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}")
+    internal_kv._initialize_internal_kv(result[0])
+    return gcs_address
+
+
+def local_node_ip() -> str:
+    """This machine's address as Ray sees it (loopback when Ray is told to use it)."""
+    from ray._private.services import get_node_ip_address
+
+    return str(get_node_ip_address())  # type: ignore[no-untyped-call]

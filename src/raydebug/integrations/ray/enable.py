@@ -1,0 +1,62 @@
+"""Enabling raydebug in a Ray job: a ``runtime_env`` that runs raydebug's worker setup hook.
+
+Theory of operation. Enabling adds two things to a job's ``runtime_env`` and keeps everything
+the user put there: a ``worker_process_setup_hook`` (:data:`SETUP_HOOK`, after the user's
+own: :class:`ChainedSetupHook`) and raydebug's env vars. Three ways, all the same underneath:
+:func:`runtime_env` for code, :func:`runtime_env_hook` for ``RAY_RUNTIME_ENV_HOOK`` (used by
+``raydebug run``), and ``ray job submit -- raydebug run``. Called in a driver, it also routes
+the driver's own ``breakpoint()``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .worker_hooks import install_driver_hook, setup_worker
+
+SETUP_HOOK = "raydebug.integrations.ray.setup_worker"
+
+
+def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return ``base`` (a runtime_env, possibly None) with raydebug enabled in every worker.
+
+    The user's env_vars, working_dir, pip, and setup hook are kept; a setup hook of theirs
+    runs first, then raydebug's. Called in a driver, it also routes the driver's own
+    ``breakpoint()`` (see :func:`install_driver_hook`).
+    """
+    env = dict(base or {})
+    env_vars = {str(k): str(v) for k, v in (env.get("env_vars") or {}).items()}
+    for name in ("RAYDEBUG_POST_MORTEM", "RAYDEBUG_WAIT_TIMEOUT", "RAYDEBUG_HUB",
+                 "RAYDEBUG_TOKEN", "RAYDEBUG_TOKEN_FILE", "RAYDEBUG_HUB_CERT",
+                 "RAYDEBUG_HUB_TLS", "RAYDEBUG_LABELS"):
+        if name in os.environ:
+            env_vars.setdefault(name, os.environ[name])
+    env["env_vars"] = env_vars
+    user_hook = env.get("worker_process_setup_hook")
+    if user_hook is None or user_hook == SETUP_HOOK:
+        env["worker_process_setup_hook"] = SETUP_HOOK
+    elif not isinstance(user_hook, ChainedSetupHook):
+        env["worker_process_setup_hook"] = ChainedSetupHook(user_hook)
+    install_driver_hook()
+    return env
+
+
+def runtime_env_hook(base: dict[str, Any] | None) -> dict[str, Any]:
+    """``RAY_RUNTIME_ENV_HOOK`` target: Ray passes the driver's runtime_env through it."""
+    return runtime_env(base)
+
+
+class ChainedSetupHook:
+    """The user's worker setup hook (a callable or a ``module.function`` name), then ours."""
+
+    def __init__(self, user_hook: Any) -> None:
+        self.user_hook = user_hook
+
+    def __call__(self) -> None:
+        hook = self.user_hook
+        if isinstance(hook, str):
+            module_name, _, function = hook.rpartition(".")
+            hook = getattr(__import__(module_name, fromlist=[function]), function)
+        hook()
+        setup_worker()

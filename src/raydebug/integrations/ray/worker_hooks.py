@@ -1,0 +1,84 @@
+"""What runs in every Ray process raydebug enables: the worker setup hook, the driver hook,
+and the hub discovery they install for the agent.
+
+Theory of operation. In a worker, :func:`setup_worker` (the job's
+``worker_process_setup_hook``, which runs after Ray's own set-up points ``PYTHONBREAKPOINT``
+at Ray's debugger) makes ``breakpoint()`` call raydebug, and replaces Ray's post-mortem
+entry points (``ray.util.pdb._is_ray_debugger_post_mortem_enabled`` / ``_post_mortem``,
+which Ray's task executor calls on a task or actor exception) so that a failing task
+freezes as a raydebug session when ``RAYDEBUG_POST_MORTEM=1`` or ``RAY_DEBUG_POST_MORTEM=1``.
+In a driver, :func:`install_driver_hook` routes ``breakpoint()``. Both install
+:class:`RayDiscovery`, through which the agent finds the cluster's hub and the task's
+identities without importing this package.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import ray
+
+from ...agent import discovery
+from ...agent.config import TRUTHY
+from ...agent.discovery import HubAddress, LocalDiscovery
+from .children import watch_children
+from .hub_actor import find_or_start_hub
+from .metadata import in_ray_worker, session_fields
+
+
+def setup_worker() -> None:
+    """Worker setup hook: breakpoint() and post-mortem go to raydebug, in this worker and
+    in the processes it starts."""
+    from ...agent import set_trace
+
+    sys.breakpointhook = set_trace
+    os.environ["PYTHONBREAKPOINT"] = "raydebug.set_trace"  # for processes this one starts
+    # Inherited when `raydebug run`'s driver started the cluster; its children are no drivers.
+    os.environ.pop("RAYDEBUG_RAY_DRIVER", None)
+    ray_pdb = ray.util.pdb
+    ray_pdb._is_ray_debugger_post_mortem_enabled = post_mortem_enabled
+    ray_pdb._post_mortem = post_mortem
+    discovery.install(RayDiscovery())
+    watch_children()
+
+
+def post_mortem_enabled() -> bool:
+    return any(os.environ.get(name, "").lower() in TRUTHY
+               for name in ("RAYDEBUG_POST_MORTEM", "RAY_DEBUG_POST_MORTEM"))
+
+
+def post_mortem() -> None:
+    """Called by Ray inside its handler of a task's exception: freeze in the raising frame.
+    The task's error still reaches the caller once the session ends."""
+    from ...agent import post_mortem as freeze
+
+    freeze()
+
+
+def install_driver_hook() -> None:
+    """Route the driver's ``breakpoint()`` (see :func:`raydebug.agent.driver_breakpoint`).
+    Ray only sets ``PYTHONBREAKPOINT``, which a replaced ``sys.breakpointhook`` ignores."""
+    from ...agent import driver_breakpoint
+
+    sys.breakpointhook = driver_breakpoint
+    discovery.install(RayDiscovery())
+
+
+class RayDiscovery:
+    """The agent's :class:`~raydebug.agent.discovery.HubDiscovery` in a Ray worker or
+    driver: the hub through the cluster's KV (started as an actor if need be), the
+    identities from Ray's runtime context. A fork child, whose Ray connection does not
+    work, answers as a process the task started (:class:`LocalDiscovery`)."""
+
+    def in_cluster(self) -> bool:
+        return in_ray_worker()
+
+    def find_hub(self, stale: object = None) -> HubAddress:
+        return find_or_start_hub(stale=stale).address()
+
+    def process_identity(self) -> dict[str, Any]:
+        if in_ray_worker():
+            return session_fields()
+        return LocalDiscovery().process_identity()
