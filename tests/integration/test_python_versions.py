@@ -15,7 +15,9 @@ from helpers import HubProcess, finish, line_of, run, write_script
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 SOURCE = Path(__file__).resolve().parents[2] / "src"
-PYTHONS = {version: Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python{version}")
+# Lists, not glob()'s generators: a generator is empty for the second test that asks (the
+# fallback then found pyenv's shim, which runs no version that is not selected).
+PYTHONS = {version: sorted(Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python{version}"))
            for version in ("3.10", "3.12", "3.13")}
 
 WORKER = """
@@ -45,7 +47,7 @@ print(f"value {value}", flush=True)
 
 
 def interpreter(version: str) -> Path | None:
-    found = sorted(PYTHONS[version])
+    found = PYTHONS[version]
     return found[-1] if found else shutil.which(f"python{version}") and Path(
         str(shutil.which(f"python{version}")))
 
