@@ -9,6 +9,18 @@ import click
 
 from ..errors import ConfigurationError
 
+# Ray's driver folds log lines that differ only in words with digits into one, and says
+# "[repeated 6x across cluster]" only when the job ends: every pause notice but the first
+# ("raydebug: session <id> paused at ...") would be hidden. Lines matching Ray's allow regex
+# are never folded.
+NEVER_FOLD = r"raydebug: "
+
+
+def never_fold(allow: str | None) -> str:
+    """Ray's ``RAY_DEDUP_LOGS_ALLOW_REGEX`` that also keeps raydebug's lines (a user's own
+    pattern, if set, still applies)."""
+    return f"(?:{allow})|{NEVER_FOLD}" if allow else NEVER_FOLD
+
 
 @click.command(context_settings={"ignore_unknown_options": True,
                                  "allow_interspersed_args": False})
@@ -33,6 +45,7 @@ def run(post_mortem: bool, wait_timeout: float | None, command: tuple[str, ...])
     env = dict(os.environ)
     env["RAY_RUNTIME_ENV_HOOK"] = "raydebug.integrations.ray.runtime_env_hook"
     env["RAYDEBUG_RAY_DRIVER"] = "1"
+    env["RAY_DEDUP_LOGS_ALLOW_REGEX"] = never_fold(env.get("RAY_DEDUP_LOGS_ALLOW_REGEX"))
     if post_mortem:
         env["RAYDEBUG_POST_MORTEM"] = "1"
     if wait_timeout is not None:

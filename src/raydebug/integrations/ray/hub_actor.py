@@ -54,7 +54,10 @@ def find_or_start_hub(stale: object = None) -> HubInfo:
             name=HUB_ACTOR_NAME, namespace=HUB_ACTOR_NAMESPACE, lifetime="detached",
             get_if_exists=True, num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001},
         ).remote()
-        data = ray.get(actor.start.remote(tls=hub_tls_wanted()), timeout=HUB_START_TIMEOUT)
+        started = actor.start.remote(tls=hub_tls_wanted())
+        # Not ray.get(): in an async actor's process it logs "Using blocking ray.get inside
+        # async actor", which the user's code did not cause (this runs on raydebug's thread).
+        data = started.future().result(timeout=HUB_START_TIMEOUT)
     except Exception as error:  # Ray's errors are many; the user needs one line
         raise HubUnreachableError(f"could not start the raydebug hub actor: {error}") from None
     return HubInfo(**data)
