@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT = 5.0
 HANDSHAKE_TIMEOUT = 5.0
 RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
+STABLE_AFTER = 5.0  # seconds a control connection must last to reset the backoff
 RECV_SIZE = 256 * 1024
 
 
@@ -141,15 +142,17 @@ class HubLink:
     def _run(self) -> None:
         attempt = 0
         while True:
-            if self._control is None:
-                if self._connect_control():
-                    attempt = 0
-                else:
-                    delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
-                    attempt += 1
-                    self._serve(until=time.monotonic() + delay)
+            if self._connect_control() and self._control is not None:
+                connected = time.monotonic()
+                self._serve(until=None)  # until the control connection drops
+                if time.monotonic() - connected >= STABLE_AFTER:
+                    attempt = 0  # the hub was there: reconnect at once
                     continue
-            self._serve(until=None)
+                # Dropped right after the handshake (a hub that closes at once, a proxy):
+                # back off as for a failed connect, or the link would redial in a loop.
+            delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
+            attempt += 1
+            self._serve(until=time.monotonic() + delay)
 
     def _connect_control(self) -> bool:
         try:
