@@ -34,8 +34,7 @@ import core
 from helpers import run as run_async  # tests/helpers.py, on the path through core
 from raydebug.client.dap import DapClient
 from raydebug.hub.net import read_next
-from raydebug.protocol.handshake import AgentHandshake
-from raydebug.protocol.worker import (
+from raydebug.protocol.control import (
     ROLE_CONTROL,
     Challenge,
     Identify,
@@ -43,6 +42,7 @@ from raydebug.protocol.worker import (
     Welcome,
     encode_control,
 )
+from raydebug.protocol.handshake import AgentHandshake
 
 # More hub settings, if a run needs them: BENCH_HUB_ARGS="--flag value".
 EXTRA_HUB_ARGS = os.environ.get("BENCH_HUB_ARGS", "").split()

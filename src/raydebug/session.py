@@ -12,7 +12,7 @@ while that client stays.
 
 A thread that runs again is no event of this table (the hub does not see it): stepping and
 ``continue`` leave an attached session attached. The agent ends a session (``ended``, with
-one of ``protocol.worker.END_REASONS``) when its thread runs on with no client attached, when
+one of ``protocol.control.END_REASONS``) when its thread runs on with no client attached, when
 no client came in time, when the function it paused in returns, or when the same thread
 pauses elsewhere. A client that detaches cleanly makes pydevd resume every thread, which
 ends every session of the process.

@@ -5,7 +5,7 @@ on its first start and keeps them in the per-user state directory (mode 0600), s
 starts present the same certificate. Workers learn its fingerprint where they learn the
 hub's address (the Ray KV's HubInfo, the local state file, or ``RAYDEBUG_HUB_CERT``) and
 refuse a hub that presents any other certificate. The HMAC challenge-response
-(:mod:`raydebug.protocol.worker`) then runs inside TLS, unchanged.
+(:mod:`raydebug.protocol.control`) then runs inside TLS, unchanged.
 
 The agent imports this module with the standard library only; creating a certificate needs
 ``cryptography`` and happens in the hub alone.

@@ -11,8 +11,7 @@ import pytest
 
 from helpers import HubProcess, finish, write_script
 from raydebug.protocol import NEED_DATA, frame
-from raydebug.protocol.handshake import AgentHandshake
-from raydebug.protocol.worker import (
+from raydebug.protocol.control import (
     Challenge,
     ControlStream,
     Refused,
@@ -20,6 +19,7 @@ from raydebug.protocol.worker import (
     Welcome,
     encode_control,
 )
+from raydebug.protocol.handshake import AgentHandshake
 
 pytestmark = pytest.mark.integration
 

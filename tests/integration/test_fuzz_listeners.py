@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from helpers import HubProcess, finish, start_hub, write_script
 from raydebug.protocol import NEED_DATA, frame
-from raydebug.protocol.worker import ControlStream
+from raydebug.protocol.control import ControlStream
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -23,8 +23,7 @@ import pytest
 
 from helpers import PAUSING_WORKER, TIMEOUT, HubProcess, finish, start_hub, stop, write_script
 from raydebug.protocol import NEED_DATA, frame
-from raydebug.protocol.handshake import new_nonce
-from raydebug.protocol.worker import (
+from raydebug.protocol.control import (
     PROTOCOL_VERSION,
     Challenge,
     ControlMessage,
@@ -35,6 +34,7 @@ from raydebug.protocol.worker import (
     Welcome,
     encode_control,
 )
+from raydebug.protocol.handshake import new_nonce
 
 pytestmark = pytest.mark.integration
 
@@ -153,7 +153,7 @@ def test_after_an_impostor_the_real_hub_gets_the_process(impostor: Impostor, tmp
         assert impostor.got_hello.wait(TIMEOUT)
         impostor.close()  # the impostor leaves; the real hub takes its port
         hub = start_hub("--worker-port", str(impostor.port))
-        hub.workers.append(proc)
+        hub.worker_listener.append(proc)
         [session] = hub.wait_sessions(1)
         assert session["pid"] == proc.pid
         assert hub.evaluate_and_detach(session["id"], "value") == "41"

@@ -17,8 +17,8 @@ import pytest
 
 from helpers import PAUSING_WORKER, finish, start_hub, write_script
 from raydebug.protocol import NEED_DATA, frame
+from raydebug.protocol.control import Challenge, ControlStream, Welcome
 from raydebug.protocol.handshake import AgentHandshake
-from raydebug.protocol.worker import Challenge, ControlStream, Welcome
 
 pytestmark = pytest.mark.integration
 

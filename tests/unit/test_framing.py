@@ -95,7 +95,7 @@ def test_fuzz_random_bytes_never_crash_the_framer(data: bytes, chunk: int):
 
 
 def test_protocol_imports_no_io():
-    code = ("import sys, raydebug.protocol, raydebug.protocol.worker; "
+    code = ("import sys, raydebug.protocol, raydebug.protocol.control; "
             "import raydebug.protocol.handshake, raydebug.protocol.proxy_policy; "
             "print(sorted(m for m in ('socket', 'asyncio', 'ray', 'selectors', 'debugpy') "
             "if m in sys.modules))")

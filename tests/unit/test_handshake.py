@@ -14,16 +14,7 @@ from raydebug.errors import (
     RemoteProtocolError,
 )
 from raydebug.protocol import NEED_DATA, frame
-from raydebug.protocol.handshake import (
-    AGENT,
-    HUB,
-    AgentHandshake,
-    HandshakeState,
-    HubHandshake,
-    new_nonce,
-    prove,
-)
-from raydebug.protocol.worker import (
+from raydebug.protocol.control import (
     PROTOCOL_VERSION,
     ROLE_CONTROL,
     ROLE_DATA,
@@ -34,6 +25,15 @@ from raydebug.protocol.worker import (
     Welcome,
     decode_control,
     encode_control,
+)
+from raydebug.protocol.handshake import (
+    AGENT,
+    HUB,
+    AgentHandshake,
+    HandshakeState,
+    HubHandshake,
+    new_nonce,
+    prove,
 )
 
 TOKEN = "s3cret-token"

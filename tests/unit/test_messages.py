@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from raydebug.errors import RemoteProtocolError
 from raydebug.protocol import DapConnection, Event, Request, Response, frame, parse_message
-from raydebug.protocol.worker import (
+from raydebug.protocol.control import (
     ControlStream,
     SessionStarted,
     decode_control,

@@ -154,7 +154,7 @@ def test_the_hub_closing_the_channel_gives_pydevd_eof(channel: Channel, clean: b
 
 
 def test_without_tls_there_is_no_relay():
-    from raydebug.agent.link import _is_tls
+    from raydebug.agent.hub_link import _is_tls
 
     plain, other = socket.socketpair()
     with plain, other:

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from types import FrameType
 
-from ..protocol.worker import (
+from ..protocol.control import (
     END_MOVED,
     END_RAISED,
     END_RESUMED,
@@ -40,7 +40,7 @@ from ..protocol.worker import (
 from ..session import SessionRecord
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
-from .link import HubLink
+from .hub_link import HubLink
 from .metadata import innermost_frame, record_for_frame
 from .report import say
 from .returns import ReturnWatcher

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..errors import PeerClosed
 from ..protocol import DapConnection, Message
 from .net import read_next
-from .workers import DataChannel
+from .worker_listener import DataChannel
 
 
 class ChannelStream:

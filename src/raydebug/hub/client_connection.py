@@ -33,17 +33,17 @@ from ..errors import (
     SessionNotFoundError,
 )
 from ..protocol import Event, Request, Response
+from ..protocol.control import ClientGone as ClientGoneMessage
+from ..protocol.control import OpenChannel
 from ..protocol.paths import PathTranslator
 from ..protocol.proxy_policy import ProxyPolicy, adapter_capabilities
-from ..protocol.worker import ClientGone as ClientGoneMessage
-from ..protocol.worker import OpenChannel
 from .channel_stream import ChannelStream
 from .client_stream import ClientStream
 from .cluster_attach import ClusterAttach, ClusterAttaches
 from .net import revoke_this_connection, vouch_for_this_connection
 from .registry import HubSession, Process, Registry
 from .relay import Relay
-from .workers import PendingChannels
+from .worker_listener import PendingChannels
 
 log = logging.getLogger("raydebug.hub")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import HubFullError, SessionBusyError, SessionNotFoundError
-from ..protocol.worker import ControlMessage
+from ..protocol.control import ControlMessage
 from ..session import SessionEvent, SessionRecord, SessionState, next_state
 
 
@@ -102,7 +102,7 @@ class Registry:
 
     async def end_session(self, process: Process, session_id: str, reason: str = "",
                           returned: str = "") -> None:
-        """The agent says a session ended (``reason``: see ``protocol.worker.END_REASONS``)."""
+        """The agent says a session ended (``reason``: see ``protocol.control.END_REASONS``)."""
         if session_id in process.sessions:
             session = process.sessions[session_id]
             self._drop_session(process, session_id)

@@ -21,6 +21,7 @@ import asyncio
 from collections.abc import Iterable
 
 from ..errors import PeerClosed
+from ..protocol.control import ClientReady
 from ..protocol.paths import PathTranslator
 from ..protocol.proxy_policy import (
     PASS,
@@ -31,7 +32,6 @@ from ..protocol.proxy_policy import (
     ToClient,
     ToWorker,
 )
-from ..protocol.worker import ClientReady
 from .channel_stream import ChannelStream
 from .client_stream import ClientStream
 from .registry import Process

@@ -45,7 +45,7 @@ from .net import (
 )
 from .registry import Registry
 from .tls_server import TlsServer
-from .workers import PendingChannels, WorkerListener
+from .worker_listener import PendingChannels, WorkerListener
 
 log = logging.getLogger("raydebug.hub")
 

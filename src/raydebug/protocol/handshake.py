@@ -52,8 +52,7 @@ from ..errors import (
     RaydebugError,
     RemoteProtocolError,
 )
-from .framing import NeedData
-from .worker import (
+from .control import (
     PROTOCOL_VERSION,
     ROLE_CONTROL,
     ROLE_DATA,
@@ -64,6 +63,7 @@ from .worker import (
     Refused,
     Welcome,
 )
+from .framing import NeedData
 
 AGENT = "agent"
 HUB = "hub"

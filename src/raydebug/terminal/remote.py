@@ -41,7 +41,7 @@ class Stop:
 @dataclass(frozen=True)
 class SessionEnd:
     """The hub's word that a session of the process ended (``reason``: the agent's, see
-    ``protocol.worker.END_REASONS``; ``returned``: repr of its function's return value)."""
+    ``protocol.control.END_REASONS``; ``returned``: repr of its function's return value)."""
 
     session_id: str
     thread: str

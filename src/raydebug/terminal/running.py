@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from ..errors import CommandError
-from ..protocol.worker import END_MOVED, END_RAISED, END_RETURNED
+from ..protocol.control import END_MOVED, END_RAISED, END_RETURNED
 from . import commands, render, sources
 from .context import DebuggerContext
 from .remote import SessionEnd

@@ -28,8 +28,7 @@ from ..errors import (
     RemoteProtocolError,
     SessionBusyError,
 )
-from ..protocol.handshake import HubHandshake
-from ..protocol.worker import (
+from ..protocol.control import (
     ROLE_CONTROL,
     ChannelFailed,
     ControlMessage,
@@ -41,6 +40,7 @@ from ..protocol.worker import (
     SessionStarted,
     encode_control,
 )
+from ..protocol.handshake import HubHandshake
 from ..session import SessionRecord
 from .net import peer_name, read_next, set_nodelay, vouch_for_this_connection
 from .registry import Process, Registry

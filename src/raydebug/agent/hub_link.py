@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from ..errors import AuthenticationError, HubUnreachableError, RaydebugError
 from ..protocol import NEED_DATA
-from ..protocol.framing import NeedData
-from ..protocol.handshake import AgentHandshake
-from ..protocol.worker import (
+from ..protocol.control import (
     ROLE_CONTROL,
     ROLE_DATA,
     Challenge,
@@ -39,6 +37,8 @@ from ..protocol.worker import (
     Welcome,
     encode_control,
 )
+from ..protocol.framing import NeedData
+from ..protocol.handshake import AgentHandshake
 from . import discovery
 from .config import AgentConfig
 from .debugger import mark_invisible
