@@ -102,7 +102,7 @@ def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, 
     proc = subprocess.Popen([python, str(script)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env=hub.env(RAYDEBUG_WAIT_TIMEOUT="120", PYTHONPATH=str(SOURCE)))
-    hub.worker_listener.append(proc)
+    hub.workers.append(proc)
     try:
         check_forking(hub, proc)
     finally:

@@ -153,7 +153,7 @@ def test_after_an_impostor_the_real_hub_gets_the_process(impostor: Impostor, tmp
         assert impostor.got_hello.wait(TIMEOUT)
         impostor.close()  # the impostor leaves; the real hub takes its port
         hub = start_hub("--worker-port", str(impostor.port))
-        hub.worker_listener.append(proc)
+        hub.workers.append(proc)
         [session] = hub.wait_sessions(1)
         assert session["pid"] == proc.pid
         assert hub.evaluate_and_detach(session["id"], "value") == "41"

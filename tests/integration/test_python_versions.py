@@ -76,7 +76,7 @@ def test_the_agent_works_in_other_pythons(hub: HubProcess, other_python: tuple[s
     env = hub.env(PYTHONPATH=str(SOURCE))
     proc = subprocess.Popen([str(python), str(script)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    hub.worker_listener.append(proc)
+    hub.workers.append(proc)
     [session] = hub.wait_sessions(1)
     assert session["line"] == line_of(script, "pause here")
 

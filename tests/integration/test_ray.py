@@ -13,15 +13,12 @@ from typing import Any
 import pytest
 
 from helpers import finish, listening_ports, run, stop, write_script
+from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 from raydebug.client.dap import DapClient  # noqa: E402
-
-# Ray replaces 127.0.0.1 by the machine's network address unless told not to; tests stay
-# on loopback.
-LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 JOB = """
 import asyncio, sys, threading
@@ -88,30 +85,10 @@ EXPECTED_TASKS = {"on_head", "on_node1", "on_node2", "Threaded.work", "Asynchron
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """Head + 2 worker nodes, each with a resource to pin tasks to it."""
-    saved = {name: os.environ.get(name) for name in LOOPBACK}
-    os.environ.update(LOOPBACK)
-    from ray.cluster_utils import Cluster
-
-    ray_cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "resources": {"on_head": 1}, "node_ip_address": "127.0.0.1",
-        "include_dashboard": False})
-    for name in ("on_node1", "on_node2"):
-        ray_cluster.add_node(num_cpus=1, resources={name: 1}, node_ip_address="127.0.0.1")
-    ray_cluster.wait_for_nodes()
-    try:
+    with loopback_cluster({"num_cpus": 1, "resources": {"on_head": 1}},
+                          {"num_cpus": 1, "resources": {"on_node1": 1}},
+                          {"num_cpus": 1, "resources": {"on_node2": 1}}) as ray_cluster:
         yield ray_cluster
-    finally:
-        ray_cluster.shutdown()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "raydebug", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **LOOPBACK})
 
 
 def hub_processes(cluster: Any) -> list[int]:

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from helpers import finish, read_line, run, stop, write_script
+from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -31,7 +32,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 from raydebug.client.dap import DapClient, DapRequestError  # noqa: E402
 
 # Ray replaces 127.0.0.1 by the machine's network address unless told not to.
-LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 PRELUDE = """
 import json, os, subprocess, sys, time
@@ -146,31 +146,13 @@ class RayCluster:
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[RayCluster]:
     """A head node and one worker node; tasks run on either."""
-    saved = {name: os.environ.get(name) for name in LOOPBACK}
-    os.environ.update(LOOPBACK)
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": False})
-    cluster.add_node(num_cpus=2, node_ip_address="127.0.0.1")
-    cluster.wait_for_nodes()
-    shared = RayCluster(cluster)
-    try:
-        yield shared
-    finally:
-        for driver in shared.drivers:
-            stop(driver)
-        cluster.shutdown()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "raydebug", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **LOOPBACK})
+    with loopback_cluster({"num_cpus": 2}, {"num_cpus": 2}) as cluster:
+        shared = RayCluster(cluster)
+        try:
+            yield shared
+        finally:
+            for driver in shared.drivers:
+                stop(driver)
 
 
 def environ_of(pid: int) -> dict[str, str]:

@@ -61,7 +61,7 @@ def test_attach_waiting_for_a_slowly_starting_first_pause(hub: HubProcess, tmp_p
         return await attaching
 
     assert run(attach_first(), timeout=90) == "41"
-    [proc] = hub.worker_listener
+    [proc] = hub.workers
     code, out, err = finish(proc)
     assert code == 0 and "finished 42" in out, err
     assert "Traceback" not in err, err
@@ -141,7 +141,7 @@ def test_slow_first_pause_in_a_ray_worker(hub: HubProcess, tmp_path: Path, clust
          cluster.address],
         env=hub.env(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    hub.worker_listener.append(driver)
+    hub.workers.append(driver)
     try:
         assert run(attach_evaluate_detach(hub), timeout=180) == "41"
         code, out, err = finish(driver, timeout=120)

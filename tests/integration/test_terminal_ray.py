@@ -16,11 +16,11 @@ import pytest
 from test_terminal import PROMPT
 
 from helpers import stop, write_script
+from ray_cluster import LOOPBACK, loopback_cluster
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
-LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 JOB = """
 import sys
@@ -54,21 +54,8 @@ print("actor", sorted(ray.get([actor.work.remote(4), actor.work.remote(5)])), fl
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    saved = {name: os.environ.get(name) for name in LOOPBACK}
-    os.environ.update(LOOPBACK)
-    from ray.cluster_utils import Cluster
-
-    ray_cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": False})
-    try:
+    with loopback_cluster({"num_cpus": 2}) as ray_cluster:
         yield ray_cluster
-    finally:
-        ray_cluster.shutdown()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def test_a_task_stepped_off_its_end_and_a_threaded_actor_continued_call_by_call(

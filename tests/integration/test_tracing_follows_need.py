@@ -96,7 +96,7 @@ def test_full_speed_while_attached_and_after_leaving(hub: HubProcess, tmp_path: 
     proc = subprocess.Popen([python, str(script), str(log), str(stop_file)],
                             env=hub.env(PYTHONPATH=str(SOURCE)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    hub.worker_listener.append(proc)
+    hub.workers.append(proc)
     work_line = line_of(script, "work's breakpoint line")
 
     async def scenario() -> dict[str, float]:
