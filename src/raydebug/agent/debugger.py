@@ -136,7 +136,7 @@ class Debugger:
         """
         import pydevd
 
-        self._suspensions.about_to_stop(threading.get_ident(), under_client)
+        self._suspensions.about_to_stop(threading.get_ident(), under_client, frame)
         with self._start_lock:
             self._tracing.arm_locked()  # every thread: breakpoints may be set in any of them
             pydevd.settrace(

@@ -17,6 +17,7 @@ calls out while holding it.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -40,7 +41,8 @@ class Suspensions:
         # hold_unanswered_stops): threads told to stop that have not suspended yet, threads
         # that stopped for a pause while a client was attached, with the client's request
         # count at that stop, and the threads the last disconnect left suspended.
-        self._pending: dict[int, float] = {}  # ident -> when it was told to stop
+        # ident -> when it was told to stop, and the frame it is to stop in (None: any)
+        self._pending: dict[int, tuple[float, FrameType | None]] = {}
         self._fresh: set[int] = set()
         self._stopped_at: dict[int, int] = {}
         self._requests = 0
@@ -50,11 +52,12 @@ class Suspensions:
 
     # -- what the debugger tells us --------------------------------------------------------
 
-    def about_to_stop(self, ident: int, under_client: bool = False) -> None:
+    def about_to_stop(self, ident: int, under_client: bool = False,
+                      frame: FrameType | None = None) -> None:
         """Thread ``ident`` is told to stop (``under_client``: for a pause new to an attached
-        client); no resume cancels it before it suspends."""
+        client; ``frame``: where it is to stop); no resume cancels it before it suspends."""
         with self._lock:
-            self._pending[ident] = time.monotonic()
+            self._pending[ident] = (time.monotonic(), frame)
             if under_client:
                 self._fresh.add(ident)
 
@@ -99,8 +102,16 @@ class Suspensions:
         last line, stepping out into code pydevd skips): forgotten, or the process would
         stay traced, and that thread unresumable, for good."""
         now = time.monotonic()
-        for ident in [i for i, since in self._pending.items() if now - since > PENDING_SECONDS]:
-            del self._pending[ident]
+        expired = [ident for ident, (since, _) in self._pending.items()
+                   if now - since > PENDING_SECONDS]
+        if expired:
+            # A thread still in the frame it is to stop in has not missed its stop, only been
+            # slow to reach it (70 processes pausing at once on 2 cores: more than 2 s from
+            # the pause to pydevd's settrace): keep it. Gone from the frame: forget it.
+            stacks = sys._current_frames()
+            for ident in expired:
+                if not _on_stack(self._pending[ident][1], stacks.get(ident)):
+                    del self._pending[ident]
         return set(self._pending)
 
     # -- pydevd's patches ----------------------------------------------------------------------
@@ -238,6 +249,15 @@ class Suspensions:
         for owner, name, original in self._restore:
             setattr(owner, name, original)
         self._restore = []
+
+
+def _on_stack(frame: FrameType | None, top: FrameType | None) -> bool:
+    """Whether ``frame`` is ``top`` or one of its callers (False for no frame)."""
+    while frame is not None and top is not None:
+        if top is frame:
+            return True
+        top = top.f_back
+    return False
 
 
 class _AlsoWake:
