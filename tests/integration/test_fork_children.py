@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HubProcess, finish, run, write_script
+from helpers import HubProcess, finish, run, venv_with_debugpy, write_script
 from raydebug.client.dap import DapClient, DapRequestError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -86,14 +86,7 @@ def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     found = sorted(Path("/root/.pyenv/versions").glob(f"{request.param}.*/bin/python3*"))
     if not found:
         pytest.skip(f"Python {request.param} is not installed")
-    venv = tmp_path_factory.mktemp(f"py{request.param}")
-    subprocess.run([str(found[0]), "-m", "venv", str(venv)], check=True, timeout=120)
-    debugpy = [line for line in subprocess.run(
-        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
-        check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", *debugpy], check=True, timeout=240)
-    return str(venv / "bin" / "python")
+    return venv_with_debugpy(found[0], tmp_path_factory.mktemp(f"py{request.param}"))
 
 
 def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, python: str,

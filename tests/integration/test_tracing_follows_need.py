@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_python_versions import SOURCE, interpreter
 
-from helpers import HubProcess, finish, line_of, run, write_script
+from helpers import HubProcess, finish, line_of, run, venv_with_debugpy, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -83,14 +83,7 @@ def test_full_speed_while_attached_and_after_leaving(hub: HubProcess, tmp_path: 
                                                       version: str):
     python = python_for(version)
     if version != "venv":
-        venv = tmp_path / "venv"
-        subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
-        debugpy = [line for line in subprocess.run(
-            [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
-            check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                        "--disable-pip-version-check", *debugpy], check=True, timeout=240)
-        python = str(venv / "bin" / "python")
+        python = venv_with_debugpy(python, tmp_path / "venv")
     script = write_script(tmp_path, "worker.py", WORKER)
     log, stop_file = tmp_path / "calls.log", tmp_path / "stop"
     proc = subprocess.Popen([python, str(script), str(log), str(stop_file)],
