@@ -80,7 +80,7 @@ def fake_process(index: int) -> dict[str, Any]:
 
 
 def fake_session(index: int) -> dict[str, Any]:
-    """A session as an agent in a Ray task sends it (SessionRecord.to_dict())."""
+    """A session as an agent in a Ray task sends it (PausedThread.to_dict())."""
     root = f"/tmp/ray/session_2024/runtime_resources/working_dir_files/_ray_pkg_{index:08x}"
     return {
         "id": secrets.token_hex(6), "pid": 10_000 + index, "host": f"worker-{index // 16:03d}",

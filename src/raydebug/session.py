@@ -65,8 +65,8 @@ RAY_TEXT_FIELDS = ("job_id", "task_id", "task_name", "actor_id", "actor_class", 
 
 
 @dataclass(frozen=True)
-class SessionRecord:
-    """Everything a user sees about a session, as the agent reported it.
+class PausedThread:
+    """A session as the agent reported it: everything a user sees about one paused thread.
 
     ``to_dict``/``from_dict`` are the JSON shape of ``raydebug list --json`` and of
     ``GET /api/sessions`` (plus ``state``, which the hub adds).
@@ -107,7 +107,7 @@ class SessionRecord:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SessionRecord:
+    def from_dict(cls, data: dict[str, Any]) -> PausedThread:
         """Validate a session sent by a worker; raises :class:`RemoteProtocolError`."""
         known = {spec.name for spec in fields(cls)}
         try:

@@ -10,7 +10,7 @@ from raydebug.hub.cluster_attach import OFFER_WINDOW, ClusterAttach, ClusterAtta
 from raydebug.hub.net import PeerLimit
 from raydebug.hub.registry import Registry
 from raydebug.protocol import Event, Request
-from raydebug.session import SessionRecord
+from raydebug.session import PausedThread
 
 
 def test_a_vouched_connection_stops_counting_and_can_be_revoked():
@@ -70,7 +70,7 @@ def test_a_cluster_session_offers_a_window_of_children_and_offers_a_failed_one_a
         processes = []
         for number in range(OFFER_WINDOW + 10):
             process = registry.add_process({}, f"peer{number}", lambda message: None)
-            await registry.add_session(process, SessionRecord(
+            await registry.add_session(process, PausedThread(
                 id=f"s{number}", pid=number, host="h", file="f.py", line=1, function="f",
                 since=float(number)))
             processes.append(process)

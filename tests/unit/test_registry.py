@@ -8,11 +8,11 @@ import pytest
 
 from raydebug.errors import HubFullError, SessionBusyError, SessionNotFoundError
 from raydebug.hub.registry import Registry
-from raydebug.session import SessionRecord
+from raydebug.session import PausedThread
 
 
-def record(session_id: str, since: float) -> SessionRecord:
-    return SessionRecord(id=session_id, pid=1, host="h", file="f.py", line=1, function="f",
+def record(session_id: str, since: float) -> PausedThread:
+    return PausedThread(id=session_id, pid=1, host="h", file="f.py", line=1, function="f",
                          since=since)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from raydebug.errors import LocalProtocolError, RemoteProtocolError
-from raydebug.session import SessionEvent, SessionRecord, SessionState, next_state
+from raydebug.session import PausedThread, SessionEvent, SessionState, next_state
 
 W, A, G = SessionState.WAITING, SessionState.ATTACHED, SessionState.GONE
 
@@ -31,7 +31,7 @@ def test_illegal_transitions_are_local_errors(state: SessionState, event: Sessio
 
 
 def record_dict(**changes: object) -> dict[str, object]:
-    base = SessionRecord(id="s1", pid=1, host="h", file="f.py", line=3, function="g",
+    base = PausedThread(id="s1", pid=1, host="h", file="f.py", line=3, function="g",
                          since=1000.0).to_dict()
     base.update(changes)
     return base
@@ -39,7 +39,7 @@ def record_dict(**changes: object) -> dict[str, object]:
 
 def test_records_round_trip_and_ignore_unknown_fields():
     data = record_dict(future_field="x")
-    record = SessionRecord.from_dict(data)
+    record = PausedThread.from_dict(data)
     assert record.to_dict() == record_dict()
 
 
@@ -52,11 +52,11 @@ def test_records_round_trip_and_ignore_unknown_fields():
 ])
 def test_invalid_records_are_remote_errors(changes: dict[str, object], error: str):
     with pytest.raises(RemoteProtocolError, match=error):
-        SessionRecord.from_dict(record_dict(**changes))
+        PausedThread.from_dict(record_dict(**changes))
 
 
 def test_incomplete_records_are_remote_errors():
     data = record_dict()
     del data["pid"]
     with pytest.raises(RemoteProtocolError, match="incomplete"):
-        SessionRecord.from_dict(data)
+        PausedThread.from_dict(data)

@@ -37,7 +37,7 @@ from ..protocol.control import (
     SessionEnded,
     SessionStarted,
 )
-from ..session import SessionRecord
+from ..session import PausedThread
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
@@ -49,8 +49,10 @@ FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub c
 
 
 @dataclass
-class LocalSession:
-    record: SessionRecord
+class ParkedThread:
+    """This process's side of one session: the paused thread, parked until released."""
+
+    record: PausedThread
     thread_ident: int
     released: threading.Event = field(default_factory=threading.Event)
     has_stopped: bool = False  # suspended in pydevd at least once since release
@@ -62,7 +64,7 @@ class Agent:
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
         self._lock = threading.Lock()
-        self._sessions: dict[str, LocalSession] = {}
+        self._sessions: dict[str, ParkedThread] = {}
         self._client_attached = False
         self._client_ready = False
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
@@ -90,7 +92,7 @@ class Agent:
             self.debugger.stop_on_exception(exc_info)
             self._end_thread_sessions(threading.get_ident(), END_RAISED)  # its id may be new
 
-    def _wait_for_client(self, record: SessionRecord) -> bool | None:
+    def _wait_for_client(self, record: PausedThread) -> bool | None:
         """Register ``record`` and block until a client is ready; None if we gave up, True
         if a client was already attached and ready (the pause is new to it), else False."""
         # The hub link connects in the background while debugpy is imported and starts
@@ -98,7 +100,7 @@ class Agent:
         self.link.pause_reports_first_error = True
         self.link.start()
         ident = threading.get_ident()
-        session = LocalSession(record, ident)
+        session = ParkedThread(record, ident)
         with self._lock:
             others = [s for s in self._sessions.values() if s.thread_ident == ident]
             self._sessions[record.id] = session  # first: the process never looks idle here
@@ -231,7 +233,7 @@ class Agent:
                     self._end_session_locked(session.record.id)
         self.debugger.reconsider_tracing()
 
-    def _renew_locked(self, session: LocalSession) -> None:
+    def _renew_locked(self, session: ParkedThread) -> None:
         """List again, as waiting, a pause the departing client did not take.
 
         The hub ends every session of the process that it saw when the client sent

@@ -13,7 +13,7 @@ import traceback
 from types import FrameType
 from typing import Any
 
-from ..session import REASON_BREAKPOINT, REASON_EXCEPTION, SessionRecord
+from ..session import REASON_BREAKPOINT, REASON_EXCEPTION, PausedThread
 from . import discovery
 from .config import parse_labels
 
@@ -48,11 +48,11 @@ def record_for_frame(
     frame: FrameType,
     reason: str = REASON_BREAKPOINT,
     exception: BaseException | None = None,
-) -> SessionRecord:
+) -> PausedThread:
     """Describe a pause at ``frame`` of the current thread."""
     code = frame.f_code
     line = frame.f_lineno or code.co_firstlineno
-    return SessionRecord(
+    return PausedThread(
         **ray_fields(),
         id=new_session_id(),
         pid=os.getpid(),

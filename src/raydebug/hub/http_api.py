@@ -1,6 +1,6 @@
 """The hub's HTTP side, on the same port as DAP: a small read-only JSON API.
 
-``GET /api/sessions``  every session (see :class:`raydebug.session.SessionRecord`) + ``state``;
+``GET /api/sessions``  every session (see :class:`raydebug.session.PausedThread`) + ``state``;
                        ``?min=N&timeout=S`` waits up to S seconds until N sessions exist,
                        ``?max=N&timeout=S`` until at most N do; ``&state=waiting``
                        (or ``attached``) counts and lists only those

@@ -16,12 +16,12 @@ from typing import Any
 
 from ..errors import HubFullError, SessionBusyError, SessionNotFoundError
 from ..protocol.control import ControlMessage
-from ..session import SessionEvent, SessionRecord, SessionState, next_state
+from ..session import PausedThread, SessionEvent, SessionState, next_state
 
 
 @dataclass
 class HubSession:
-    record: SessionRecord
+    record: PausedThread
     process: Process
     state: SessionState = SessionState.WAITING
     attaches: int = 0  # how many clients have attached to it so far
@@ -76,7 +76,7 @@ class Registry:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    async def add_session(self, process: Process, record: SessionRecord) -> None:
+    async def add_session(self, process: Process, record: PausedThread) -> None:
         """Register (or, for a re-sent id of the same process, refresh) a session.
 
         Raises :class:`HubFullError` when the hub is full, :class:`SessionBusyError` when

@@ -41,7 +41,7 @@ from ..protocol.control import (
     encode_control,
 )
 from ..protocol.handshake import HubHandshake
-from ..session import SessionRecord
+from ..session import PausedThread
 from .net import peer_name, read_next, set_nodelay, vouch_for_this_connection
 from .registry import Process, Registry
 
@@ -216,7 +216,7 @@ class WorkerListener:
 
     async def _on_control(self, process: Process, message: ControlMessage) -> None:
         if isinstance(message, SessionStarted):
-            record = SessionRecord.from_dict(message.session)
+            record = PausedThread.from_dict(message.session)
             try:
                 await self._registry.add_session(process, record)
             except (SessionBusyError, HubFullError) as error:  # its other sessions stay served
