@@ -51,7 +51,8 @@ def get_agent() -> Any:
 
 def _forget_inherited_agent() -> None:
     """At-fork hook, in the child: let go of the parent's agent without touching the
-    connections it shares with the parent (closing our copies sends nothing)."""
+    connections it shares with the parent (closing our copies sends nothing); a live
+    parent's child links as a process of its own."""
     global _agent, _agent_lock
     inherited, _agent = _agent, None
     _agent_lock = threading.Lock()  # another thread of the parent may have held it
@@ -60,9 +61,21 @@ def _forget_inherited_agent() -> None:
             inherited.abandon_after_fork()
         except Exception as error:  # the child runs on; its pauses may not work
             say(f"internal error after fork ({type(error).__name__}: {error})")
+    from . import live
+
+    if live.is_live():
+        live.restart_in_fork_child(parent_pid=_parent_pid)
 
 
-os.register_at_fork(after_in_child=_forget_inherited_agent)
+_parent_pid = os.getpid()
+
+
+def _remember_parent() -> None:
+    global _parent_pid
+    _parent_pid = os.getpid()  # the forking process: its child's parent
+
+
+os.register_at_fork(before=_remember_parent, after_in_child=_forget_inherited_agent)
 
 
 def set_trace(*args: Any, **kwargs: Any) -> None:

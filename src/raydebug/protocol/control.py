@@ -177,6 +177,7 @@ class CollectStacks(ControlMessage):
     TYPE: ClassVar[str] = "collect_stacks"
     request_id: int
     locals: bool = False
+    frames: bool = True  # False: only what it runs now (``Stacks.now``), for a listing
 
 
 @dataclass(frozen=True)
