@@ -1,7 +1,8 @@
 """The live link: a process linked to the hub from its start, not only from its first pause.
 
 Theory of operation. ``RAYDEBUG_LIVE=1`` (through raydebug's startup ``.pth``), or the Ray
-integration (a worker's setup hook, a driver's post-init hook), calls :func:`start`. It
+integration (a worker's setup hook, a driver's post-init hook), calls
+:func:`raydebug.agent.start_live_link`. It
 creates the process's agent and starts its link thread, invisible to pydevd, which connects
 in the background and, after ``Identify``, sends ``Register`` with the process's record
 (:func:`process_record`) on every (re)connect. Then the thread sleeps in a blocking
@@ -12,7 +13,7 @@ hub asks for stacks (read by the link thread itself, :mod:`.stacks`) and for pau
 Hub down at start: the process runs on, the link says so once on stderr and retries with
 backoff; a restarted hub gets the process back at the next attempt. A fork child drops its
 parent's link (see :mod:`raydebug.agent`) and, when its parent was live, starts its own
-(:func:`restart_in_fork_child`), naming its parent by pid.
+(:func:`forget_after_fork`), naming its parent by pid.
 
 What a process runs *now* (a Ray worker's task) is read when the hub asks, from the
 installed discovery's ``current_activity()``: never recorded per task.
@@ -21,13 +22,11 @@ installed discovery's ``current_activity()``: never recorded per task.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 from typing import Any
 
-from ..errors import RaydebugError
-from .report import say
+from . import discovery
 
 LIVE_VARIABLE = "RAYDEBUG_LIVE"
 LABEL_PREFIX = "RAYDEBUG_LABEL_"
@@ -49,43 +48,31 @@ def is_live() -> bool:
     return _started
 
 
-def start(identity: dict[str, Any] | None = None) -> None:
-    """Link this process to the hub in the background; idempotent, never raises.
-
-    ``identity``: the integration's fields for the record (Ray's job, node, worker ids),
-    read by the caller on a thread where that is safe.
-    """
-    global _started
+def remember(identity: dict[str, Any] | None) -> None:
+    """Keep the integration's fields for the record (Ray's job, node, worker ids), read by
+    the caller on a thread where that is safe."""
     if identity:
         _identity.update(identity)
-    if _started:
-        return
-    try:
-        from . import get_agent
 
-        agent = get_agent()
-    except RaydebugError as error:
-        say(f"live link off: {error}")
-        return
-    except Exception as error:  # raydebug must never break the user's program
-        say(f"live link off: internal error ({type(error).__name__}: {error})")
-        return
+
+def mark_started() -> None:
+    global _started
     _started = True
-    agent.link.start()
 
 
-def restart_in_fork_child(parent_pid: int) -> None:
-    """In a fork child of a live process: link the child as a process of its own."""
+def forget_after_fork(parent_pid: int) -> bool:
+    """In a fork child: whether the parent was live (then the child is a new process,
+    with its own start time, naming its parent)."""
     global _started, _since, _parent_pid
-    _started = False
+    was_live, _started = _started, False
     _since = time.time()
     _parent_pid = parent_pid
-    start()
+    return was_live
 
 
 def process_record() -> dict[str, Any]:
     """What ``Register`` says about this process (the hub adds id, state, sessions)."""
-    from . import discovery
+    import socket  # not at import: ``raydebug.agent`` stays free of sockets until used
 
     record: dict[str, Any] = {
         "pid": os.getpid(),
@@ -118,8 +105,6 @@ def labels(environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str,
 def current_activity() -> dict[str, Any]:
     """What the process runs at this moment (``task_name``, ``actor_class``), from the
     installed discovery; ``{}`` when it cannot tell. Called on the link thread."""
-    from . import discovery
-
     activity = getattr(discovery.installed(), "current_activity", None)
     if activity is None:
         return {}

@@ -19,7 +19,7 @@ def install() -> None:
         install_excepthook()
     if os.environ.get("RAYDEBUG_RAY_DRIVER", "").lower() in TRUTHY:
         sys.breakpointhook = driver_breakpoint  # `raydebug run`: Ray only sets the env var
-    from . import live
+    from . import live, start_live_link
 
     if live.enabled():  # a Ray worker has RAYDEBUG_LIVE=ray: its setup hook links it
-        live.start()
+        start_live_link()

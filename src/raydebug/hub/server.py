@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import state_file, tls
-from .. import selectors
 from ..errors import ClientRefusedError, ConfigurationError, RaydebugError
 from ..protocol import DapConnection, Event, Request, Response, encode_message, frame
+from ..selectors import parse as parse_selector
 from ..session import SessionState
 from .client_admission import ClientAdmission
 from .client_connection import ClientConnection
@@ -311,7 +311,7 @@ class Hub:
         """Every linked process (``?KEY=VALUE`` selector terms filter them); what Ray
         processes run now is asked of them (``now=0``: not)."""
         now = query.pop("now", "1") != "0"
-        selector = selectors.parse(f"{k}={v}" for k, v in query.items())
+        selector = parse_selector(f"{k}={v}" for k, v in query.items())
         processes = await self.queries.select(selector, activity=False)
         if now:
             await self.queries.refresh_activity(processes)
@@ -323,7 +323,7 @@ class Hub:
         ``locals=1``, ``timeout=S``)."""
         with_locals = query.pop("locals", "0") not in ("0", "", "false")
         timeout = float(query.pop("timeout", DEFAULT_TIMEOUT))
-        selector = selectors.parse(f"{k}={v}" for k, v in query.items())
+        selector = parse_selector(f"{k}={v}" for k, v in query.items())
         processes = [p for p in await self.queries.select(selector) if p.live]
         if not processes and selector.terms:
             raise self.queries.no_match(selector)
@@ -335,7 +335,7 @@ class Hub:
         terms = body.get("selector") if isinstance(body, dict) else None
         if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
             raise ValueError('the body must be {"selector": ["KEY=VALUE", ...]}')
-        selector = selectors.parse(terms)
+        selector = parse_selector(terms)
         processes = [p for p in await self.queries.select(selector) if p.live]
         if not processes:
             raise self.queries.no_match(selector)
@@ -365,7 +365,7 @@ def _stack_tree(stacks: list[dict[str, Any]]) -> dict[str, Any]:
     """The merged tree of ``stacks`` (see ``raydebug.stack_tree``), when that module is
     there; ``{}`` until then."""
     try:
-        from .. import stack_tree  # type: ignore[attr-defined]
-    except ImportError:
+        from ..stack_tree import merge_stacks  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # the branch that adds it is merged separately
         return {}
-    return dict(stack_tree.merge(stacks))
+    return dict(merge_stacks(stacks).to_dict())
