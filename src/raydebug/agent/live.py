@@ -67,6 +67,7 @@ def forget_after_fork(parent_pid: int) -> bool:
     was_live, _started = _started, False
     _since = time.time()
     _parent_pid = parent_pid
+    _identity.clear()  # the parent's worker ids: the child says whose task started it
     return was_live
 
 
