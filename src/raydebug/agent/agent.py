@@ -46,13 +46,13 @@ from ..protocol.control import (
 )
 from ..session import REASON_PAUSE, PausedThread
 from . import live
-from .stacks import collect_threads
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
 from .metadata import innermost_frame, record_for_frame
 from .report import say
 from .returns import ReturnWatcher
+from .stacks import collect_threads
 
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 
