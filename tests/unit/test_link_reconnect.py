@@ -54,7 +54,7 @@ class MemoryHub:
     def _serve(self, sock: socket.socket, number: int) -> None:
         shake = HubHandshake(TOKEN)
         sock.sendall(shake.send())
-        while (event := shake.next_event()) is NEED_DATA:
+        while shake.next_event() is NEED_DATA:
             shake.receive_data(sock.recv(65536))
         sock.sendall(shake.send())
         stream = ControlStream()
