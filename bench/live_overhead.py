@@ -49,11 +49,12 @@ class Idle:
         return os.getpid()
 
     def link_cpu(self):
-        """CPU seconds the link thread used so far (its connect, handshake, Register)."""
+        # CPU seconds the link thread used so far (its connect, handshake, Register)
         import threading
         for thread in threading.enumerate():
             if thread.name == "raydebug-link":
-                stat = open(f"/proc/self/task/{thread.native_id}/stat").read()
+                with open(f"/proc/self/task/{thread.native_id}/stat") as handle:
+                    stat = handle.read()
                 fields = stat.rsplit(")", 1)[1].split()
                 return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         return None
