@@ -306,3 +306,30 @@ def test_a_process_started_before_its_hub_says_so_once_and_links_when_it_comes(t
             proc.wait(timeout=10)
         if hub is not None:
             hub.close()
+
+
+def test_the_live_endpoints_follow_the_client_token_and_origin_rules():
+    hub = start_hub("--client-token", "s3cret")
+    try:
+        def ask(method: str, path: str, body: Any = None, **headers: str) -> int:
+            request = urllib.request.Request(
+                f"http://{hub.client_address}{path}", method=method, headers=headers,
+                data=None if body is None else json.dumps(body).encode())
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return int(response.status)
+            except urllib.error.HTTPError as error:
+                return int(error.code)
+
+        bearer = {"Authorization": "Bearer s3cret"}
+        pause = {"selector": ["rank=1"]}
+        for path in ("/api/processes", "/api/stacks"):
+            assert ask("GET", path) == 401
+            assert ask("GET", path, **bearer) == 200
+        assert ask("POST", "/api/pause", pause) == 401
+        assert ask("POST", "/api/pause", pause, **bearer) == 400  # nothing to pause
+        assert ask("POST", "/api/pause", pause, Origin="http://evil.example", **bearer) == 403
+        assert ask("POST", "/api/pause", {"selector": "rank=1"}, **bearer) == 400
+        assert ask("GET", "/api/pause", **bearer) == 405  # POST only, and it says so
+    finally:
+        hub.close()

@@ -300,8 +300,7 @@ class Hub:
 
     def _routes(self) -> dict[str, Any]:
         return {"/api/sessions": self._sessions_route, "/api/health": self._health_route,
-                "/api/processes": self._processes_route, "/api/stacks": self._stacks_route,
-                "/api/pause": self._pause_get_route}
+                "/api/processes": self._processes_route, "/api/stacks": self._stacks_route}
 
     def _post_routes(self) -> dict[str, Any]:
         """Routes that take a JSON body (``POST``); called with the parsed body."""
@@ -340,9 +339,6 @@ class Hub:
         if not processes:
             raise self.queries.no_match(selector)
         return await self.queries.pause(processes)
-
-    async def _pause_get_route(self, query: dict[str, str]) -> dict[str, Any]:
-        raise ValueError('pause with POST /api/pause and {"selector": ["KEY=VALUE", ...]}')
 
     async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
         minimum = int(query.get("min", "0"))
