@@ -5,6 +5,7 @@
                        ``?max=N&timeout=S`` until at most N do; ``&state=waiting``
                        (or ``attached``) counts and lists only those
 ``GET /api/health``    ``{"status": "ok", ...statistics}``
+``GET /api/processes``, ``GET /api/stacks``, ``POST /api/pause``: see ``Hub._routes``
 
 One request per connection (``Connection: close``); requests are bounded in size and time.
 

@@ -311,11 +311,11 @@ class Hub:
         processes run now is asked of them (``now=0``: not)."""
         now = query.pop("now", "1") != "0"
         selector = parse_selector(f"{k}={v}" for k, v in query.items())
-        processes = await self.queries.select(selector, activity=False)
-        if now:
+        # A term on what runs now asks everyone first; other terms pick before asking.
+        processes = await self.queries.select(selector, activity=now)
+        if now and not selector.needs_activity:
             await self.queries.refresh_activity(processes)
-        views = [self.registry.process_view(p) for p in processes]
-        return [view for view in views if selector.matches(view)]
+        return [self.registry.process_view(p) for p in processes]
 
     async def _stacks_route(self, query: dict[str, str]) -> dict[str, Any]:
         """Every thread's stack of the selected processes (``?KEY=VALUE`` terms,
