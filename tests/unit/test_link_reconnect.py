@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from raydebug.agent.config import AgentConfig
+from raydebug.errors import RaydebugError
 from raydebug.agent.hub_link import HubLink
 from raydebug.protocol import NEED_DATA
 from raydebug.protocol.control import (
@@ -52,6 +53,13 @@ class MemoryHub:
         return theirs
 
     def _serve(self, sock: socket.socket, number: int) -> None:
+        with sock:  # closed by this thread only (another's close could free a live fd)
+            try:
+                self._serve_connection(sock, number)
+            except (OSError, RaydebugError):
+                return  # the link went away: nothing to serve
+
+    def _serve_connection(self, sock: socket.socket, number: int) -> None:
         shake = HubHandshake(TOKEN)
         sock.sendall(shake.send())
         while shake.next_event() is NEED_DATA:
@@ -77,8 +85,8 @@ class MemoryHub:
         self.sockets[-1].sendall(encode_control(message))
 
     def drop(self) -> None:
+        """End the last connection (its thread sees the end and closes its socket)."""
         self.sockets[-1].shutdown(socket.SHUT_RDWR)
-        self.sockets[-1].close()
 
     def next(self, timeout: float = 5.0) -> tuple[int, ControlMessage]:
         return self.received.get(timeout=timeout)
