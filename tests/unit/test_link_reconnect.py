@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from raydebug.agent.config import AgentConfig
-from raydebug.errors import RaydebugError
 from raydebug.agent.hub_link import HubLink
+from raydebug.errors import RaydebugError
 from raydebug.protocol import NEED_DATA
 from raydebug.protocol.control import (
     CollectStacks,
