@@ -333,3 +333,71 @@ def test_the_live_endpoints_follow_the_client_token_and_origin_rules():
         assert ask("GET", "/api/pause", **bearer) == 405  # POST only, and it says so
     finally:
         hub.close()
+
+
+SPIN_312 = """
+import signal, sys, threading, time
+from raydebug.agent import start_live_link
+
+def spin():
+    total = 0
+    while True:
+        total += 1
+        time.sleep(0.01)
+
+def say_monitoring(*_):
+    monitoring = sys.monitoring
+    print("tools", [i for i in range(6) if monitoring.get_tool(i)],
+          "events", monitoring.get_events(0), flush=True)
+
+signal.signal(signal.SIGUSR1, say_monitoring)
+start_live_link()  # what the .pth does (this venv has no raydebug installed)
+print("started", flush=True)
+spin()
+"""
+
+
+@pytest.mark.parametrize("version", ["3.12"])
+def test_pause_under_sys_monitoring(hub, tmp_path, version):
+    """Python 3.12+: pydevd pauses through sys.monitoring; its events are off again after."""
+    from tests.helpers import venv_with_debugpy
+
+    base = Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python{version}")
+    found = sorted(base)
+    if not found:
+        pytest.skip(f"Python {version} is not installed")
+    python = venv_with_debugpy(found[-1], tmp_path / "venv")
+    script = write_script(tmp_path, "spin312.py", SPIN_312)
+    source = str(Path(__file__).resolve().parents[2] / "src")
+    proc = subprocess.Popen([python, str(script)], env=hub.env(PYTHONPATH=source),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hub.workers.append(proc)
+    assert read_line(proc).strip() == "started"
+    (listed,) = wait_processes(hub, lambda ps: len(ps) == 1)
+    status, paused = post(hub, "/api/pause", {"selector": [f"pid={proc.pid}"]})
+    assert status == 200 and paused["paused"] == [listed["id"]], paused
+    (session,) = hub.wait_sessions(1)
+    assert session["function"] == "spin" and session["reason"] == "pause"
+
+    async def inspect_and_continue() -> None:
+        client = await hub.dap()
+        stopped = await client.attach(session["id"])
+        frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+        value = await client.request("evaluate", {
+            "expression": "total > 0", "frameId": frames["stackFrames"][0]["id"],
+            "context": "repl"})
+        assert value["result"] == "True"
+        await client.request("continue", {"threadId": stopped.body["threadId"]})
+        await client.request("disconnect", {})
+        await client.close()
+
+    run(inspect_and_continue())
+    hub.wait_sessions(0)
+    deadline = time.monotonic() + 10
+    while True:
+        proc.send_signal(signal.SIGUSR1)
+        line = read_line(proc).split()
+        if line[-1] == "0":  # no sys.monitoring events on any tool's global set
+            break
+        assert time.monotonic() < deadline, f"still monitored after the pause: {line}"
+        time.sleep(0.1)
