@@ -11,7 +11,6 @@
     ├── HubUnreachableError         no hub answered at the address we were given
     ├── HubFullError                the hub holds as many sessions as it may (--max-sessions)
     ├── SessionNotFoundError        a session id that the hub does not know
-    ├── NoProcessMatchError         a selector that matches no live process (``known``: who is)
     ├── SessionBusyError            a session that another client is already debugging
     ├── ChannelFailedError          a process could not serve a debugger channel (its reason)
     ├── DapRequestError             the debuggee (or the hub for it) refused a DAP request
@@ -115,16 +114,6 @@ class HubFullError(RaydebugError):
 
 class SessionNotFoundError(RaydebugError):
     """A session id that the hub does not know (anymore)."""
-
-
-class NoProcessMatchError(RaydebugError):
-    """The hub has no live process that the selector matches (HTTP 400 with ``known``).
-    ``known`` is what the hub said there is (a brief line, or a process record, for each),
-    so the user can correct the selector."""
-
-    def __init__(self, message: str, known: list[Any]) -> None:
-        super().__init__(message)
-        self.known = known
 
 
 class SessionBusyError(RaydebugError):
