@@ -91,7 +91,8 @@ def process_columns(processes: Sequence[Mapping[str, Any]], now: float | None = 
 
 def processes_table(processes: Sequence[Mapping[str, Any]], now: float | None = None,
                     width: int = 120, hub: str = "", found_by: str = "") -> RenderableType:
-    """The ``raydebug ps`` table, one line per process at ``width`` columns. With no
+    """The ``raydebug ps`` table, one line per process at ``width`` columns, in rank order
+    (processes without a rank after, oldest first). With no
     processes: one line saying so, where it looked, and how processes get linked."""
     from rich.text import Text
 
@@ -100,6 +101,7 @@ def processes_table(processes: Sequence[Mapping[str, Any]], now: float | None = 
         how = f" ({found_by})" if found_by else ""
         return Text(f"no live processes{asked}{how}: processes link when started under "
                     "`raydebug run` or with RAYDEBUG_LIVE=1")
+    processes = sorted(processes, key=_listing_order)
     paused = sum(1 for p in processes if p.get("state") == "paused")
     title = (f"{len(processes)} live process{'es' if len(processes) != 1 else ''}{asked}"
              + (f", {paused} paused" if paused else ""))
@@ -107,17 +109,25 @@ def processes_table(processes: Sequence[Mapping[str, Any]], now: float | None = 
                         PS_DROP_FIRST)
 
 
-def brief_process(process: Mapping[str, Any]) -> str:
-    """One short line about a process (what a selector that matched nothing lists)."""
-    parts = [str(process.get("id", "")), f"pid {process.get('pid', '?')}",
-             str(process.get("node_ip") or process.get("host") or "")]
+def _listing_order(process: Mapping[str, Any]) -> tuple[bool, int, float, int]:
+    """Ranks in order, then the others oldest first (as ``raydebug list``)."""
     rank = _rank(process)
-    if rank:
-        parts.append(f"rank {rank}")
-    if _task(process):
-        parts.append(_task(process))
-    parts.append(str(process.get("state", "")))
-    return " ".join(part for part in parts if part)
+    ranked = rank.lstrip("-").isdigit()
+    return (not ranked, int(rank) if ranked else 0, float(process.get("since") or 0),
+            int(process.get("pid") or 0))
+
+
+def brief_process(process: Mapping[str, Any]) -> str:
+    """One short line about a process, as the hub words them in a "matches nothing"
+    answer: ``p3 pid 1234 on node-1 running RANK=1 task=f``."""
+    words = [process.get("id", ""), f"pid {process.get('pid', '?')}",
+             f"on {process.get('node_ip') or process.get('host') or '?'}",
+             process.get("state", "")]
+    words += [f"{k}={v}" for k, v in sorted((process.get("labels") or {}).items())]
+    for name, key in (("task_name", "task"), ("actor_class", "actor")):
+        if process.get(name):
+            words.append(f"{key}={process[name]}")
+    return " ".join(str(word) for word in words if word)
 
 
 # ---- stacks ----------------------------------------------------------------------------
@@ -182,7 +192,8 @@ class _StackLines:
         else:
             self.add(count, guide, _frame_text(node, room), odd)
             self.add("", _continuation(guide), f"  {suffix}", odd)
-        if self.with_locals and node.get("locals"):
+        # A module's locals are its globals: every import and def, noise next to a frame's.
+        if self.with_locals and node.get("locals") and node.get("function") != "<module>":
             self.frame_locals(node, _continuation(guide), odd)
 
     def frame_locals(self, node: Mapping[str, Any], guide: str, odd: bool) -> None:

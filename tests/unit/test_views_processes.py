@@ -139,6 +139,7 @@ def test_ps_with_nothing_linked_says_how_processes_link():
 
 
 def test_a_brief_line_per_process_for_error_messages():
-    assert brief_process(PROCESSES[1]) == "p3f9c2a1c pid 18322 head rank 1 paused"
+    assert brief_process(PROCESSES[1]) == \
+        "p3f9c2a1c pid 18322 on head paused RANK=1 WORLD_SIZE=2"
     assert brief_process(RAY_PROCESSES[1]) == \
-        "p3f9c2a1c pid 18322 10.0.0.8 Trainer.step paused"
+        "p3f9c2a1c pid 18322 on 10.0.0.8 paused task=Trainer.step actor=Trainer"

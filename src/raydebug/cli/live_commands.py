@@ -18,6 +18,7 @@ import click
 from .. import views_processes
 from ..client import hub_api
 from ..errors import NoProcessMatchError
+from ..selectors import parse as parse_selector
 from ..stack_tree import merge_stacks
 from .locate import locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
@@ -38,12 +39,9 @@ SELECTOR = click.argument("selector", nargs=-1, metavar="[SELECTOR]...")
 
 
 def _check_terms(selector: Sequence[str]) -> None:
-    """A term without ``=`` is a typo caught here, before asking the hub."""
-    for term in selector:
-        key, equals, _ = term.partition("=")
-        if not equals or not key:
-            raise click.UsageError(f"selector term {term!r} is not KEY=VALUE "
-                                   "(e.g. rank=1, pid=4242, task=train)")
+    """A malformed term is caught here, before asking the hub (:class:`SelectorError`:
+    one red line naming the term and the keys)."""
+    parse_selector(selector)
 
 
 def _no_match(failure: NoProcessMatchError) -> None:
@@ -82,11 +80,12 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
     with RAYDEBUG_LIVE=1), running or paused, with its sessions and what it runs now."""
     _check_terms(selector)
     location = locate_hub(hub, ray_address)
-    try:
-        found = hub_api.processes(location.address, selector, client_token)
-    except NoProcessMatchError as failure:
-        _no_match(failure)
-        return
+    found = hub_api.processes(location.address, selector, client_token)
+    if selector and not found:
+        known = hub_api.processes(location.address, (), client_token, now=False)
+        _no_match(NoProcessMatchError(
+            f"no process matches {parse_selector(selector).text}",
+            [views_processes.brief_process(p) for p in known]))
     if as_json:
         click.echo(json.dumps(found, indent=2))
         return
@@ -180,6 +179,11 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
         click.echo(f"paused {process}{where}")
     for process in already:
         click.echo(f"{process} was paused already")
+    failed = answer.get("failed") or {}
+    for process, reason in failed.items():
+        error(f"could not pause {process}: {reason}")
+    if failed:
+        sys.exit(1)
 
 
 def _wait_sessions(hub: str, processes: list[str], seconds: float, token: str | None

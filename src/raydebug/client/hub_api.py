@@ -79,10 +79,13 @@ def selector_query(selector: Sequence[str], **extra: str) -> str:
 
 
 def processes(hub: str, selector: Sequence[str] = (), token: str | None = None,
-              timeout: float = 10.0) -> list[dict[str, Any]]:
+              timeout: float = 10.0, now: bool = True) -> list[dict[str, Any]]:
     """The hub's live processes (the contract's process records) that ``selector``
-    matches; raises :class:`NoProcessMatchError` when terms were given and none does."""
-    answer = get_json(hub, "/api/processes" + selector_query(selector), timeout, token)
+    matches (none: an empty list). ``now``: the hub asks the Ray processes what they run
+    now (``task_name``); without, it answers from what it has."""
+    extra = {} if now else {"now": "0"}
+    answer = get_json(hub, "/api/processes" + selector_query(selector, **extra), timeout,
+                      token)
     if not isinstance(answer, list):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/processes")
     return answer
@@ -105,7 +108,8 @@ def stacks(hub: str, selector: Sequence[str] = (), with_locals: bool = False,
 def pause(hub: str, selector: Sequence[str], token: str | None = None,
           timeout: float = 10.0) -> dict[str, Any]:
     """Pause every running process that ``selector`` matches: ``{"paused": [ids],
-    "already_paused": [ids]}``; their sessions (reason ``pause``) appear soon after."""
+    "already_paused": [ids], "failed": {id: reason}}``; their sessions (reason ``pause``)
+    appear soon after. Raises :class:`NoProcessMatchError` when none matches."""
     answer = post_json(hub, "/api/pause", {"selector": list(selector)}, timeout, token)
     if not isinstance(answer, dict):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/pause")
