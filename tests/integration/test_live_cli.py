@@ -189,3 +189,41 @@ def test_help_has_examples():
                               timeout=TIMEOUT)
         assert done.returncode == 0 and f"raydebug {command} " in done.stdout, done.stdout
         assert "SELECTOR terms are KEY=VALUE" in done.stdout
+
+
+HOLDS_THE_GIL = """
+import os, re, sys, time
+
+def loop():
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    # Catastrophic backtracking: one C call that holds the GIL for minutes.
+    re.match(r"(a*)*b", "a" * 40)
+
+loop()
+"""
+
+
+def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
+    with start_hub() as hub:
+        flag = tmp_path / "go"
+        busy = hub.spawn(write_script(tmp_path, "busy.py", HOLDS_THE_GIL), str(flag),
+                         RAYDEBUG_LIVE="1", RANK="1")
+        hub.spawn(write_script(tmp_path, "ranked.py", RANKED), RAYDEBUG_LIVE="1", RANK="0")
+        deadline = time.monotonic() + TIMEOUT
+        while len(hub.get("/api/processes?now=0")) < 2:  # no long-poll for processes
+            assert time.monotonic() < deadline, "the processes never linked"
+            time.sleep(0.05)
+        flag.touch()
+        # The regex starts once the loop sees the flag; until then the process answers.
+        while hub.get(f"/api/stacks?pid={busy.pid}&timeout=0.5")["processes"][0]["answered"]:
+            assert time.monotonic() < deadline, "the busy process kept answering"
+        started = time.monotonic()
+        shown = raydebug(hub, "stacks", "--timeout", "1")
+        assert time.monotonic() - started < TIMEOUT / 2
+        assert shown.returncode == 0, shown.stderr
+        lines = shown.stdout.splitlines()
+        assert lines[0] == f"1 process, 1 did not answer, on the hub at {hub.client_address}"
+        assert any(" spin " in line and "← 1 process here: rank 0" in line for line in lines)
+        assert "did not answer: 1 process: rank 1: no answer within 1s" in \
+            " ".join(line.strip() for line in lines), shown.stdout
