@@ -46,13 +46,13 @@ from ..protocol.control import (
 )
 from ..session import REASON_PAUSE, PausedThread
 from . import live
-from .stacks import collect_threads
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
 from .metadata import innermost_frame, record_for_frame
 from .report import say
 from .returns import ReturnWatcher
+from .stacks import collect_threads
 
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 
@@ -162,11 +162,13 @@ class Agent:
         with self._lock:
             busy = {s.thread_ident for s in self._sessions.values()}
         targets = self.debugger.pausable_threads(skip=busy)
+        identity = live.session_identity()
         records = []
         with self._lock:
             for thread, frame in targets:
                 assert thread.ident is not None
-                record = record_for_frame(frame, reason=REASON_PAUSE, thread=thread)
+                record = record_for_frame(frame, reason=REASON_PAUSE, thread=thread,
+                                          identity=identity)
                 session = ParkedThread(record, thread.ident)
                 session.released.set()  # nothing waits in raydebug: pydevd holds it
                 self._sessions[record.id] = session
