@@ -363,15 +363,19 @@ def measure_pause(scale: LiveScale, indexes: list[int]) -> dict[str, Any]:
 def measure_ps(scale: LiveScale, count: int, repeats: int) -> dict[str, Any]:
     """``raydebug ps --json`` (the hub asks every Ray process what it runs now), and the
     listing alone over HTTP (``now=0``)."""
-    cli_sample, http_sample = core.Sample(), core.Sample()
+    cli_sample, http_sample, asked_sample = core.Sample(), core.Sample(), core.Sample()
     for _ in range(repeats):
         seconds, out = cli(scale, "ps", "--json")
         assert len(json.loads(out)) >= count
         cli_sample.values.append(seconds)
+        seconds, listing = http_time(scale, "/api/processes")
+        assert len(listing) >= count
+        asked_sample.values.append(seconds)
         seconds, listing = http_time(scale, "/api/processes?now=0")
         assert len(listing) >= count
         http_sample.values.append(seconds)
-    return {"cli": cli_sample.summary(), "http_listing": http_sample.summary()}
+    return {"cli": cli_sample.summary(), "http": asked_sample.summary(),
+            "http_listing": http_sample.summary()}
 
 
 def run(stacked: int = 1000, total: int = 10_000, real: int = 3,
@@ -430,6 +434,7 @@ def table(results: dict[str, Any]) -> str:
          f"{results['registration_rate_rest']:.0f} processes/s", "n/a", "-"),
         (f"ps among {total}: raydebug ps --json", ms(results["ps"]["cli"]), "n/a",
          "<= 300 ms"),
+        (f"ps among {total}: GET /api/processes", ms(results["ps"]["http"]), "n/a", "-"),
         (f"ps among {total}: GET /api/processes?now=0", ms(results["ps"]["http_listing"]),
          "n/a", "-"),
         (f"pause one among {total} -> session listed", ms(results["pause"]["listed"]),
