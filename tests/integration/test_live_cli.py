@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import pexpect
 import pytest
+from test_cli import on_a_terminal  # a pseudo-terminal of a given width
 
 from helpers import TIMEOUT, HubProcess, start_hub, write_script
 
@@ -70,19 +70,6 @@ def raydebug(hub: HubProcess, *args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "NO_COLOR": "1"})
 
 
-def on_a_terminal(hub: HubProcess, *args: str, columns: int) -> str:
-    """What ``raydebug ARGS`` shows on a pseudo-terminal ``columns`` wide (colours off)."""
-    child = pexpect.spawn(RAYDEBUG[0], [*RAYDEBUG[1:], *args, "--hub", hub.client_address],
-                          encoding="utf-8", env={**os.environ, "TERM": "xterm",
-                                                 "NO_COLOR": "1"},
-                          timeout=TIMEOUT, dimensions=(60, columns))
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0, child.before
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(child.before).replace("\r\n", "\n"))
-    return "\n".join(line.rstrip() for line in text.splitlines())
-
-
 def test_ps_json_lists_the_four_running_processes(ranks: HubProcess):
     done = raydebug(ranks, "ps", "--json")
     assert done.returncode == 0, done.stderr
@@ -100,7 +87,7 @@ def test_ps_json_lists_the_four_running_processes(ranks: HubProcess):
 
 @pytest.mark.parametrize("columns", [120, 80, 60])
 def test_ps_is_one_line_a_process_that_fits_the_terminal(ranks: HubProcess, columns: int):
-    shown = on_a_terminal(ranks, "ps", columns=columns)
+    shown = on_a_terminal("ps", "--hub", ranks.client_address, columns=columns)
     lines = shown.rstrip("\n").splitlines()
     assert lines[0] == f"4 live processes on the hub at {ranks.client_address}", shown
     assert len(lines) == 6 and all(len(line) <= columns for line in lines), shown
@@ -113,7 +100,7 @@ def test_ps_is_one_line_a_process_that_fits_the_terminal(ranks: HubProcess, colu
 
 @pytest.mark.parametrize("columns", [120, 80, 60])
 def test_stacks_set_the_straggler_apart(ranks: HubProcess, columns: int):
-    shown = on_a_terminal(ranks, "stacks", columns=columns)
+    shown = on_a_terminal("stacks", "--hub", ranks.client_address, columns=columns)
     lines = shown.rstrip("\n").splitlines()
     assert lines[0] == f"4 processes on the hub at {ranks.client_address}", shown
     assert all(len(line) <= columns for line in lines), shown
