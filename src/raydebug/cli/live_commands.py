@@ -15,11 +15,9 @@ from typing import Any
 
 import click
 
-from .. import views_processes
 from ..client import hub_api
 from ..errors import NoProcessMatchError
 from ..selectors import parse as parse_selector
-from ..stack_tree import merge_stacks
 from .locate import locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import error
@@ -46,12 +44,14 @@ def _check_terms(selector: Sequence[str]) -> None:
 
 def _no_match(failure: NoProcessMatchError) -> None:
     """The hub's one line, then briefly what there is; exit status 1."""
+    from ..views_processes import brief_process  # rendering: imported where it is used
+
     error(str(failure))
     known = failure.known
     if not known:
         click.echo("  no process is linked to this hub", err=True)
     for entry in known[:KNOWN_SHOWN]:
-        line = views_processes.brief_process(entry) if isinstance(entry, dict) else entry
+        line = brief_process(entry) if isinstance(entry, dict) else entry
         click.echo(f"  {line}", err=True)
     if len(known) > KNOWN_SHOWN:
         click.echo(f"  … and {len(known) - KNOWN_SHOWN} more (raydebug ps)", err=True)
@@ -93,13 +93,15 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
             return
     else:
         found = hub_api.processes(location.address, selector, client_token)
+    from ..views_processes import brief_process, processes_table
+
     if selector and not found:
         known = hub_api.processes(location.address, (), client_token, now=False)
         _no_match(NoProcessMatchError(
             f"no process matches {parse_selector(selector).text}",
-            [views_processes.brief_process(p) for p in known]))
+            [brief_process(p) for p in known]))
     console = _console()
-    console.print(views_processes.processes_table(
+    console.print(processes_table(
         found, width=console.width, hub=location.address, found_by=location.found_by))
 
 
@@ -138,13 +140,17 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
     except NoProcessMatchError as failure:
         _no_match(failure)
         return
-    if not isinstance(answer.get("tree"), dict):  # a hub that does not merge: merge here
+    if not answer.get("tree"):  # a hub that does not merge (an empty tree): merge here
+        from ..stack_tree import merge_stacks
+
         answer["tree"] = merge_stacks(answer["processes"]).to_dict()
     if as_json:
         click.echo(json.dumps(answer, indent=2))
         return
+    from ..views_processes import stacks_view
+
     console = _console()
-    console.print(views_processes.stacks_view(answer, console.width, with_locals,
+    console.print(stacks_view(answer, console.width, with_locals,
                                               hub=location.address))
 
 
