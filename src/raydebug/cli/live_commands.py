@@ -22,7 +22,7 @@ from .locate import HubLocation, locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import error
 
-KNOWN_SHOWN = 10  # processes listed under "no process matches"
+KNOWN_SHOWN = 25  # lines under "no process matches" (the hub sends 20 and "... N more")
 
 SELECTOR_HELP = ("SELECTOR terms are KEY=VALUE and must all match. Keys: pid, host, node (id "
                  "prefix or address), job, actor (class), task (name), rank (3, 0-7 or "
@@ -32,6 +32,7 @@ SELECTOR_HELP = ("SELECTOR terms are KEY=VALUE and must all match. Keys: pid, ho
 def _epilog(*examples: str) -> str:
     """The selector keys, then examples kept as written (click's ``\\b``)."""
     return SELECTOR_HELP + "\n\n\b\nExamples:\n" + "\n".join(f"  {e}" for e in examples)
+
 
 SELECTOR = click.argument("selector", nargs=-1, metavar="[SELECTOR]...")
 
@@ -68,13 +69,13 @@ def _ask(location: HubLocation, question: Callable[[], T]) -> T:
         return question()
     except NoProcessMatchError as failure:
         _no_match(failure)
-    except HubUnreachableError as error:
+    except HubUnreachableError as unreachable:
         if not location.is_default:
             raise
         raise HubUnreachableError(
-            f"{error}; no hub or Ray cluster was found on this machine: start one with "
-            "`raydebug hub`, or pass --hub HOST:PORT or --ray-address",
-            address=error.address) from None
+            f"{unreachable}; no hub or Ray cluster was found on this machine: start one "
+            "with `raydebug hub`, or pass --hub HOST:PORT or --ray-address",
+            address=unreachable.address) from None
 
 
 def _console() -> Any:
@@ -166,8 +167,7 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
     from ..views_processes import stacks_view
 
     console = _console()
-    console.print(stacks_view(answer, console.width, with_locals,
-                                              hub=location.address))
+    console.print(stacks_view(answer, console.width, with_locals, hub=location.address))
 
 
 @click.command(epilog=_epilog(
