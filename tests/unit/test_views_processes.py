@@ -144,3 +144,13 @@ def test_a_brief_line_per_process_for_error_messages():
         "p3f9c2a1c pid 18322 on head paused RANK=1 WORLD_SIZE=2"
     assert brief_process(RAY_PROCESSES[1]) == \
         "p3f9c2a1c pid 18322 on 10.0.0.8 paused task=Trainer.step actor=Trainer"
+
+
+def test_selector_terms_travel_as_the_hubs_query():
+    from raydebug.client.hub_api import processes_path, selector_query
+
+    assert selector_query([]) == ""
+    assert selector_query(["rank=0-3", "host=node 2"], locals="1") == \
+        "?rank=0-3&host=node+2&locals=1"
+    assert selector_query(["RAYDEBUG_LABEL=a=b"]) == "?RAYDEBUG_LABEL=a%3Db"
+    assert processes_path(["task=f"], now=False) == "/api/processes?task=f&now=0"
