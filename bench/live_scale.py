@@ -382,6 +382,7 @@ def run(stacked: int = 1000, total: int = 10_000, real: int = 3,
         repeats: int = 5) -> dict[str, Any]:
     raise_fd_limit(total + 512)  # each process: the hub holds one socket a link, the generator one
     os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="raydebug-bench-state-"))
+    load = [os.getloadavg()[0]]
     scale = LiveScale(total)
     workers: list[subprocess.Popen[str]] = []
     try:
@@ -400,8 +401,9 @@ def run(stacked: int = 1000, total: int = 10_000, real: int = 3,
         ps = measure_ps(scale, total, repeats)
         pause = measure_pause(scale, [100 * i + 1 for i in range(repeats)])
         peak = core.status_kib(scale.hub.proc.pid, "VmHWM")
+        load.append(os.getloadavg()[0])
         return {
-            "stacked": stacked, "total": total, "real": real,
+            "stacked": stacked, "total": total, "real": real, "load_average": load,
             "registration_rate_first": rate_1k, "registration_rate_rest": rate_rest,
             "stacks": stacks, "real_one": real_one, "ps": ps, "pause": pause,
             "hub_rss_mb_idle": rss_idle * 1024 / 1e6, "hub_rss_mb_full": rss_full * 1024 / 1e6,
@@ -445,7 +447,10 @@ def table(results: dict[str, Any]) -> str:
          f"{results['hub_rss_mb_idle']:.0f} / {results['hub_rss_mb_full']:.0f} MB "
          f"({results['hub_peak_rss_mb']:.0f})", "n/a", "<= 500 MB"),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    before, after = results["load_average"]
+    rows.append((f"(load average {before:.1f} before, {after:.1f} after, "
+                 f"{os.cpu_count()} CPUs)", "", "", ""))
+    widths = [max(len(row[i]) for row in rows[:-1]) for i in range(4)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
                      .rstrip() for row in rows)
 
