@@ -308,7 +308,7 @@ def measure_stacks(scale: LiveScale, linked: int, repeats: int) -> dict[str, Any
         assert answered >= linked, f"{answered} of {linked} answered"
         seconds, shown = cli(scale, "stacks", "--timeout", "5")
         rendered.values.append(seconds)
-    odd = next(line for line in shown.splitlines() if "next_batch" in line)
+    odd = next(line for line in shown.splitlines() if " next_batch  " in line)
     return {"http": http.summary(), "cli": rendered.summary(), "straggler_line": odd}
 
 
