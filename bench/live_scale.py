@@ -374,8 +374,13 @@ def measure_ps(scale: LiveScale, count: int, repeats: int) -> dict[str, Any]:
         seconds, listing = http_time(scale, "/api/processes?now=0")
         assert len(listing) >= count
         http_sample.values.append(seconds)
+    table_sample = core.Sample()
+    for _ in range(2):
+        seconds, out = cli(scale, "ps")
+        assert len(out.splitlines()) >= count + 2
+        table_sample.values.append(seconds)
     return {"cli": cli_sample.summary(), "http": asked_sample.summary(),
-            "http_listing": http_sample.summary()}
+            "http_listing": http_sample.summary(), "table": table_sample.summary()}
 
 
 def run(stacked: int = 1000, total: int = 10_000, real: int = 3,
@@ -436,6 +441,7 @@ def table(results: dict[str, Any]) -> str:
          f"{results['registration_rate_rest']:.0f} processes/s", "n/a", "-"),
         (f"ps among {total}: raydebug ps --json", ms(results["ps"]["cli"]), "n/a",
          "<= 300 ms"),
+        (f"ps among {total}: raydebug ps (table)", ms(results["ps"]["table"]), "n/a", "-"),
         (f"ps among {total}: GET /api/processes", ms(results["ps"]["http"]), "n/a", "-"),
         (f"ps among {total}: GET /api/processes?now=0", ms(results["ps"]["http_listing"]),
          "n/a", "-"),
