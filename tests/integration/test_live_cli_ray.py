@@ -9,11 +9,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_live_ray import until  # ask until true, bounded: no long-poll for processes
 
 from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
 
@@ -42,18 +42,6 @@ refs = [shard.remote(i) for i in range(7)] + [straggler.remote(7)]
 print("submitted", flush=True)
 ray.get(refs)
 """
-
-
-def until(what: str, check: Any, timeout: float = 240) -> Any:
-    """Ask ``check()`` until it returns something true (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.25)  # the hub has no long-poll for processes
 
 
 def test_ps_stacks_and_pause_find_the_straggler_of_a_ray_job(tmp_path: Path):
