@@ -15,6 +15,7 @@ number of sessions.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import os
 import re
@@ -24,14 +25,14 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-from .. import state_file, tls
+from .. import state_file, tls, web
 from ..errors import ClientRefusedError, ConfigurationError, RaydebugError
 from ..protocol import DapConnection, Event, Request, Response, encode_message, frame
 from ..session import SessionState
 from .client_admission import ClientAdmission
 from .client_connection import ClientConnection
 from .cluster_attach import ClusterAttaches
-from .http_api import HubNames, respond, serve_http
+from .http_api import HubNames, Reply, respond, serve_http, token_cookie
 from .net import (
     Admission,
     PeerLimit,
@@ -243,7 +244,7 @@ class Hub:
             elif kind == "http":
                 await serve_http(first, reader, writer, self._routes(),
                                  self.config.client_token, names=self.http_names,
-                                 refusal=refusal)
+                                 refusal=refusal, public=web.is_page_file)
             elif first:
                 log.warning("client %s: neither DAP nor HTTP; connection closed", peer)
                 writer.write(b"raydebug hub: speak DAP (Content-Length framing) or HTTP\r\n")
@@ -296,7 +297,38 @@ class Hub:
                 return data
 
     def _routes(self) -> dict[str, Any]:
-        return {"/api/sessions": self._sessions_route, "/api/health": self._health_route}
+        """The HTTP route table (see :mod:`.http_api` for its keys and handlers)."""
+        routes: dict[str, Any] = {"/api/sessions": self._sessions_route,
+                                  "/api/health": self._health_route,
+                                  "WEBSOCKET /dap": self._dap_websocket}
+        routes.update({path: self._page_file_route(path) for path in web.page_files()})
+        return routes
+
+    async def _dap_websocket(self, reader: asyncio.StreamReader, writer: Any,
+                             token_proven: bool) -> None:
+        """The browser's DAP connection: the same client path as a TCP client's. An upgrade
+        that presented the client token (its cookie) has proven it: the page's scripts
+        cannot read that cookie to put it in ``attach``."""
+        connection = ClientConnection(self.registry, self.channels,
+                                      self.config.allow_terminate, reader, writer, b"",
+                                      peer_name(writer), self.cluster_attaches,
+                                      None if token_proven else self.config.client_token)
+        await connection.run()
+
+    def _page_file_route(self, path: str) -> Any:
+        async def page_file(query: dict[str, str]) -> Reply:
+            given = query.get("token")
+            if path == "/" and given is not None:
+                # The link `raydebug web` prints: keep the token in a cookie, and take it
+                # out of the address bar (and the history) with a redirect.
+                token = self.config.client_token
+                right = token is not None and hmac.compare_digest(given.encode(), token.encode())
+                cookie = (token_cookie(token),) if token and right else ()
+                return Reply(HTTPStatus.SEE_OTHER, body=b"", content_type="text/plain",
+                             headers=(("Location", "/"), *cookie))
+            body, content_type = web.page_file(path)
+            return Reply(body=body, content_type=content_type)
+        return page_file
 
     async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
         minimum = int(query.get("min", "0"))
