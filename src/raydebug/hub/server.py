@@ -34,6 +34,7 @@ from .client_connection import ClientConnection
 from .cluster_attach import ClusterAttaches
 from .http_api import HubNames, Reply, respond, serve_http, token_cookie
 from .net import (
+    RECV_SIZE,
     Admission,
     PeerLimit,
     is_loopback,
@@ -309,8 +310,11 @@ class Hub:
         """The browser's DAP connection: the same client path as a TCP client's. An upgrade
         that presented the client token (its cookie) has proven it: the page's scripts
         cannot read that cookie to put it in ``attach``."""
+        first = await reader.read(RECV_SIZE)  # b"" would be the end of the stream
+        if not first:
+            return
         connection = ClientConnection(self.registry, self.channels,
-                                      self.config.allow_terminate, reader, writer, b"",
+                                      self.config.allow_terminate, reader, writer, first,
                                       peer_name(writer), self.cluster_attaches,
                                       None if token_proven else self.config.client_token)
         await connection.run()

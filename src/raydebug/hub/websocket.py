@@ -121,7 +121,7 @@ class WebSocketSocket:
         """Browser -> hub until the WebSocket closes: messages become framed DAP bytes."""
         message: list[str] = []
         size = 0
-        data = self._pending
+        data = self._pending or await self._socket_reader.read(RECV_SIZE)
         try:
             while True:
                 if data:
