@@ -34,15 +34,10 @@ def chromium(width: int = 1280, height: int = 800, dark: bool = False) -> Iterat
     options.binary_location = CHROMIUM
     for flag in [*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"]:
         options.add_argument(flag)
-    if dark:
-        options.add_argument("--force-dark-mode")
-        options.add_argument("--blink-settings=preferredColorScheme=0")
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
     try:
-        if dark:
-            driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
-                "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        emulate(driver, width, height, width < 600, "dark" if dark else "light")
         yield driver
     finally:
         driver.quit()
@@ -66,3 +61,35 @@ def wait_for(driver: Any, condition: Callable[[], T | None], timeout: float = 30
         return WebDriverWait(driver, timeout, poll_frequency=0.1).until(check)
     except TimeoutException:
         raise TimeoutError(f"{what}: not within {timeout}s") from None
+
+
+VIEWPORTS = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
+
+
+def emulate(driver: Any, width: int, height: int, mobile: bool, scheme: str) -> None:
+    """Make the page's viewport exactly ``width`` x ``height`` in ``scheme`` (light|dark)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+        "features": [{"name": "prefers-color-scheme", "value": scheme}]})
+
+
+def screenshots(driver: Any, name: str) -> list[str]:
+    """With RAYDEBUG_SCREENSHOTS=DIR, save the current view at 1280x800 and 390 px wide,
+    light and dark, as DIR/NAME-{desktop,phone}-{light,dark}.png (then back to desktop
+    light); the paths saved."""
+    directory = os.environ.get("RAYDEBUG_SCREENSHOTS")
+    if not directory:
+        return []
+    os.makedirs(directory, exist_ok=True)
+    saved = []
+    for viewport, (width, height, mobile) in VIEWPORTS.items():
+        for scheme in ("light", "dark"):
+            emulate(driver, width, height, mobile, scheme)
+            driver.execute_script("return new Promise(r => requestAnimationFrame(() => "
+                                  "requestAnimationFrame(r)))")
+            path = os.path.join(directory, f"{name}-{viewport}-{scheme}.png")
+            driver.save_screenshot(path)
+            saved.append(path)
+    emulate(driver, 1280, 800, False, "light")
+    return saved

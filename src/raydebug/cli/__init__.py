@@ -16,6 +16,7 @@ from .output import error
 from .run_command import run
 from .sessions import attach, list_command, vscode
 from .tunnel_command import hub_address, tunnel
+from .web_command import web
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -46,7 +47,7 @@ def help_command(ctx: click.Context, command: str | None) -> None:
         click.echo(chosen.get_help(command_ctx))
 
 
-for _command in (hub, run, list_command, vscode, attach, hub_address, tunnel):
+for _command in (hub, run, list_command, vscode, attach, hub_address, tunnel, web):
     cli.add_command(_command)
 
 
