@@ -140,6 +140,10 @@ def test_the_page_lists_debugs_and_lets_tasks_finish(cluster: Any, tmp_path: Pat
             wait_for(browser, lambda: any(
                 value.text in ("22", "42") for value in browser.find_elements(
                     By.CSS_SELECTOR, "#console-log .result .value")), 30, "the console's answer")
+            browser.find_element(By.ID, "watch-input").send_keys("config['name']")
+            button(browser, "Add watch").click()
+            wait_for(browser, lambda: "'shard-" in browser.find_element(By.ID, "watches").text,
+                     30, "the watch's value")
             shard_loss = next(int(v.text) for v in browser.find_elements(
                 By.CSS_SELECTOR, "#console-log .result .value")) - 2
             screenshots(browser, "debugger")

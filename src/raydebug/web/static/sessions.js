@@ -63,15 +63,15 @@ export class SessionList {
       el("th", { scope: "row" }, link,
         session.actor_class && session.task_name ? el("span", { class: "sub" },
           ` ${session.actor_class}`) : null),
-      el("td", {}, nodeName(session)),
-      el("td", { class: "num" }, session.pid),
+      el("td", { "data-label": "node" }, nodeName(session)),
+      el("td", { class: "num", "data-label": "pid" }, session.pid),
       el("td", { class: "where" }, `${basename(session.file)}:${session.line}`,
         el("span", { class: "sub" }, ` in ${session.function}`)),
       el("td", {}, el("span", { class: `badge reason-${session.reason}` }, session.reason),
         session.state === "attached" ? el("span", { class: "badge attached" }, "attached")
           : null),
       el("td", { class: "exception-cell" }, session.exception || ""),
-      el("td", { class: "age num" }, age(session.since)));
+      el("td", { class: "age num", "data-label": "paused for" }, age(session.since)));
     row.addEventListener("click", (event) => {
       if (event.target.tagName !== "A") location.hash = link.getAttribute("href");
     });
