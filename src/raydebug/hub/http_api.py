@@ -15,7 +15,7 @@ The route table (built by the hub, see ``Hub._routes``) maps a key to a handler:
 
 A payload is answered as JSON with status 200, unless the handler returns a :class:`Reply`
 (another status, or bytes of another type: the page's files). A handler that raises
-ValueError is answered 400 with its text.
+ValueError is answered 400 with its text (and the fields of its ``details``, if it has one).
 
 DNS rebinding: a web page whose name an attacker points at 127.0.0.1 can make the user's
 browser send requests here and read the answers, as the page's own origin. Its requests
@@ -358,7 +358,9 @@ async def _route(exchange: HttpExchange, request: HttpRequest, routes: Routes,
         exchange.answer(HTTPStatus.REQUEST_TIMEOUT, {"error": "request body not received"})
         return
     except (ValueError, h11.RemoteProtocolError) as error:
-        exchange.answer(HTTPStatus.BAD_REQUEST, {"error": str(error)})
+        # an error may carry more fields for the answer (a selector's known processes)
+        exchange.answer(HTTPStatus.BAD_REQUEST,
+                        {"error": str(error), **getattr(error, "details", {})})
         return
     reply = result if isinstance(result, Reply) else Reply(payload=result)
     exchange.answer(reply.status, reply.payload, body=reply.body,

@@ -35,14 +35,18 @@ from ..protocol.control import (
     ControlStream,
     Hello,
     Identify,
+    Paused,
     Refused,
+    Register,
     SessionEnded,
     SessionStarted,
+    Stacks,
     encode_control,
 )
 from ..protocol.handshake import HubHandshake
 from ..session import PausedThread
 from .net import peer_name, read_next, set_nodelay, vouch_for_this_connection
+from .processes import ProcessQueries
 from .registry import Process, Registry
 
 log = logging.getLogger("raydebug.hub")
@@ -117,9 +121,11 @@ class PendingChannels:
 
 class WorkerListener:
     def __init__(self, token: str, registry: Registry, channels: PendingChannels,
-                 handshake_timeout: float = 10.0) -> None:
+                 handshake_timeout: float = 10.0,
+                 queries: ProcessQueries | None = None) -> None:
         self._token = token
         self._registry = registry
+        self.queries = queries or ProcessQueries(registry)
         self._channels = channels
         self._handshake_timeout = handshake_timeout
         self.refused = 0
@@ -212,6 +218,7 @@ class WorkerListener:
                 await self._on_control(process, message)
         finally:
             await self._registry.remove_process(process)
+            self.queries.lost(process)
             log.info("worker %s: process %s disconnected", peer, process.id)
 
     async def _on_control(self, process: Process, message: ControlMessage) -> None:
@@ -227,6 +234,10 @@ class WorkerListener:
                                              message.returned)
         elif isinstance(message, ChannelFailed):
             self._channels.fail(message.channel, message.reason)
+        elif isinstance(message, Register):
+            await self._registry.register_process(process, message.process)
+        elif isinstance(message, (Stacks, Paused)):
+            self.queries.answer(process, message)
         else:
             raise RemoteProtocolError(f"unexpected {message.TYPE!r} on a control connection")
 
