@@ -108,11 +108,12 @@ _DROP_FIRST = ("labels", "job", "state", "age", "node", "reason")
 _GAP = 2  # spaces between columns; 1 below 80 columns, where every character counts
 
 
-def fit_columns(columns: list[Column], width: int,
-                gap: int = _GAP) -> list[tuple[Column, int]]:
+def fit_columns(columns: list[Column], width: int, gap: int = _GAP,
+                drop_first: tuple[str, ...] = _DROP_FIRST) -> list[tuple[Column, int]]:
     """Choose each column's width so that one session takes one line of ``width``
     characters: the widest columns shrink first, level with the next (never below their
-    narrowest); when even that does not fit, columns go in :data:`_DROP_FIRST` order."""
+    narrowest); when even that does not fit, columns go in ``drop_first`` order (by
+    header)."""
     columns = list(columns)
     while True:
         widths = [c.natural for c in columns]
@@ -123,7 +124,7 @@ def fit_columns(columns: list[Column], width: int,
                 break
             widest = max(shrinkable, key=lambda i: widths[i])
             widths[widest] -= 1
-        droppable = [c for name in _DROP_FIRST for c in columns if c.header == name]
+        droppable = [c for name in drop_first for c in columns if c.header == name]
         if sum(widths) <= budget or not droppable:
             return list(zip(columns, widths, strict=True))
         columns.remove(droppable[0])
@@ -139,19 +140,30 @@ def sessions_table(sessions: list[dict[str, Any]], now: float | None = None,
     """The ``raydebug list`` table, oldest session first, one line per session at
     ``width`` columns (the terminal's). With no sessions: one line saying so, and where
     it looked (``hub``, found by ``found_by``)."""
-    from rich.table import Table  # only here: commands that print no table start faster
-    from rich.text import Text
+    from rich.text import Text  # only here: commands that print no table start faster
 
     asked = f" on the hub at {hub}" if hub else ""
     if not sessions:
         how = f" ({found_by})" if found_by else ""
         return Text(f"no sessions{asked}{how}: nothing is paused")
     count = f"{len(sessions)} paused session{'s' if len(sessions) != 1 else ''}"
+    return fitted_table(count + asked, session_columns(sessions, now), len(sessions), width)
+
+
+def fitted_table(title: str, columns: list[Column], rows: int, width: int,
+                 drop_first: tuple[str, ...] = _DROP_FIRST) -> RenderableType:
+    """A table of ``columns`` (``rows`` cells each) under ``title``, one line per row at
+    ``width`` columns (see :func:`fit_columns`)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     gap = _GAP if width >= 80 else 1
-    table = Table(title=_cut_right(count + asked, width), title_justify="left", box=None,
-                  padding=(0, 1, 0, gap - 1), pad_edge=False, show_edge=False,
+    # The title is not the table's: rich would wrap it to the table's width, often narrower.
+    heading = Text(_cut_right(title, width), no_wrap=True, style="italic")
+    table = Table(box=None, padding=(0, 1, 0, gap - 1), pad_edge=False, show_edge=False,
                   header_style="bold")
-    fitted = fit_columns(session_columns(sessions, now), width, gap)
+    fitted = fit_columns(columns, width, gap, drop_first)
     columns = [column for column, _ in fitted]
     widths = [column_width for _, column_width in fitted]
     cells = [[c.cut(cell, w) for cell in c.cells] for c, w in fitted]
@@ -168,9 +180,9 @@ def sessions_table(sessions: list[dict[str, Any]], now: float | None = None,
     for column, column_width in zip(columns, used, strict=True):
         table.add_column(column.header, no_wrap=True, min_width=column_width,
                          max_width=column_width)
-    for row in range(len(sessions)):
+    for row in range(rows):
         table.add_row(*(cut[row] for cut in cells))
-    return table
+    return Group(heading, table)
 
 
 def hub_warnings(health: dict[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ import click
 
 from ..errors import RaydebugError
 from .hub_command import hub
+from .live_commands import pause, ps, stacks
 from .output import error
 from .run_command import run
 from .sessions import attach, list_command, vscode
@@ -47,7 +48,8 @@ def help_command(ctx: click.Context, command: str | None) -> None:
         click.echo(chosen.get_help(command_ctx))
 
 
-for _command in (hub, run, list_command, vscode, attach, hub_address, tunnel, web):
+for _command in (hub, run, list_command, vscode, attach, ps, stacks, pause, hub_address,
+                 tunnel, web):
     cli.add_command(_command)
 
 

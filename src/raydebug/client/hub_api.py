@@ -4,28 +4,53 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
-from ..errors import RemoteProtocolError, hub_unreachable
+from ..errors import NoProcessMatchError, RemoteProtocolError, hub_unreachable
 
 DEFAULT_HUB = "127.0.0.1:5678"
 
 
 def get_json(hub: str, path: str, timeout: float = 10.0, token: str | None = None) -> Any:
     """GET ``path`` from the hub at ``host:port``; raises :class:`HubUnreachableError` (no
-    answer) or :class:`RemoteProtocolError` (an HTTP error, or an answer that is not JSON)."""
+    answer) or :class:`RemoteProtocolError` (an HTTP error, or an answer that is not JSON);
+    :class:`NoProcessMatchError` for a selector that matched no process."""
+    return request_json(hub, path, timeout=timeout, token=token)
+
+
+def post_json(hub: str, path: str, body: Any, timeout: float = 10.0,
+              token: str | None = None) -> Any:
+    """POST ``body`` as JSON to ``path``; the answer and errors as :func:`get_json`'s."""
+    return request_json(hub, path, body, timeout=timeout, token=token)
+
+
+def request_json(hub: str, path: str, body: Any = None, timeout: float = 10.0,
+                 token: str | None = None) -> Any:
+    """One request to the hub's HTTP API: a GET, or with ``body`` a POST of it as JSON.
+    Returns the decoded JSON answer (see :func:`get_json` for what it raises)."""
     url = f"http://{hub}{path}"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers),
                                     timeout=timeout) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
         try:
-            detail = json.loads(error.read()).get("error", "")
+            answer = json.loads(error.read())
         except ValueError:
-            detail = ""
+            answer = {}
+        answer = answer if isinstance(answer, dict) else {}
+        detail = str(answer.get("error", ""))
+        if error.code == 400 and isinstance(answer.get("known"), list):
+            raise NoProcessMatchError(detail or f"{url}: nothing matches",
+                                      list(answer["known"])) from None
         raise RemoteProtocolError(f"{url}: HTTP {error.code} {detail}".strip()) from None
     except (urllib.error.URLError, OSError) as error:
         raise hub_unreachable(hub, error, saying="no hub at") from None
@@ -43,3 +68,49 @@ def list_sessions(hub: str, wait_for: int = 0, timeout: float = 0.0,
     if not isinstance(sessions, list):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/sessions")
     return sessions
+
+
+def selector_query(selector: Sequence[str], **extra: str) -> str:
+    """``?rank=1&host=a&locals=1``: the selector's ``KEY=VALUE`` terms, then ``extra``, as
+    the hub's ``/api/processes`` and ``/api/stacks`` take them ("" when there is nothing)."""
+    pairs = [(key, value) for key, _, value in (term.partition("=") for term in selector)]
+    pairs.extend(extra.items())
+    return "?" + urllib.parse.urlencode(pairs) if pairs else ""
+
+
+def processes(hub: str, selector: Sequence[str] = (), token: str | None = None,
+              timeout: float = 10.0, now: bool = True) -> list[dict[str, Any]]:
+    """The hub's live processes (the contract's process records) that ``selector``
+    matches (none: an empty list). ``now``: the hub asks the Ray processes what they run
+    now (``task_name``); without, it answers from what it has."""
+    extra = {} if now else {"now": "0"}
+    answer = get_json(hub, "/api/processes" + selector_query(selector, **extra), timeout,
+                      token)
+    if not isinstance(answer, list):
+        raise RemoteProtocolError(f"unexpected answer from {hub}/api/processes")
+    return answer
+
+
+def stacks(hub: str, selector: Sequence[str] = (), with_locals: bool = False,
+           timeout: float = 2.0, token: str | None = None) -> dict[str, Any]:
+    """Every thread's stack in every selected process, collected without pausing them; a
+    process that does not answer within ``timeout`` s is in the answer with its reason."""
+    extra = {"timeout": f"{timeout:g}"}
+    if with_locals:
+        extra["locals"] = "1"
+    answer = get_json(hub, "/api/stacks" + selector_query(selector, **extra),
+                      timeout + 10.0, token)
+    if not isinstance(answer, dict) or not isinstance(answer.get("processes"), list):
+        raise RemoteProtocolError(f"unexpected answer from {hub}/api/stacks")
+    return answer
+
+
+def pause(hub: str, selector: Sequence[str], token: str | None = None,
+          timeout: float = 10.0) -> dict[str, Any]:
+    """Pause every running process that ``selector`` matches: ``{"paused": [ids],
+    "already_paused": [ids], "failed": {id: reason}}``; their sessions (reason ``pause``)
+    appear soon after. Raises :class:`NoProcessMatchError` when none matches."""
+    answer = post_json(hub, "/api/pause", {"selector": list(selector)}, timeout, token)
+    if not isinstance(answer, dict):
+        raise RemoteProtocolError(f"unexpected answer from {hub}/api/pause")
+    return answer

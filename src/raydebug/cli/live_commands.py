@@ -1,0 +1,205 @@
+"""The commands about live processes: ``ps``, ``stacks`` and ``pause``.
+
+They parse, ask the hub (``/api/processes``, ``/api/stacks``, ``/api/pause``) and hand
+plain data to :mod:`raydebug.views_processes`. A selector that matches nothing is one red
+line, then what there is, and exit status 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from .. import views_processes
+from ..client import hub_api
+from ..errors import NoProcessMatchError
+from ..selectors import parse as parse_selector
+from ..stack_tree import merge_stacks
+from .locate import locate_hub
+from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
+from .output import error
+
+KNOWN_SHOWN = 10  # processes listed under "no process matches"
+
+SELECTOR_HELP = ("SELECTOR terms are KEY=VALUE and must all match. Keys: pid, host, node (id "
+                 "prefix or address), job, actor (class), task (name), rank (3, 0-7 or "
+                 "1,5,9), or any label key (RANK, LOCAL_RANK, RAYDEBUG_LABEL_<KEY>...).")
+
+
+def _epilog(*examples: str) -> str:
+    """The selector keys, then examples kept as written (click's ``\\b``)."""
+    return SELECTOR_HELP + "\n\n\b\nExamples:\n" + "\n".join(f"  {e}" for e in examples)
+
+SELECTOR = click.argument("selector", nargs=-1, metavar="[SELECTOR]...")
+
+
+def _check_terms(selector: Sequence[str]) -> None:
+    """A malformed term is caught here, before asking the hub (:class:`SelectorError`:
+    one red line naming the term and the keys)."""
+    parse_selector(selector)
+
+
+def _no_match(failure: NoProcessMatchError) -> None:
+    """The hub's one line, then briefly what there is; exit status 1."""
+    error(str(failure))
+    known = failure.known
+    if not known:
+        click.echo("  no process is linked to this hub", err=True)
+    for entry in known[:KNOWN_SHOWN]:
+        line = views_processes.brief_process(entry) if isinstance(entry, dict) else entry
+        click.echo(f"  {line}", err=True)
+    if len(known) > KNOWN_SHOWN:
+        click.echo(f"  … and {len(known) - KNOWN_SHOWN} more (raydebug ps)", err=True)
+    sys.exit(1)
+
+
+def _console() -> Any:
+    from rich.console import Console  # imported here: --json output stays quick
+
+    return Console()
+
+
+@click.command("ps", epilog=_epilog(
+    "raydebug ps                     every linked process, running or paused",
+    "raydebug ps rank=0-3            ranks 0 to 3",
+    "raydebug ps task=preprocess     the Ray workers running that task now",
+    "raydebug ps --json host=node-2  for scripts: the process records"))
+@HUB_OPTION
+@RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print the process records as JSON.")
+@SELECTOR
+def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_json: bool,
+       selector: tuple[str, ...]) -> None:
+    """List the live processes: every process raydebug links (under `raydebug run`, or
+    with RAYDEBUG_LIVE=1), running or paused, with its sessions and what it runs now."""
+    _check_terms(selector)
+    location = locate_hub(hub, ray_address)
+    found = hub_api.processes(location.address, selector, client_token)
+    if selector and not found:
+        known = hub_api.processes(location.address, (), client_token, now=False)
+        _no_match(NoProcessMatchError(
+            f"no process matches {parse_selector(selector).text}",
+            [views_processes.brief_process(p) for p in known]))
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    console = _console()
+    console.print(views_processes.processes_table(
+        found, width=console.width, hub=location.address, found_by=location.found_by))
+
+
+@click.command(epilog=_epilog(
+    "raydebug stacks                     every thread of every process, merged",
+    "raydebug stacks rank=0-7            only these ranks",
+    "raydebug stacks --locals task=train with each frame's locals",
+    "raydebug stacks --json              per process, per thread, for scripts"))
+@HUB_OPTION
+@RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
+@click.option("--json", "as_json", is_flag=True,
+              help="Print every process's threads and frames (outermost first) and the "
+                   "merged tree as JSON.")
+@click.option("--locals", "with_locals", is_flag=True,
+              help="Add each frame's local variables (short reprs).")
+@click.option("--timeout", default=2.0, show_default=True, type=click.FloatRange(min=0.1),
+              metavar="SECONDS",
+              help="How long a process may take to answer; one that does not (its GIL "
+                   "held by C code) is listed apart, with the reason.")
+@SELECTOR
+def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
+           as_json: bool, with_locals: bool, timeout: float, selector: tuple[str, ...]
+           ) -> None:
+    """Show where every thread of the selected processes is, without pausing them.
+
+    Identical stacks are merged into one tree with counts, so the odd ones out (a rank
+    stuck in a lock while the others wait in allreduce) stand apart, in red. Read in each
+    process by raydebug's own thread: no ptrace, and a thread blocked in C (a lock,
+    ray.get, a socket) shows where it waits."""
+    _check_terms(selector)
+    location = locate_hub(hub, ray_address)
+    try:
+        answer = hub_api.stacks(location.address, selector, with_locals, timeout,
+                                client_token)
+    except NoProcessMatchError as failure:
+        _no_match(failure)
+        return
+    if not isinstance(answer.get("tree"), dict):  # a hub that does not merge: merge here
+        answer["tree"] = merge_stacks(answer["processes"]).to_dict()
+    if as_json:
+        click.echo(json.dumps(answer, indent=2))
+        return
+    console = _console()
+    console.print(views_processes.stacks_view(answer, console.width, with_locals,
+                                              hub=location.address))
+
+
+@click.command(epilog=_epilog(
+    "raydebug pause rank=1            pause rank 1, then: raydebug attach",
+    "raydebug pause task=preprocess   the Ray workers running that task now",
+    "raydebug pause pid=4242 host=node-2"))
+@HUB_OPTION
+@RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
+@click.option("--wait", "wait_seconds", default=5.0, show_default=True,
+              type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Wait this long for the sessions to be listed, and print their ids "
+                   "(0: do not wait).")
+@SELECTOR
+def pause(hub: str | None, ray_address: str | None, client_token: str | None,
+          wait_seconds: float, selector: tuple[str, ...]) -> None:
+    """Pause the selected running processes (all their Python threads): each becomes a
+    session with reason `pause`, which `raydebug attach`, VS Code and nvim-dap debug as any
+    other. Detaching resumes it. A thread blocked in C stops when it returns to Python."""
+    if not selector:
+        raise click.UsageError("pause needs at least one SELECTOR term (e.g. rank=1, "
+                               "pid=4242, task=train): it never pauses every process by "
+                               "default; `raydebug ps` lists them")
+    _check_terms(selector)
+    location = locate_hub(hub, ray_address)
+    try:
+        answer = hub_api.pause(location.address, selector, client_token)
+    except NoProcessMatchError as failure:
+        _no_match(failure)
+        return
+    paused = [str(p) for p in answer.get("paused") or []]
+    already = [str(p) for p in answer.get("already_paused") or []]
+    sessions = (_wait_sessions(location.address, paused, wait_seconds, client_token)
+                if paused and wait_seconds > 0 else {})
+    for process in paused:
+        found = sessions.get(process)
+        where = (f": session {', '.join(found)} (raydebug attach {found[0]})" if found
+                 else ": its session is not listed yet (raydebug list)" if wait_seconds
+                 else "")
+        click.echo(f"paused {process}{where}")
+    for process in already:
+        click.echo(f"{process} was paused already")
+    failed = answer.get("failed") or {}
+    for process, reason in failed.items():
+        error(f"could not pause {process}: {reason}")
+    if failed:
+        sys.exit(1)
+
+
+def _wait_sessions(hub: str, processes: list[str], seconds: float, token: str | None
+                   ) -> dict[str, list[str]]:
+    """The session ids of each of ``processes``, once every one has a session, or what
+    there is after ``seconds``. Waits on the hub (``/api/sessions?min=N``), never polls
+    in a sleep loop."""
+    deadline = time.monotonic() + seconds
+    while True:
+        listed = hub_api.list_sessions(hub, token=token)
+        mine: dict[str, list[str]] = {}
+        for session in listed:
+            if session.get("process") in processes:
+                mine.setdefault(str(session["process"]), []).append(str(session.get("id")))
+        left = deadline - time.monotonic()
+        if len(mine) == len(processes) or left <= 0:
+            return mine
+        # Returns as soon as one more session exists than now (ours, or another's).
+        hub_api.list_sessions(hub, len(listed) + 1, left, token)

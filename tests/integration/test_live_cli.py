@@ -1,0 +1,191 @@
+"""`raydebug ps`, `stacks` and `pause` as a user meets them, against a real hub and four real
+linked processes (RAYDEBUG_LIVE=1, RANK 0-3): three loop in one function, rank 3 waits on a
+lock. In a real terminal at 120, 80 and 60 columns, and as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pexpect
+import pytest
+
+from helpers import TIMEOUT, HubProcess, start_hub, write_script
+
+pytestmark = pytest.mark.integration
+
+RAYDEBUG = [sys.executable, "-m", "raydebug"]
+
+RANKED = """
+import os, threading, time
+
+def spin():
+    total = 0
+    while True:
+        total += 1
+        time.sleep(0.01)
+
+def wait_for(lock):
+    lock.acquire()  # the straggler: blocked in C, forever
+
+if os.environ["RANK"] == "3":
+    lock = threading.Lock()
+    lock.acquire()
+    wait_for(lock)
+else:
+    spin()
+"""
+
+PROCESS_KEYS = {"id", "pid", "host", "argv", "state", "sessions", "labels", "since", "parent",
+                "job_id", "node_id", "node_ip", "worker_id", "actor_class", "task_name"}
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubProcess]:
+    """A hub with four linked ranks, shared by the module's tests (none leaves one paused)."""
+    hub = start_hub()
+    try:
+        script = write_script(tmp_path_factory.mktemp("ranks"), "ranked.py", RANKED)
+        for rank in range(4):
+            hub.spawn(script, RAYDEBUG_LIVE="1", RANK=str(rank), WORLD_SIZE="4")
+        deadline = time.monotonic() + TIMEOUT
+        # The hub has no "wait until N processes" query: ask until all four are linked.
+        while len(hub.get("/api/processes?now=0")) < 4:
+            assert time.monotonic() < deadline, "the four ranks never linked"
+            time.sleep(0.05)
+        yield hub
+    finally:
+        hub.close()
+
+
+def raydebug(hub: HubProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RAYDEBUG, *args, "--hub", hub.client_address],
+                          capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**os.environ, "NO_COLOR": "1"})
+
+
+def on_a_terminal(hub: HubProcess, *args: str, columns: int) -> str:
+    """What ``raydebug ARGS`` shows on a pseudo-terminal ``columns`` wide (colours off)."""
+    child = pexpect.spawn(RAYDEBUG[0], [*RAYDEBUG[1:], *args, "--hub", hub.client_address],
+                          encoding="utf-8", env={**os.environ, "TERM": "xterm",
+                                                 "NO_COLOR": "1"},
+                          timeout=TIMEOUT, dimensions=(60, columns))
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(child.before).replace("\r\n", "\n"))
+    return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def test_ps_json_lists_the_four_running_processes(ranks: HubProcess):
+    done = raydebug(ranks, "ps", "--json")
+    assert done.returncode == 0, done.stderr
+    processes: list[dict[str, Any]] = json.loads(done.stdout)
+    assert len(processes) == 4
+    assert all(set(p) >= PROCESS_KEYS for p in processes), processes
+    assert sorted(p["labels"]["RANK"] for p in processes) == ["0", "1", "2", "3"]
+    assert {p["state"] for p in processes} == {"running"}
+    assert all(p["sessions"] == [] for p in processes)
+    assert {p["pid"] for p in processes} == {w.pid for w in ranks.workers}
+
+    only = json.loads(raydebug(ranks, "ps", "--json", "rank=1-2").stdout)
+    assert sorted(p["labels"]["RANK"] for p in only) == ["1", "2"]
+
+
+@pytest.mark.parametrize("columns", [120, 80, 60])
+def test_ps_is_one_line_a_process_that_fits_the_terminal(ranks: HubProcess, columns: int):
+    shown = on_a_terminal(ranks, "ps", columns=columns)
+    lines = shown.rstrip("\n").splitlines()
+    assert lines[0] == f"4 live processes on the hub at {ranks.client_address}", shown
+    assert len(lines) == 6 and all(len(line) <= columns for line in lines), shown
+    header = lines[1].split()
+    assert header[:2] == ["id", "pid"] and "rank" in header and "state" in header, shown
+    assert "sessions" not in header, shown  # empty for every process
+    for line, rank in zip(lines[2:], "0123", strict=True):  # in rank order
+        assert " running" in line and f" {rank} " in line, shown
+
+
+@pytest.mark.parametrize("columns", [120, 80, 60])
+def test_stacks_set_the_straggler_apart(ranks: HubProcess, columns: int):
+    shown = on_a_terminal(ranks, "stacks", columns=columns)
+    lines = shown.rstrip("\n").splitlines()
+    assert lines[0] == f"4 processes on the hub at {ranks.client_address}", shown
+    assert all(len(line) <= columns for line in lines), shown
+    module = next(line for line in lines if "<module>" in line)
+    assert module.split()[0] == "4", shown  # all four share the outermost frame
+    spin = next(i for i, line in enumerate(lines) if " spin " in line)
+    wait_for = next(i for i, line in enumerate(lines) if " wait_for " in line)
+    assert lines[spin].split()[0] == "3" and lines[wait_for].split()[0] == "1", shown
+    assert "← 3 processes here: ranks 0-2" in " ".join(lines[spin:spin + 2]), shown
+    assert "← 1 process here: rank 3" in " ".join(lines[wait_for:wait_for + 2]), shown
+    assert "ranked.py" in lines[wait_for], shown
+
+
+def test_stacks_json_and_locals(ranks: HubProcess):
+    done = raydebug(ranks, "stacks", "--json", "--locals", "rank=0,3")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert len(answer["processes"]) == 2
+    assert all(entry["answered"] for entry in answer["processes"])
+    tree = answer["tree"]
+    assert tree["count"]["processes"] == 2 and tree["not_answering"] == []
+    leaves = [tree["root"]]
+    while any(node["children"] for node in leaves):
+        leaves = [child for node in leaves for child in node["children"] or [node]]
+    assert sorted((leaf["function"], leaf["ranks"]) for leaf in leaves) == [
+        ("spin", [0]), ("wait_for", [3])]
+    spin = next(leaf for leaf in leaves if leaf["function"] == "spin")
+    assert "total" in spin["locals"], spin
+
+    shown = raydebug(ranks, "stacks", "--locals", "rank=3").stdout
+    assert re.search(r"lock = <unlocked _thread.lock|lock = <locked _thread.lock", shown), shown
+
+
+@pytest.mark.parametrize("command", ["ps", "stacks", "pause"])
+def test_a_selector_that_matches_nothing_says_what_there_is(ranks: HubProcess, command: str):
+    done = raydebug(ranks, command, "rank=9")
+    assert done.returncode == 1, done
+    lines = done.stderr.splitlines()
+    assert lines[0] == "raydebug: no process matches rank=9", done.stderr
+    assert len(lines) == 5 and all(line.startswith("  p") for line in lines[1:]), done.stderr
+    assert sorted(re.search(r"RANK=(\d)", line).group(1)  # type: ignore[union-attr]
+                  for line in lines[1:]) == ["0", "1", "2", "3"], done.stderr
+    assert done.stdout == ""
+
+
+def test_pause_needs_a_selector_and_a_malformed_term_is_one_line(ranks: HubProcess):
+    done = raydebug(ranks, "pause")
+    assert done.returncode == 2 and "pause needs at least one SELECTOR term" in done.stderr
+    bad = raydebug(ranks, "stacks", "rank=x")
+    assert bad.returncode == 1, bad
+    assert bad.stderr.startswith("raydebug: selector term 'rank=x'"), bad.stderr
+    assert len(bad.stderr.splitlines()) == 1
+
+
+def test_pause_one_rank_prints_its_session_and_it_runs_on_after(ranks: HubProcess):
+    done = raydebug(ranks, "pause", "rank=1")
+    assert done.returncode == 0, done.stderr
+    (session,) = ranks.wait_sessions(1)
+    assert session["reason"] == "pause"
+    assert done.stdout == (f"paused {session['process']}: session {session['id']} "
+                           f"(raydebug attach {session['id']})\n")
+    again = raydebug(ranks, "pause", "rank=1")
+    assert again.stdout == f"{session['process']} was paused already\n", again
+    listed = json.loads(raydebug(ranks, "ps", "--json", "rank=1").stdout)
+    assert listed[0]["state"] == "paused" and listed[0]["sessions"] == [session["id"]]
+    ranks.attach_and_detach(session["id"])
+    ranks.wait_sessions(0)
+
+
+def test_help_has_examples():
+    for command in ("ps", "stacks", "pause"):
+        done = subprocess.run([*RAYDEBUG, command, "--help"], capture_output=True, text=True,
+                              timeout=TIMEOUT)
+        assert done.returncode == 0 and f"raydebug {command} " in done.stdout, done.stdout
+        assert "SELECTOR terms are KEY=VALUE" in done.stdout
