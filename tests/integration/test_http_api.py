@@ -4,6 +4,8 @@ the page's files with their Content-Security-Policy, and the client token's cook
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -108,3 +110,22 @@ def test_a_client_token_is_kept_in_a_strict_cookie():
         assert status(exchange(hub.client, login % len(bad) + bad)) == 401
     finally:
         hub.close()
+
+
+def test_raydebug_web_prints_the_page_with_the_token_link():
+    hub = start_hub("--client-token", "s3cret")
+    try:
+        web = [sys.executable, "-m", "raydebug", "web", "--hub", hub.client_address]
+        asked = subprocess.run(web, capture_output=True, text=True, timeout=60)
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout.splitlines()[0] == f"http://{hub.client_address}/"
+        assert "ask for the hub's client token" in asked.stdout
+        linked = subprocess.run([*web, "--client-token", "s3cret"], capture_output=True,
+                                text=True, timeout=60)
+        assert linked.stdout.splitlines()[0] == f"http://{hub.client_address}/?token=s3cret"
+    finally:
+        hub.close()
+    nobody = subprocess.run([sys.executable, "-m", "raydebug", "web", "--hub", "127.0.0.1:1"],
+                            capture_output=True, text=True, timeout=60)
+    assert nobody.returncode == 1 and "Traceback" not in nobody.stderr
+    assert len(nobody.stderr.strip().splitlines()) == 1
