@@ -63,9 +63,10 @@ def test_processes_are_grouped_and_the_odd_stack_stands_out(hub: HubProcess, tmp
         odd = wait_for(browser, lambda: [c for c in cells(browser)
                                          if "odd" in c.get_attribute("class")], 30,
                        "an odd group in the icicle")
+        times = "\N{MULTIPLICATION SIGN}"
         labels = [cell.text for cell in cells(browser)]
-        assert "<module> ×4" in labels and any(label.startswith("train ×3") for label in labels)
-        assert [cell.text for cell in odd] == ["wait_for_peer ×1"]
+        assert f"<module> {times}4" in labels and f"train {times}3" in labels
+        assert [cell.text for cell in odd] == [f"wait_for_peer {times}1"]
         odd[0].click()
         detail = browser.find_element(By.ID, "group-detail")
         wait_for(browser, lambda: "peer" in detail.text and "'rank 0'" in detail.text, 30,
