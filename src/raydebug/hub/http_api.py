@@ -46,9 +46,11 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import h11
+from wsproto.utilities import generate_accept_token
 
 from ..errors import ClientRefusedError
 from .net import RECV_SIZE, peer_name
+from .websocket import Serve, WebSocketSocket
 
 log = logging.getLogger("raydebug.hub")
 
@@ -330,9 +332,8 @@ async def _route(exchange: HttpExchange, request: HttpRequest, routes: Routes,
         if handler is None or method != "GET":
             exchange.answer(HTTPStatus.NOT_FOUND, {"error": f"no WebSocket at {path!r}"})
             return
-        from .websocket import accept  # the page's WebSocket, only when one is asked for
-
-        await accept(exchange, request, lambda reader, writer: handler(reader, writer, proven))
+        await _upgrade(exchange, request,
+                       lambda reader, writer: handler(reader, writer, proven))
         return
     if method == "POST" and path == "/api/login":
         await _login(exchange, token)
@@ -366,6 +367,27 @@ async def _route(exchange: HttpExchange, request: HttpRequest, routes: Routes,
     exchange.answer(reply.status, reply.payload, body=reply.body,
                     content_type=reply.content_type, head_only=method == "HEAD",
                     headers=reply.headers)
+
+
+async def _upgrade(exchange: HttpExchange, request: HttpRequest, serve: Serve) -> None:
+    """Complete the WebSocket upgrade ``request`` (RFC 6455 section 4.2) and run ``serve``
+    on the WebSocket's streams until either side ends (see :mod:`.websocket`). A request
+    that is not a version-13 upgrade is answered 426, one without a key 400."""
+    key = request.header("sec-websocket-key")
+    if request.header("sec-websocket-version") != "13":
+        exchange.answer(HTTPStatus.UPGRADE_REQUIRED, {"error": "WebSocket version 13 only"},
+                        headers=(("Sec-WebSocket-Version", "13"),))
+        return
+    if not key:
+        exchange.answer(HTTPStatus.BAD_REQUEST, {"error": "no Sec-WebSocket-Key"})
+        return
+    exchange.writer.write(exchange.connection.send(h11.InformationalResponse(
+        status_code=101, reason=b"Switching Protocols", headers=[
+            ("Upgrade", "websocket"), ("Connection", "Upgrade"),
+            ("Sec-WebSocket-Accept", generate_accept_token(key.encode("latin-1")).decode()),
+            *SECURITY_HEADERS])))
+    trailing, _ = exchange.connection.trailing_data
+    await WebSocketSocket(exchange.reader, exchange.writer, trailing).run(serve)
 
 
 def _json_body(body: bytes) -> Any:

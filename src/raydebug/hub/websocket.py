@@ -2,7 +2,8 @@
 
 Theory of operation. The browser is a DAP client like any IDE: each WebSocket text message
 is one DAP message (its JSON, without the ``Content-Length`` header). Rather than a second
-debugger path, :func:`accept` turns the WebSocket back into the stream a TCP client would
+debugger path, :class:`WebSocketSocket` turns an accepted WebSocket (the HTTP side
+answered the upgrade, see :mod:`.http_api`) back into the stream a TCP client would
 have sent: a pump reads frames (wsproto, sans-IO), checks each message is one JSON object
 within :data:`MAX_MESSAGE` bytes, and feeds it framed (``Content-Length``) into an
 :class:`asyncio.StreamReader`; the :class:`WebSocketWriter` cuts the hub's framed bytes
@@ -21,22 +22,16 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import h11
 from wsproto.connection import Connection, ConnectionState, ConnectionType
 from wsproto.events import BytesMessage, CloseConnection, Ping, TextMessage
 from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError as WsLocalProtocolError
-from wsproto.utilities import generate_accept_token
 
 from ..errors import RemoteProtocolError
 from ..protocol.framing import Framer, NeedData, frame
 from .net import RECV_SIZE, peer_name
-
-if TYPE_CHECKING:
-    from .http_api import HttpExchange, HttpRequest
 
 log = logging.getLogger("raydebug.hub")
 
@@ -45,30 +40,6 @@ READER_LIMIT = 1024 * 1024  # buffered for the hub before the pump stops reading
 CLOSE_TIMEOUT = 5.0
 
 Serve = Callable[[asyncio.StreamReader, "WebSocketWriter"], Awaitable[Any]]
-
-
-async def accept(exchange: HttpExchange, request: HttpRequest, serve: Serve) -> None:
-    """Complete the upgrade ``request`` (RFC 6455 section 4.2) and run ``serve`` on the
-    WebSocket's streams until either side ends; then close the WebSocket. A request that
-    is not a valid version-13 upgrade is answered 400 (426 for another version)."""
-    key = request.header("sec-websocket-key")
-    if request.header("sec-websocket-version") != "13":
-        exchange.answer(HTTPStatus.UPGRADE_REQUIRED, {"error": "WebSocket version 13 only"},
-                        headers=(("Sec-WebSocket-Version", "13"),))
-        return
-    if not key:
-        exchange.answer(HTTPStatus.BAD_REQUEST, {"error": "no Sec-WebSocket-Key"})
-        return
-    from .http_api import SECURITY_HEADERS
-
-    exchange.writer.write(exchange.connection.send(h11.InformationalResponse(
-        status_code=101, reason=b"Switching Protocols", headers=[
-            ("Upgrade", "websocket"), ("Connection", "Upgrade"),
-            ("Sec-WebSocket-Accept", generate_accept_token(key.encode("latin-1")).decode()),
-            *SECURITY_HEADERS])))
-    trailing, _ = exchange.connection.trailing_data
-    socket = WebSocketSocket(exchange.reader, exchange.writer, trailing)
-    await socket.run(serve)
 
 
 class WebSocketSocket:
