@@ -107,7 +107,9 @@ export class DapSocket {
       pathFormat: "path", linesStartAt1: true, columnsStartAt1: true,
       supportsVariableType: true, supportsRunInTerminalRequest: false,
     });
-    const attached = this.request("attach", { name: "raydebug web", raydebug: { session } });
+    // redirectOutput: pydevd tees the process's stdout and stderr to the page (output events)
+    const attached = this.request("attach", { name: "raydebug web", redirectOutput: true,
+      raydebug: { session } });
     await Promise.race([initialized, attached]);
     await initialized;
     await this.request("setExceptionBreakpoints", { filters: [] });
