@@ -79,6 +79,15 @@ def test_processes_are_grouped_and_the_odd_stack_stands_out(hub: HubProcess, tmp
         assert session["reason"] == "pause" and session["function"] == "wait_for_peer"
         wait_for(browser, lambda: "paused" in browser.find_element(
             By.CSS_SELECTOR, "#processes tbody tr:last-child").text, 30, "rank 3 paused")
+        # The filter takes the CLI's selectors; a bad one says what is wrong.
+        box = browser.find_element(By.ID, "filter-input")
+        box.send_keys("rank=0-1\n")
+        wait_for(browser, lambda: len(browser.find_elements(
+            By.CSS_SELECTOR, "#processes tbody tr")) == 2, 30, "ranks 0 and 1 only")
+        box.clear()
+        box.send_keys("rank=x\n")
+        wait_for(browser, lambda: "rank" in browser.find_element(By.ID, "processes-error").text,
+                 30, "the selector's error")
         browser.find_element(By.CSS_SELECTOR, "nav a[data-view=sessions]").click()
         wait_for(browser, lambda: "wait_for_peer" in browser.find_element(
             By.ID, "sessions-table").text, 30, "the paused rank in the session list")
