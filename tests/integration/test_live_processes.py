@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,13 +18,18 @@ import pytest
 from tests.helpers import HubProcess, read_line, run, start_hub, write_script
 
 RANKED = """
-import os, sys, threading, time
+import os, signal, sys, threading, time
 
 def spin(n):
     total = 0
     while True:
         total += 1
         time.sleep(0.01)
+
+def say_tracing(*_):  # runs in the main thread, between two of its lines
+    print("trace", sys.gettrace(), threading.gettrace(), flush=True)
+
+signal.signal(signal.SIGUSR1, say_tracing)
 
 def wait_for(lock):
     lock.acquire()  # blocked in C, the GIL released, forever
@@ -140,6 +146,15 @@ def test_ranks_are_listed_stacked_and_paused_on_demand(hub, tmp_path):
 
     run(inspect_and_continue())
     hub.wait_sessions(0)
+    # Untraced again once the client left (tracing follows need).
+    assert read_line(procs[1]).split() == ["started", str(procs[1].pid)]
+    deadline = time.monotonic() + 10
+    while True:
+        procs[1].send_signal(signal.SIGUSR1)
+        if read_line(procs[1]).strip() == "trace None None":
+            break
+        assert time.monotonic() < deadline, "the process stayed traced after the pause"
+        time.sleep(0.1)
     listed = wait_processes(hub, lambda ps: by_rank(ps)["1"]["state"] == "running")
     assert len(listed) == 4 and procs[1].poll() is None
     # It runs on, unpaused: its counter moves.

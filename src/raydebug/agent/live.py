@@ -93,6 +93,18 @@ def process_record() -> dict[str, Any]:
     return record
 
 
+def session_identity() -> dict[str, Any]:
+    """The cluster's ids for a session that the link thread makes (``raydebug pause``):
+    the registered ones and what the process runs now, without asking Ray's runtime context
+    on the link thread (whose task is none)."""
+    record = process_record()
+    names = ("job_id", "node_id", "node_ip", "worker_id", "actor_class", "task_name",
+             "task_id")
+    identity = {name: record[name] for name in names if name in record}
+    identity.update({k: v for k, v in current_activity().items() if k in names})
+    return identity
+
+
 def labels(environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:
     """``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK`` and every
     ``RAYDEBUG_LABEL_<KEY>=value`` (as ``KEY``)."""
