@@ -2,7 +2,8 @@
 
 Sections: ``core`` (one plain process, raydebug vs stock debugpy), ``ray`` (a local Ray,
 raydebug vs Ray's built-in debugger), ``scale`` (one hub with 1,000 paused sessions; a
-killed worker leaving the list; a worker's speed after its debug session).
+killed worker leaving the list; a worker's speed after its debug session), ``live`` (stacks
+across 1,000 live links against py-spy; 10,000 links on one hub: ps, pause, memory).
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import core
+import live_scale
 import ray_bench
 import scale
 import speed
 import speed_leave
 
 RESULTS = Path(__file__).with_name("results.json")
-SECTIONS = ("core", "ray", "scale")
+SECTIONS = ("core", "ray", "scale", "live")
 
 # A measure read from a mode's results: a number, a Sample summary (median + spread), or None.
 Reader = Callable[[dict[str, Any]], Any]
@@ -185,7 +187,7 @@ def main() -> None:
         sections = {"scale"}
     started = time.time()
     load_before = os.getloadavg()
-    results: dict[str, Any] = {"core": None, "ray": None, "scale": None}
+    results: dict[str, Any] = {"core": None, "ray": None, "scale": None, "live": None}
     if "core" in sections:
         results["core"] = core.run(args.requests, args.steps, args.rounds)
         print(table(results["core"]), "\n")
@@ -203,6 +205,11 @@ def main() -> None:
             hub.close()
         print(scale_table(results["scale"]), "\n")
         print(speed_leave.table(results["scale"]["leave"]), "\n")
+    if "live" in sections:
+        print("measuring 1,000 then 10,000 live links on one hub...", file=sys.stderr,
+              flush=True)
+        results["live"] = live_scale.run()
+        print(live_scale.table(results["live"]), "\n")
     seconds = time.time() - started
     print(f"{seconds / 60:.1f} min; load average {load_before[0]:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after (on {os.cpu_count()} CPUs)")

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 RANK_LABELS = ("RANK", "rank")
+HOW_TO_LINK = "processes link when started under `raydebug run` or with RAYDEBUG_LIVE=1"
 ODD_STYLE = "bold red"
 MAX_LOCALS_SHOWN = 10  # local names shown under one frame; then "… N more"
 MIN_FRAME_BESIDE_LABEL = 32  # narrower than this, a leaf's label goes on the next line
@@ -99,8 +100,7 @@ def processes_table(processes: Sequence[Mapping[str, Any]], now: float | None = 
     asked = f" on the hub at {hub}" if hub else ""
     if not processes:
         how = f" ({found_by})" if found_by else ""
-        return Text(f"no live processes{asked}{how}: processes link when started under "
-                    "`raydebug run` or with RAYDEBUG_LIVE=1")
+        return Text(f"no live processes{asked}{how}: {HOW_TO_LINK}")
     processes = sorted(processes, key=_listing_order)
     paused = sum(1 for p in processes if p.get("state") == "paused")
     title = (f"{len(processes)} live process{'es' if len(processes) != 1 else ''}{asked}"
@@ -277,8 +277,8 @@ def stacks_view(stacks: Mapping[str, Any], width: int = 120, with_locals: bool =
     lines.extend(out.lines)
     lines.extend(Text(line, style="yellow", no_wrap=True)
                  for line in _unanswered_lines(tree, width))
-    if not roots and not missing:
-        lines.append(Text(_cut("no process matched, or none is linked", width)))
+    if not roots and not missing and not tree.get("no_threads"):
+        return Text(f"no live processes{asked}: {HOW_TO_LINK}")
     return Group(*lines)
 
 

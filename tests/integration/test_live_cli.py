@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import pexpect
 import pytest
+from test_cli import on_a_terminal  # a pseudo-terminal of a given width
 
 from helpers import TIMEOUT, HubProcess, start_hub, write_script
 
@@ -70,19 +70,6 @@ def raydebug(hub: HubProcess, *args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "NO_COLOR": "1"})
 
 
-def on_a_terminal(hub: HubProcess, *args: str, columns: int) -> str:
-    """What ``raydebug ARGS`` shows on a pseudo-terminal ``columns`` wide (colours off)."""
-    child = pexpect.spawn(RAYDEBUG[0], [*RAYDEBUG[1:], *args, "--hub", hub.client_address],
-                          encoding="utf-8", env={**os.environ, "TERM": "xterm",
-                                                 "NO_COLOR": "1"},
-                          timeout=TIMEOUT, dimensions=(60, columns))
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0, child.before
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(child.before).replace("\r\n", "\n"))
-    return "\n".join(line.rstrip() for line in text.splitlines())
-
-
 def test_ps_json_lists_the_four_running_processes(ranks: HubProcess):
     done = raydebug(ranks, "ps", "--json")
     assert done.returncode == 0, done.stderr
@@ -100,7 +87,7 @@ def test_ps_json_lists_the_four_running_processes(ranks: HubProcess):
 
 @pytest.mark.parametrize("columns", [120, 80, 60])
 def test_ps_is_one_line_a_process_that_fits_the_terminal(ranks: HubProcess, columns: int):
-    shown = on_a_terminal(ranks, "ps", columns=columns)
+    shown = on_a_terminal("ps", "--hub", ranks.client_address, columns=columns)
     lines = shown.rstrip("\n").splitlines()
     assert lines[0] == f"4 live processes on the hub at {ranks.client_address}", shown
     assert len(lines) == 6 and all(len(line) <= columns for line in lines), shown
@@ -113,7 +100,7 @@ def test_ps_is_one_line_a_process_that_fits_the_terminal(ranks: HubProcess, colu
 
 @pytest.mark.parametrize("columns", [120, 80, 60])
 def test_stacks_set_the_straggler_apart(ranks: HubProcess, columns: int):
-    shown = on_a_terminal(ranks, "stacks", columns=columns)
+    shown = on_a_terminal("stacks", "--hub", ranks.client_address, columns=columns)
     lines = shown.rstrip("\n").splitlines()
     assert lines[0] == f"4 processes on the hub at {ranks.client_address}", shown
     assert all(len(line) <= columns for line in lines), shown
@@ -189,3 +176,41 @@ def test_help_has_examples():
                               timeout=TIMEOUT)
         assert done.returncode == 0 and f"raydebug {command} " in done.stdout, done.stdout
         assert "SELECTOR terms are KEY=VALUE" in done.stdout
+
+
+HOLDS_THE_GIL = """
+import os, re, sys, time
+
+def loop():
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    # Catastrophic backtracking: one C call that holds the GIL for minutes.
+    re.match(r"(a*)*b", "a" * 40)
+
+loop()
+"""
+
+
+def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
+    with start_hub() as hub:
+        flag = tmp_path / "go"
+        busy = hub.spawn(write_script(tmp_path, "busy.py", HOLDS_THE_GIL), str(flag),
+                         RAYDEBUG_LIVE="1", RANK="1")
+        hub.spawn(write_script(tmp_path, "ranked.py", RANKED), RAYDEBUG_LIVE="1", RANK="0")
+        deadline = time.monotonic() + TIMEOUT
+        while len(hub.get("/api/processes?now=0")) < 2:  # no long-poll for processes
+            assert time.monotonic() < deadline, "the processes never linked"
+            time.sleep(0.05)
+        flag.touch()
+        # The regex starts once the loop sees the flag; until then the process answers.
+        while hub.get(f"/api/stacks?pid={busy.pid}&timeout=0.5")["processes"][0]["answered"]:
+            assert time.monotonic() < deadline, "the busy process kept answering"
+        started = time.monotonic()
+        shown = raydebug(hub, "stacks", "--timeout", "1")
+        assert time.monotonic() - started < TIMEOUT / 2
+        assert shown.returncode == 0, shown.stderr
+        lines = shown.stdout.splitlines()
+        assert lines[0] == f"1 process, 1 did not answer, on the hub at {hub.client_address}"
+        assert any(" spin " in line and "← 1 process here: rank 0" in line for line in lines)
+        assert "did not answer: 1 process: rank 1: no answer within 1s" in \
+            " ".join(line.strip() for line in lines), shown.stdout

@@ -79,8 +79,9 @@ def test_the_odd_group_is_highlighted():
 
 
 def test_an_empty_answer_says_so():
-    text = render(stacks_view({"tree": merge_stacks([]).to_dict()}, 80), 80)
-    assert text.splitlines() == ["0 processes", "no process matched, or none is linked"]
+    text = render(stacks_view({"tree": merge_stacks([]).to_dict()}, 200, hub="h:1"), 200)
+    assert text.strip() == ("no live processes on the hub at h:1: processes link when started "
+                            "under `raydebug run` or with RAYDEBUG_LIVE=1")
 
 
 PROCESSES = [

@@ -10,17 +10,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
 
 import click
 
-from .. import views_processes
 from ..client import hub_api
-from ..errors import NoProcessMatchError
+from ..errors import HubUnreachableError, NoProcessMatchError
 from ..selectors import parse as parse_selector
-from ..stack_tree import merge_stacks
-from .locate import locate_hub
+from .locate import HubLocation, locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import error
 
@@ -44,18 +42,39 @@ def _check_terms(selector: Sequence[str]) -> None:
     parse_selector(selector)
 
 
-def _no_match(failure: NoProcessMatchError) -> None:
+def _no_match(failure: NoProcessMatchError) -> NoReturn:
     """The hub's one line, then briefly what there is; exit status 1."""
+    from ..views_processes import brief_process  # rendering: imported where it is used
+
     error(str(failure))
     known = failure.known
     if not known:
         click.echo("  no process is linked to this hub", err=True)
     for entry in known[:KNOWN_SHOWN]:
-        line = views_processes.brief_process(entry) if isinstance(entry, dict) else entry
+        line = brief_process(entry) if isinstance(entry, dict) else entry
         click.echo(f"  {line}", err=True)
     if len(known) > KNOWN_SHOWN:
         click.echo(f"  … and {len(known) - KNOWN_SHOWN} more (raydebug ps)", err=True)
     sys.exit(1)
+
+
+T = TypeVar("T")
+
+
+def _ask(location: HubLocation, question: Callable[[], T]) -> T:
+    """``question()``'s answer; a selector that matches nothing ends the command (see
+    :func:`_no_match`), and a hub nobody named and nobody answers at says how to get one."""
+    try:
+        return question()
+    except NoProcessMatchError as failure:
+        _no_match(failure)
+    except HubUnreachableError as error:
+        if not location.is_default:
+            raise
+        raise HubUnreachableError(
+            f"{error}; no hub or Ray cluster was found on this machine: start one with "
+            "`raydebug hub`, or pass --hub HOST:PORT or --ray-address",
+            address=error.address) from None
 
 
 def _console() -> Any:
@@ -72,7 +91,8 @@ def _console() -> Any:
 @HUB_OPTION
 @RAY_ADDRESS_OPTION
 @CLIENT_TOKEN_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print the process records as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the process records as JSON (one line, as the hub sent them).")
 @SELECTOR
 def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_json: bool,
        selector: tuple[str, ...]) -> None:
@@ -80,17 +100,28 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
     with RAYDEBUG_LIVE=1), running or paused, with its sessions and what it runs now."""
     _check_terms(selector)
     location = locate_hub(hub, ray_address)
-    found = hub_api.processes(location.address, selector, client_token)
+    found: list[dict[str, Any]] = []
+    if as_json:
+        # The hub's answer is the JSON asked for: passed on as it came (one line), since
+        # decoding and encoding again 10,000 records would take most of the time.
+        raw = _ask(location, lambda: hub_api.request_raw(
+            location.address, hub_api.processes_path(selector), token=client_token))
+        if not (selector and raw.strip() == b"[]"):
+            sys.stdout.buffer.write(raw.rstrip() + b"\n")
+            sys.stdout.flush()
+            return
+    else:
+        found = _ask(location, lambda: hub_api.processes(location.address, selector,
+                                                         client_token))
+    from ..views_processes import brief_process, processes_table
+
     if selector and not found:
         known = hub_api.processes(location.address, (), client_token, now=False)
         _no_match(NoProcessMatchError(
             f"no process matches {parse_selector(selector).text}",
-            [views_processes.brief_process(p) for p in known]))
-    if as_json:
-        click.echo(json.dumps(found, indent=2))
-        return
+            [brief_process(p) for p in known]))
     console = _console()
-    console.print(views_processes.processes_table(
+    console.print(processes_table(
         found, width=console.width, hub=location.address, found_by=location.found_by))
 
 
@@ -123,19 +154,19 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
     ray.get, a socket) shows where it waits."""
     _check_terms(selector)
     location = locate_hub(hub, ray_address)
-    try:
-        answer = hub_api.stacks(location.address, selector, with_locals, timeout,
-                                client_token)
-    except NoProcessMatchError as failure:
-        _no_match(failure)
-        return
-    if not isinstance(answer.get("tree"), dict):  # a hub that does not merge: merge here
+    answer = _ask(location, lambda: hub_api.stacks(location.address, selector, with_locals,
+                                                   timeout, client_token))
+    if not answer.get("tree"):  # a hub that does not merge (an empty tree): merge here
+        from ..stack_tree import merge_stacks
+
         answer["tree"] = merge_stacks(answer["processes"]).to_dict()
     if as_json:
         click.echo(json.dumps(answer, indent=2))
         return
+    from ..views_processes import stacks_view
+
     console = _console()
-    console.print(views_processes.stacks_view(answer, console.width, with_locals,
+    console.print(stacks_view(answer, console.width, with_locals,
                                               hub=location.address))
 
 
@@ -162,11 +193,7 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
                                "default; `raydebug ps` lists them")
     _check_terms(selector)
     location = locate_hub(hub, ray_address)
-    try:
-        answer = hub_api.pause(location.address, selector, client_token)
-    except NoProcessMatchError as failure:
-        _no_match(failure)
-        return
+    answer = _ask(location, lambda: hub_api.pause(location.address, selector, client_token))
     paused = [str(p) for p in answer.get("paused") or []]
     already = [str(p) for p in answer.get("already_paused") or []]
     sessions = (_wait_sessions(location.address, paused, wait_seconds, client_token)

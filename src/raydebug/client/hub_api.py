@@ -31,6 +31,17 @@ def request_json(hub: str, path: str, body: Any = None, timeout: float = 10.0,
                  token: str | None = None) -> Any:
     """One request to the hub's HTTP API: a GET, or with ``body`` a POST of it as JSON.
     Returns the decoded JSON answer (see :func:`get_json` for what it raises)."""
+    raw = request_raw(hub, path, body, timeout, token)
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise RemoteProtocolError(f"http://{hub}{path} did not answer JSON: {error}") from None
+
+
+def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
+                token: str | None = None) -> bytes:
+    """As :func:`request_json`, but the answer's bytes as the hub sent them (not decoded:
+    a command that only passes them on saves decoding megabytes)."""
     url = f"http://{hub}{path}"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     data = None
@@ -40,7 +51,7 @@ def request_json(hub: str, path: str, body: Any = None, timeout: float = 10.0,
     try:
         with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers),
                                     timeout=timeout) as response:
-            return json.loads(response.read())
+            return bytes(response.read())
     except urllib.error.HTTPError as error:
         try:
             answer = json.loads(error.read())
@@ -54,8 +65,6 @@ def request_json(hub: str, path: str, body: Any = None, timeout: float = 10.0,
         raise RemoteProtocolError(f"{url}: HTTP {error.code} {detail}".strip()) from None
     except (urllib.error.URLError, OSError) as error:
         raise hub_unreachable(hub, error, saying="no hub at") from None
-    except ValueError as error:
-        raise RemoteProtocolError(f"{url} did not answer JSON: {error}") from None
 
 
 def list_sessions(hub: str, wait_for: int = 0, timeout: float = 0.0,
@@ -83,12 +92,15 @@ def processes(hub: str, selector: Sequence[str] = (), token: str | None = None,
     """The hub's live processes (the contract's process records) that ``selector``
     matches (none: an empty list). ``now``: the hub asks the Ray processes what they run
     now (``task_name``); without, it answers from what it has."""
-    extra = {} if now else {"now": "0"}
-    answer = get_json(hub, "/api/processes" + selector_query(selector, **extra), timeout,
-                      token)
+    answer = get_json(hub, processes_path(selector, now), timeout, token)
     if not isinstance(answer, list):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/processes")
     return answer
+
+
+def processes_path(selector: Sequence[str] = (), now: bool = True) -> str:
+    """The path of :func:`processes`' question (for :func:`request_raw`)."""
+    return "/api/processes" + selector_query(selector, **({} if now else {"now": "0"}))
 
 
 def stacks(hub: str, selector: Sequence[str] = (), with_locals: bool = False,

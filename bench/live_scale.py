@@ -1,0 +1,472 @@
+"""Live processes at scale: ``raydebug stacks`` across 1,000 linked processes, with
+``py-spy dump`` as the anchor; then 10,000 linked processes on one hub: ``ps --json``, the
+hub's memory, the registration rate, and ``pause`` of one among them until its session is
+listed.
+
+A load generator (this file run with ``--generate``: one process, asyncio) opens real TCP
+connections to a real hub subprocess's worker listener and speaks the real worker protocol
+on each, as a live agent does: the agent's side of the real mutual handshake, ``Identify``,
+``Register`` with a Ray worker's record (its own pid, node, rank), then it answers the hub's
+questions on that connection: ``CollectStacks`` with ``Stacks`` (threads read once, at the
+generator's start, by the agent's own code from real blocked threads: a training loop in
+``all_reduce``, and for a few "stragglers" a loop stuck in ``next_batch``), and ``Pause``
+with the ``SessionStarted`` of a paused thread and ``Paused``, as the agent sends them.
+
+Beside it, a few *real* processes run with ``RAYDEBUG_LIVE=1`` (the real link thread):
+``raydebug stacks pid=P`` of one of them and ``py-spy dump --pid P`` of the same process
+are timed side by side (py-spy needs ptrace: root, or ``kernel.yama.ptrace_scope=0``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import core
+from raydebug.hub.net import read_next
+from raydebug.protocol.control import (
+    MAX_CONTROL_MESSAGE,
+    ROLE_CONTROL,
+    Challenge,
+    CollectStacks,
+    ControlStream,
+    Identify,
+    Pause,
+    Paused,
+    Register,
+    SessionStarted,
+    Stacks,
+    Welcome,
+    encode_control,
+)
+from raydebug.protocol.framing import frame
+from raydebug.protocol.handshake import AgentHandshake
+from scale import ARGV, CONNECT_CONCURRENCY, raise_fd_limit
+
+EXTRA_HUB_ARGS = os.environ.get("BENCH_HUB_ARGS", "").split()
+STRAGGLER_EVERY = 333  # one generated process in this many is stuck elsewhere
+NOW = json.dumps({"task_name": "Trainer.train_step"})  # what a worker says it runs now
+FAKE_PID = 2_000_000  # generated pids start here: above any real pid of this machine
+REAL_SCRIPT = """
+import time
+def work():
+    total = 0
+    while True:
+        total += 1
+        time.sleep(0.005)
+print("ready", flush=True)
+work()
+"""
+
+# -- the load generator ------------------------------------------------------------------
+
+
+def _sample_threads() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two real stacks read by the agent's own code (raydebug.agent.stacks): a thread of
+    a training loop waiting in ``all_reduce``, and one stuck in ``next_batch``."""
+    from raydebug.agent.stacks import collect_threads
+
+    never = threading.Event()
+
+    def wait(step: int) -> None:
+        never.wait()
+
+    def all_reduce(step: int) -> None:
+        wait(step)
+
+    def next_batch(step: int) -> None:
+        wait(step)
+
+    def train_loop(stuck: bool) -> None:
+        for step in range(1):
+            (next_batch if stuck else all_reduce)(step)
+
+    threads = [threading.Thread(target=train_loop, args=(stuck,), name=f"train-{stuck}",
+                                daemon=True) for stuck in (False, True)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while True:
+        found = {t["name"]: t for t in collect_threads(with_locals=True)}
+        if all(t.name in found and found[t.name]["frames"][-1]["function"] == "wait"
+               for t in threads) or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    common, stuck = (found[t.name] for t in threads)
+    for thread_record in (common, stuck):
+        thread_record["name"] = "MainThread"
+    return [common], [stuck]
+
+
+def fake_record(index: int) -> dict[str, Any]:
+    """What ``Register`` says about a Ray worker (raydebug.agent.live.process_record)."""
+    node = index // 16
+    return {"pid": FAKE_PID + index, "host": f"worker-{node:03d}", "argv": ARGV,
+            "labels": {"RANK": str(index), "WORLD_SIZE": "10000"}, "since": time.time(),
+            "parent_pid": 1, "python": "3.11.7", "job_id": "02000000",
+            "node_id": f"{node:056x}", "node_ip": f"10.0.{node // 256}.{node % 256}",
+            "worker_id": secrets.token_hex(28), "actor_class": "Trainer"}
+
+
+def pause_session(index: int) -> dict[str, Any]:
+    """A paused thread as the agent reports a ``pause`` (PausedThread.to_dict())."""
+    record = fake_record(index)
+    return {"id": secrets.token_hex(6), "pid": record["pid"], "host": record["host"],
+            "file": "/srv/train.py", "line": 40, "function": "all_reduce", "reason": "pause",
+            "exception": None, "source": "work.wait()", "thread": "MainThread",
+            "since": time.time(), "argv": ARGV, "labels": record["labels"],
+            "job_id": record["job_id"], "node_id": record["node_id"],
+            "node_ip": record["node_ip"], "worker_id": record["worker_id"],
+            "actor_class": "Trainer", "task_name": "Trainer.train_step"}
+
+
+class Generator:
+    """Live links, each answering the hub's questions as the agent's link thread does."""
+
+    def __init__(self, worker: str, token: str) -> None:
+        host, port = worker.rsplit(":", 1)
+        self.host, self.port, self.token = host, int(port), token
+        self.common, self.stuck = _sample_threads()
+        self.writers: list[asyncio.StreamWriter] = []
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.linked = 0
+        self._encoded: dict[tuple[bool, bool, bool], str] = {}
+
+    async def link_one(self, index: int, gate: asyncio.Semaphore) -> bool:
+        async with gate:
+            try:
+                reader, writer = await asyncio.open_connection(self.host, self.port)
+            except OSError:
+                return False
+            handshake = AgentHandshake(self.token, ROLE_CONTROL, hub="the hub")
+            if not isinstance(await self._next(reader, handshake), Challenge):
+                writer.close()
+                return False
+            writer.write(handshake.send())
+            if not isinstance(await self._next(reader, handshake), Welcome):
+                writer.close()
+                return False
+            record = fake_record(index)
+            writer.write(encode_control(Identify(process={
+                key: record[key] for key in ("pid", "host", "argv", "python")})))
+            writer.write(encode_control(Register(process=record)))
+            await writer.drain()
+        stream = ControlStream()
+        buffered = handshake.take_buffered()
+        if buffered:  # b"" would mean the end of the stream
+            stream.receive_data(buffered)
+        task = asyncio.create_task(self.serve(index, reader, writer, stream))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        self.writers.append(writer)
+        return True
+
+    async def serve(self, index: int, reader: asyncio.StreamReader,
+                    writer: asyncio.StreamWriter, stream: ControlStream) -> None:
+        """Answer the hub until it closes the connection (or we do)."""
+        try:
+            while (message := await read_next(reader, stream.receive_data,
+                                              stream.next_event)) is not None:
+                if isinstance(message, CollectStacks):
+                    stuck = index % STRAGGLER_EVERY == 7
+                    writer.write(self.answer(message, stuck))
+                elif isinstance(message, Pause):
+                    writer.write(encode_control(SessionStarted(session=pause_session(index))))
+                    writer.write(encode_control(Paused(request_id=message.request_id)))
+        except (OSError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def answer(self, question: CollectStacks, stuck: bool) -> bytes:
+        """The framed ``Stacks`` answer, the bytes :func:`encode_control` gives, with the
+        threads' JSON encoded once: one generator answers for a thousand processes, each
+        of which would encode its own on its own core."""
+        key = (stuck, question.frames, question.locals)
+        threads = self._encoded.get(key)
+        if threads is None:
+            chosen = (self.stuck if stuck else self.common) if question.frames else []
+            if not question.locals:
+                chosen = [{**t, "frames": [{k: v for k, v in f.items() if k != "locals"}
+                                           for f in t["frames"]]} for t in chosen]
+            threads = self._encoded[key] = json.dumps(chosen, separators=(",", ":"))
+        body = (f'{{"type":"{Stacks.TYPE}","request_id":{question.request_id},'
+                f'"threads":{threads},"now":{NOW}}}')
+        return frame(body.encode(), MAX_CONTROL_MESSAGE)
+
+    async def link(self, count: int) -> tuple[float, int]:
+        gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
+        start = time.time()
+        done = await asyncio.gather(*(self.link_one(self.linked + i, gate)
+                                      for i in range(count)))
+        self.linked += count
+        return start, sum(1 for ok in done if not ok)
+
+    @staticmethod
+    async def _next(reader: asyncio.StreamReader, handshake: AgentHandshake) -> object:
+        return await read_next(reader, handshake.receive_data, handshake.next_event)
+
+
+async def generate(worker: str, token: str) -> None:
+    """Serve commands from stdin: ``link N`` opens N more live links (answers ``LINKED
+    start refused``); end of input closes everything."""
+    generator = Generator(worker, token)
+    loop = asyncio.get_running_loop()
+    print("READY", flush=True)
+    while command := (await loop.run_in_executor(None, sys.stdin.readline)).split():
+        if command[0] == "link":
+            start, refused = await generator.link(int(command[1]))
+            print(f"LINKED {start} {refused}", flush=True)
+    for writer in generator.writers:
+        writer.close()
+
+
+# -- the measures ------------------------------------------------------------------------
+
+
+class LiveScale:
+    """A hub subprocess, the generator, and a few real linked processes."""
+
+    def __init__(self, total: int) -> None:
+        limit = str(2 * total + 64)
+        self.hub = core.start_hub("--max-worker-connections", limit, "--max-sessions", limit,
+                                  "--log-level", "warning", *EXTRA_HUB_ARGS)
+        self.hub_log: collections.deque[str] = collections.deque(maxlen=20)
+        assert self.hub.proc.stderr is not None
+        threading.Thread(target=self.hub_log.extend, args=(self.hub.proc.stderr,),
+                         daemon=True).start()
+        self.generator = subprocess.Popen(
+            [sys.executable, __file__, "--generate", self.hub.worker_address, self.hub.token,
+             str(total)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert core.read_line(self.generator, timeout=60).strip() == "READY"
+
+    def get(self, path: str, timeout: float = 60) -> Any:
+        return self.hub.get(path, timeout=timeout)
+
+    def wait_processes(self, count: int, timeout: float = 120) -> float:
+        """When the hub listed ``count`` processes (it has no long-poll for them: ask)."""
+        deadline = time.monotonic() + timeout
+        while (listed := self.get("/api/health")["live_processes"]) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {listed} of {count} processes linked; hub log: "
+                                   f"{list(self.hub_log)}")
+            time.sleep(0.02)
+        return time.time()
+
+    def link(self, count: int, expected: int) -> float:
+        """Link ``count`` more; processes per second until the hub lists ``expected``."""
+        assert self.generator.stdin is not None
+        self.generator.stdin.write(f"link {count}\n")
+        self.generator.stdin.flush()
+        _, start, refused = core.read_line(self.generator, timeout=300).split()
+        if int(refused):
+            raise RuntimeError(f"the hub refused {refused} links: {list(self.hub_log)}")
+        return count / (self.wait_processes(expected) - float(start))
+
+    def close(self) -> None:
+        core.stop(self.generator)
+        self.hub.close()
+
+
+def cli(scale: LiveScale, *args: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "raydebug", *args, "--hub",
+                          scale.hub.client_address], capture_output=True, text=True,
+                         check=True, timeout=120, env={**os.environ, "COLUMNS": "120"}).stdout
+    return time.perf_counter() - start, out
+
+
+def http_time(scale: LiveScale, path: str) -> tuple[float, Any]:
+    start = time.perf_counter()
+    with urllib.request.urlopen(f"http://{scale.hub.client_address}{path}",
+                                timeout=60) as response:
+        body = response.read()
+    return time.perf_counter() - start, json.loads(body)
+
+
+def measure_stacks(scale: LiveScale, linked: int, repeats: int) -> dict[str, Any]:
+    """``GET /api/stacks`` and ``raydebug stacks`` (rendered) across every linked process."""
+    http, rendered = core.Sample(), core.Sample()
+    for _ in range(repeats):
+        seconds, answer = http_time(scale, "/api/stacks?timeout=5")
+        http.values.append(seconds)
+        answered = sum(1 for entry in answer["processes"] if entry["answered"])
+        assert answered >= linked, f"{answered} of {linked} answered"
+        seconds, shown = cli(scale, "stacks", "--timeout", "5")
+        rendered.values.append(seconds)
+    odd = next(line for line in shown.splitlines() if "next_batch" in line)
+    return {"http": http.summary(), "cli": rendered.summary(), "straggler_line": odd}
+
+
+def measure_real(scale: LiveScale, real: list[subprocess.Popen[str]],
+                 repeats: int) -> dict[str, Any]:
+    """One real linked process: ``raydebug stacks pid=P`` (HTTP and CLI) vs ``py-spy dump``."""
+    ours, cli_one, spy = core.Sample(), core.Sample(), core.Sample()
+    py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or \
+        shutil.which("py-spy")
+    spy_error = None if py_spy else "py-spy is not installed (pip install py-spy)"
+    for _ in range(repeats):
+        for proc in real:
+            seconds, answer = http_time(scale, f"/api/stacks?pid={proc.pid}")
+            (entry,) = [e for e in answer["processes"] if e["process"]["pid"] == proc.pid]
+            assert entry["answered"], entry
+            ours.values.append(seconds)
+            if py_spy and spy_error is None:
+                start = time.perf_counter()
+                done = subprocess.run([py_spy, "dump", "--pid", str(proc.pid)],
+                                      capture_output=True, text=True, timeout=60)
+                if done.returncode != 0 or "work" not in done.stdout:
+                    spy_error = (done.stderr or done.stdout).strip().splitlines()[-1:]
+                else:
+                    spy.values.append(time.perf_counter() - start)
+    seconds, _ = cli(scale, "stacks", f"pid={real[0].pid}")
+    cli_one.values.append(seconds)
+    return {"http": ours.summary(), "cli": cli_one.summary(),
+            "py_spy": spy.summary() if spy.values else None, "py_spy_error": spy_error}
+
+
+def measure_pause(scale: LiveScale, indexes: list[int]) -> dict[str, Any]:
+    """``POST /api/pause`` of one generated process -> its session listed (long-poll)."""
+    listed = core.Sample()
+    for index in indexes:
+        before = len(scale.get("/api/sessions"))
+        start = time.perf_counter()
+        request = urllib.request.Request(
+            f"http://{scale.hub.client_address}/api/pause",
+            data=json.dumps({"selector": [f"pid={FAKE_PID + index}"]}).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            paused = json.loads(response.read())
+        assert len(paused["paused"]) == 1, paused
+        sessions = scale.get(f"/api/sessions?min={before + 1}&timeout=30")
+        listed.values.append(time.perf_counter() - start)
+        assert any(s.get("pid") == FAKE_PID + index for s in sessions), "no session listed"
+    cli_pause, out = cli(scale, "pause", f"pid={FAKE_PID + indexes[-1] + 1}")
+    assert out.startswith("paused "), out
+    return {"listed": listed.summary(), "cli": cli_pause}
+
+
+def measure_ps(scale: LiveScale, count: int, repeats: int) -> dict[str, Any]:
+    """``raydebug ps --json`` (the hub asks every Ray process what it runs now), and the
+    listing alone over HTTP (``now=0``)."""
+    cli_sample, http_sample, asked_sample = core.Sample(), core.Sample(), core.Sample()
+    for _ in range(repeats):
+        seconds, out = cli(scale, "ps", "--json")
+        assert len(json.loads(out)) >= count
+        cli_sample.values.append(seconds)
+        seconds, listing = http_time(scale, "/api/processes")
+        assert len(listing) >= count
+        asked_sample.values.append(seconds)
+        seconds, listing = http_time(scale, "/api/processes?now=0")
+        assert len(listing) >= count
+        http_sample.values.append(seconds)
+    return {"cli": cli_sample.summary(), "http": asked_sample.summary(),
+            "http_listing": http_sample.summary()}
+
+
+def run(stacked: int = 1000, total: int = 10_000, real: int = 3,
+        repeats: int = 5) -> dict[str, Any]:
+    raise_fd_limit(total + 512)  # each process: the hub holds one socket a link, the generator one
+    os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="raydebug-bench-state-"))
+    scale = LiveScale(total)
+    workers: list[subprocess.Popen[str]] = []
+    try:
+        rss_idle = core.rss_kib(scale.hub.proc.pid)
+        script = Path(tempfile.mkdtemp(prefix="raydebug-bench-live-")) / "work.py"
+        script.write_text(REAL_SCRIPT)
+        workers = [scale.hub.spawn(script, RAYDEBUG_LIVE="1") for _ in range(real)]
+        for proc in workers:
+            assert core.read_line(proc, timeout=60).strip() == "ready"
+        scale.wait_processes(real)
+        real_one = measure_real(scale, workers, repeats)
+        rate_1k = scale.link(stacked, stacked + real)
+        stacks = measure_stacks(scale, stacked, repeats)
+        rate_rest = scale.link(total - stacked, total + real)
+        rss_full = core.rss_kib(scale.hub.proc.pid)
+        ps = measure_ps(scale, total, repeats)
+        pause = measure_pause(scale, [100 * i + 1 for i in range(repeats)])
+        peak = core.status_kib(scale.hub.proc.pid, "VmHWM")
+        return {
+            "stacked": stacked, "total": total, "real": real,
+            "registration_rate_first": rate_1k, "registration_rate_rest": rate_rest,
+            "stacks": stacks, "real_one": real_one, "ps": ps, "pause": pause,
+            "hub_rss_mb_idle": rss_idle * 1024 / 1e6, "hub_rss_mb_full": rss_full * 1024 / 1e6,
+            "hub_peak_rss_mb": peak * 1024 / 1e6,
+        }
+    finally:
+        scale.close()
+
+
+def table(results: dict[str, Any]) -> str:
+    """The section's table, in the style of bench/run.py's."""
+    def ms(summary: dict[str, Any] | None) -> str:
+        return f"{summary['median'] * 1000:.1f} ms" if summary else "-"
+
+    stacked, total = f"{results['stacked']:,}", f"{results['total']:,}"
+    real = results["real_one"]
+    spy = real["py_spy"]
+    spy_total = (f"{spy['median'] * results['stacked']:.1f} s (x{stacked}, one at a time)"
+                 if spy else f"n/a: {real['py_spy_error']}")
+    rows = [
+        ("measure (live processes)", "raydebug", "baseline", "target"),
+        (f"stacks of {stacked} linked: GET /api/stacks", ms(results["stacks"]["http"]),
+         spy_total, "<= 1 s"),
+        (f"stacks of {stacked} linked: raydebug stacks", ms(results["stacks"]["cli"]),
+         "py-spy dump", "<= 1 s"),
+        ("stacks of one real process (HTTP)", ms(real["http"]),
+         f"{ms(spy)} py-spy dump", "-"),
+        ("stacks of one real process (CLI)", ms(real["cli"]), "-", "-"),
+        (f"register {total} live links",
+         f"{results['registration_rate_rest']:.0f} processes/s", "n/a", "-"),
+        (f"ps among {total}: raydebug ps --json", ms(results["ps"]["cli"]), "n/a",
+         "<= 300 ms"),
+        (f"ps among {total}: GET /api/processes", ms(results["ps"]["http"]), "n/a", "-"),
+        (f"ps among {total}: GET /api/processes?now=0", ms(results["ps"]["http_listing"]),
+         "n/a", "-"),
+        (f"pause one among {total} -> session listed", ms(results["pause"]["listed"]),
+         "n/a", "<= 300 ms"),
+        (f"pause one among {total}: raydebug pause", f"{results['pause']['cli'] * 1000:.0f} ms",
+         "n/a", "-"),
+        (f"hub RSS: idle / {total} linked (peak)",
+         f"{results['hub_rss_mb_idle']:.0f} / {results['hub_rss_mb_full']:.0f} MB "
+         f"({results['hub_peak_rss_mb']:.0f})", "n/a", "<= 500 MB"),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+                     .rstrip() for row in rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--generate", nargs=3, metavar=("WORKER", "TOKEN", "COUNT"),
+                        help="Be the load generator (driven through stdin).")
+    parser.add_argument("--stacked", type=int, default=1000)
+    parser.add_argument("--total", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    if args.generate:
+        worker, token, count = args.generate
+        raise_fd_limit(int(count) + 256)
+        asyncio.run(generate(worker, token))
+        return
+    results = run(args.stacked, args.total, repeats=args.repeats)
+    print(json.dumps(results, indent=1))
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

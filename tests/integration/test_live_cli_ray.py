@@ -1,0 +1,106 @@
+"""`raydebug ps`, `stacks` and `pause` with `--ray-address`, against a real two-node Ray job
+(no raydebug in its code) whose eight tasks all wait: seven in one function, the straggler
+in another. The CLI finds the cluster's hub, lists the workers by task, sets the straggler
+apart in the merged stacks, and pauses it by its task name."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+JOB = """
+import sys, threading, time
+import ray
+
+ray.init(address=sys.argv[1])
+
+def wait_for_the_others(i):
+    time.sleep(600)
+
+@ray.remote(num_cpus=0.25)
+def shard(i):
+    wait_for_the_others(i)
+
+@ray.remote(num_cpus=0.25)
+def straggler(i):
+    never = threading.Event()
+    never.wait()
+
+refs = [shard.remote(i) for i in range(7)] + [straggler.remote(7)]
+print("submitted", flush=True)
+ray.get(refs)
+"""
+
+
+def until(what: str, check: Any, timeout: float = 240) -> Any:
+    """Ask ``check()`` until it returns something true (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.25)  # the hub has no long-poll for processes
+
+
+def test_ps_stacks_and_pause_find_the_straggler_of_a_ray_job(tmp_path: Path):
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as cluster:
+        address = ["--ray-address", cluster.address]
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
+             cluster.address], env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert driver.stdout is not None and driver.stdout.readline() == "submitted\n"
+
+            def running_tasks() -> list[dict[str, Any]] | None:
+                done = raydebug_cli("ps", "--json", *address)
+                assert done.returncode == 0, done.stderr
+                found = [p for p in json.loads(done.stdout)
+                         if p["task_name"] in ("shard", "straggler")]
+                return found if len(found) == 8 else None
+
+            tasks = until("eight tasks running", running_tasks)
+            assert {p["state"] for p in tasks} == {"running"}
+            assert len({p["node_id"] for p in tasks}) == 2, tasks  # both nodes' workers
+            straggler = next(p for p in tasks if p["task_name"] == "straggler")
+
+            table = raydebug_cli("ps", "task=shard", *address).stdout.splitlines()
+            assert table[0].startswith("7 live processes on the hub at "), table
+            assert "task" in table[1].split() and all("shard" in row for row in table[2:])
+
+            shown = raydebug_cli("stacks", "job=" + tasks[0]["job_id"], *address,
+                                 "--timeout", "5")
+            assert shown.returncode == 0, shown.stderr
+            lines = shown.stdout.splitlines()
+            waiting = next(line for line in lines if " wait_for_the_others " in line)
+            alone = next(line for line in lines if " straggler " in line)
+            assert waiting.split()[0] == "7", shown.stdout  # the seven shards, together
+            assert alone.split()[0] == "1", shown.stdout  # the straggler, apart
+            assert f"pid {straggler['pid']}" in shown.stdout, shown.stdout
+
+            paused = raydebug_cli("pause", "task=straggler", *address)
+            assert paused.returncode == 0, paused.stderr
+            assert paused.stdout.startswith(f"paused {straggler['id']}: session "), paused
+            listed = json.loads(raydebug_cli("list", "--json", *address).stdout)
+            mine = [s for s in listed if s["process"] == straggler["id"]]
+            assert mine and {s["reason"] for s in mine} == {"pause"}, listed
+            assert f"(raydebug attach {mine[0]['id']})" in paused.stdout or len(mine) > 1
+        finally:
+            driver.kill()
+            driver.wait(timeout=30)
