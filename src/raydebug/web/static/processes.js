@@ -63,7 +63,10 @@ export class Processes {
   async refresh(withStacks) {
     clearTimeout(this.timer);
     try {
-      const processes = await getJson(`/api/processes${query(this.selector)}`);
+      // What Ray workers run now is asked of each of them (seconds at 10,000 links): only
+      // on Refresh, not on every poll.
+      const processes = await getJson(`/api/processes${query(this.selector,
+        withStacks ? {} : { now: "0" })}`);
       this.$("processes-error").textContent = "";
       this.records = new Map(processes.map((process) => [process.id, process]));
       this.renderProcesses(processes);
