@@ -39,7 +39,46 @@ payloads = st.one_of(
     st.lists(json_values.map(lambda v: frame(json.dumps(v).encode())), max_size=4).map(
         b"".join),
     st.sampled_from([b"GET / HTTP/1.1\r\n\r\n", b"GET /api/sessions?min=x HTTP/1.1\r\n\r\n",
-                     b"HEAD /api/health HTTP/1.0\r\n\r\n", b"Content-Length: 5\r\n\r\n{}{}{"]),
+                     b"HEAD /api/health HTTP/1.0\r\n\r\n", b"Content-Length: 5\r\n\r\n{}{}{",
+                     b"POST /api/login HTTP/1.1\r\nHost: localhost\r\nContent-Length: 9\r\n\r\n{",
+                     b"GET /dap HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+                     b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                     b"Origin: http://evil.example\r\n"
+                     b"Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==\r\n\r\n",
+                     b"GET /dap HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+                     b"Connection: Upgrade\r\nSec-WebSocket-Version: 8\r\n\r\n"]),
+)
+
+UPGRADE = (b"GET /dap HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+           b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+
+
+def ws_frame(first: int, masked: bool, length_form: int, payload: bytes) -> bytes:
+    """A WebSocket frame with any first byte (FIN, RSV, opcode), any length encoding."""
+    length = len(payload)
+    if length_form == 0 and length < 126:
+        head = bytes([first, (0x80 if masked else 0) | length])
+    elif length_form == 1:
+        head = bytes([first, (0x80 if masked else 0) | 126]) + length.to_bytes(2, "big")
+    else:
+        head = bytes([first, (0x80 if masked else 0) | 127]) + length.to_bytes(8, "big")
+    if masked:
+        key = b"\x01\x02\x03\x04"
+        payload = bytes(byte ^ key[index % 4] for index, byte in enumerate(payload))
+        head += key
+    return head + payload
+
+
+ws_payloads = st.one_of(
+    st.binary(max_size=300),
+    st.lists(st.tuples(st.sampled_from([0x81, 0x82, 0x88, 0x89, 0x8A, 0x01, 0x80, 0x00,
+                                        0xC1, 0x83, 0x8F]),
+                       st.booleans(), st.integers(0, 2),
+                       st.one_of(st.binary(max_size=200),
+                                 json_values.map(lambda v: json.dumps(v).encode()))).map(
+        lambda t: ws_frame(*t)), max_size=4).map(b"".join),
+    st.integers(0, 2**63).map(lambda n: b"\x81\xff" + n.to_bytes(8, "big") + b"\x00" * 4),
 )
 
 
@@ -75,6 +114,12 @@ def send(address: tuple[str, int], payload: bytes, answer_challenge: bool = Fals
 @given(payload=payloads)
 def test_client_port_fuzz(quiet_hub: HubProcess, payload: bytes):
     send(quiet_hub.client, payload)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(payload=ws_payloads)
+def test_dap_websocket_fuzz(quiet_hub: HubProcess, payload: bytes):
+    send(quiet_hub.client, UPGRADE + payload)
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))

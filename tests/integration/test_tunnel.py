@@ -109,6 +109,9 @@ def test_one_tunnel_reaches_every_session_and_survives_ssh_dying(hub: HubProcess
                                 timeout=60)
         sessions = json.loads(listed.stdout)
         assert {s["pid"] for s in sessions} == {p.pid for p in procs}
+        web = [sys.executable, "-m", "raydebug", "web"]
+        page = subprocess.run(web, capture_output=True, text=True, timeout=60)
+        assert page.stdout.startswith(f"http://127.0.0.1:{local_port}/\n"), page  # the tunnel
 
         [ssh] = ssh_children(tunnel.pid)
         os.kill(ssh, signal.SIGKILL)  # the connection drops: the tunnel reconnects
@@ -133,6 +136,8 @@ def test_one_tunnel_reaches_every_session_and_survives_ssh_dying(hub: HubProcess
         tunnel.send_signal(signal.SIGINT)  # Ctrl-C
         assert tunnel.wait(timeout=30) == 0
         assert not Path(f"/proc/{ssh}").exists()  # no ssh left behind
+        page = subprocess.run(web, capture_output=True, text=True, timeout=60)
+        assert page.stdout.startswith(f"http://{hub.client_address}/\n"), page  # tunnel gone
     finally:
         stop(tunnel)
 

@@ -17,6 +17,7 @@ from .output import error
 from .run_command import run
 from .sessions import attach, list_command, vscode
 from .tunnel_command import hub_address, tunnel
+from .web_command import web
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -48,7 +49,7 @@ def help_command(ctx: click.Context, command: str | None) -> None:
 
 
 for _command in (hub, run, list_command, vscode, attach, ps, stacks, pause, hub_address,
-                 tunnel):
+                 tunnel, web):
     cli.add_command(_command)
 
 

@@ -15,6 +15,7 @@ from ..errors import HubUnreachableError
 from .locate import locate_hub
 from .options import RAY_ADDRESS_OPTION
 from .output import note
+from .web_command import remove_tunnel, write_tunnel
 
 
 @click.command("hub-address")
@@ -48,13 +49,21 @@ def tunnel(destination: str, ssh_options: tuple[str, ...], local_port: int,
     def say(text: str) -> None:
         note(f"tunnel: {text}")
 
+    records: list[dict[str, Any]] = []
+
     def ready(port: int) -> None:
         click.echo(views.tunnel_banner(port, destination), nl=False)
         sys.stdout.flush()
+        records.append(write_tunnel(port, destination))  # for `raydebug web`
 
     signal.signal(signal.SIGTERM, _interrupt)  # stop like Ctrl-C: ssh is stopped too
-    sys.exit(main_loop(Tunnel(destination, ssh_options, local_port, remote_raydebug),
-                       say, ready))
+    try:
+        code = main_loop(Tunnel(destination, ssh_options, local_port, remote_raydebug),
+                         say, ready)
+    finally:
+        for record in records:
+            remove_tunnel(record)
+    sys.exit(code)
 
 
 def _interrupt(signum: int, frame: Any) -> None:

@@ -15,6 +15,7 @@ number of sessions.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import os
 import re
@@ -24,7 +25,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-from .. import state_file, tls
+from .. import state_file, tls, web
 from ..errors import ClientRefusedError, ConfigurationError, RaydebugError
 from ..protocol import DapConnection, Event, Request, Response, encode_message, frame
 from ..selectors import parse as parse_selector
@@ -32,8 +33,9 @@ from ..session import SessionState
 from .client_admission import ClientAdmission
 from .client_connection import ClientConnection
 from .cluster_attach import ClusterAttaches
-from .http_api import HubNames, respond, serve_http
+from .http_api import HubNames, Reply, respond, serve_http, token_cookie
 from .net import (
+    RECV_SIZE,
     Admission,
     PeerLimit,
     is_loopback,
@@ -246,7 +248,7 @@ class Hub:
             elif kind == "http":
                 await serve_http(first, reader, writer, self._routes(),
                                  self.config.client_token, names=self.http_names,
-                                 refusal=refusal, post_routes=self._post_routes())
+                                 refusal=refusal, public=web.is_page_file)
             elif first:
                 log.warning("client %s: neither DAP nor HTTP; connection closed", peer)
                 writer.write(b"raydebug hub: speak DAP (Content-Length framing) or HTTP\r\n")
@@ -299,12 +301,44 @@ class Hub:
                 return data
 
     def _routes(self) -> dict[str, Any]:
-        return {"/api/sessions": self._sessions_route, "/api/health": self._health_route,
-                "/api/processes": self._processes_route, "/api/stacks": self._stacks_route}
+        """The HTTP route table (see :mod:`.http_api` for its keys and handlers)."""
+        routes: dict[str, Any] = {"/api/sessions": self._sessions_route,
+                                  "/api/health": self._health_route,
+                                  "/api/processes": self._processes_route,
+                                  "/api/stacks": self._stacks_route,
+                                  "POST /api/pause": self._pause_post_route,
+                                  "WEBSOCKET /dap": self._dap_websocket}
+        routes.update({path: self._page_file_route(path) for path in web.page_files()})
+        return routes
 
-    def _post_routes(self) -> dict[str, Any]:
-        """Routes that take a JSON body (``POST``); called with the parsed body."""
-        return {"/api/pause": self._pause_route}
+    async def _dap_websocket(self, reader: asyncio.StreamReader, writer: Any,
+                             token_proven: bool) -> None:
+        """The browser's DAP connection: the same client path as a TCP client's. An upgrade
+        that presented the client token (its cookie) has proven it: the page's scripts
+        cannot read that cookie to put it in ``attach``."""
+        first = await reader.read(RECV_SIZE)  # b"" would be the end of the stream
+        if not first:
+            return
+        connection = ClientConnection(self.registry, self.channels,
+                                      self.config.allow_terminate, reader, writer, first,
+                                      peer_name(writer), self.cluster_attaches,
+                                      None if token_proven else self.config.client_token)
+        await connection.run()
+
+    def _page_file_route(self, path: str) -> Any:
+        async def page_file(query: dict[str, str]) -> Reply:
+            given = query.get("token")
+            if path == "/" and given is not None:
+                # The link `raydebug web` prints: keep the token in a cookie, and take it
+                # out of the address bar (and the history) with a redirect.
+                token = self.config.client_token
+                right = token is not None and hmac.compare_digest(given.encode(), token.encode())
+                cookie = (token_cookie(token),) if token and right else ()
+                return Reply(HTTPStatus.SEE_OTHER, body=b"", content_type="text/plain",
+                             headers=(("Location", "/"), *cookie))
+            body, content_type = web.page_file(path)
+            return Reply(body=body, content_type=content_type)
+        return page_file
 
     async def _processes_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
         """Every linked process (``?KEY=VALUE`` selector terms filter them); what Ray
@@ -339,6 +373,9 @@ class Hub:
         if not processes:
             raise self.queries.no_match(selector)
         return await self.queries.pause(processes)
+
+    async def _pause_post_route(self, query: dict[str, str], body: Any) -> dict[str, Any]:
+        return await self._pause_route(body)
 
     async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
         minimum = int(query.get("min", "0"))
