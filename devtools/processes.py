@@ -1,4 +1,4 @@
-"""Shared test helpers: a real hub process, real debugged processes, bounded waits."""
+"""Real processes for tests and benchmarks: a hub subprocess, debugged scripts, bounded waits."""
 
 from __future__ import annotations
 
@@ -233,15 +233,3 @@ def listening_ports(pid: int) -> list[tuple[str, int]]:
                 address, port = local.rsplit(":", 1)
                 found.append((address, int(port, 16)))
     return found
-
-
-def venv_with_debugpy(python: str | Path, directory: Path) -> str:
-    """A venv of another interpreter at ``directory`` with this venv's debugpy (raydebug comes
-    from the source tree through PYTHONPATH); returns its python."""
-    subprocess.run([str(python), "-m", "venv", str(directory)], check=True, timeout=120)
-    debugpy = [line for line in subprocess.run(
-        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
-        check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
-    subprocess.run([str(directory / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", *debugpy], check=True, timeout=240)
-    return str(directory / "bin" / "python")
