@@ -4,6 +4,7 @@ actor lets the head node stop promptly."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,11 +18,13 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
 
-from helpers import HubProcess, write_script
+from helpers import HubProcess, evaluate_and_continue, read_line, run, write_script
+from raydebug.client.dap import DapClient
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -159,3 +162,52 @@ def test_the_head_node_stops_promptly_with_the_hub_actor(head: Head):
     # Without the actor's drain watch the node waited 30 s for the actor's lease.
     assert took < 10, f"{took:.1f} s: {output[-1500:]}"
     assert "did not finish draining" not in output
+
+
+def test_the_hub_the_first_pause_starts_takes_the_jobs_hub_args(head: Head, tmp_path: Path):
+    script = write_script(tmp_path, "job.py", JOB)
+    job = subprocess.Popen(
+        [*RAYDEBUG, "run", "--hub-args=--allow-terminate --max-sessions 7", "--",
+         sys.executable, str(script)],
+        env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        # The job's first pause starts the hub actor (nothing started it before; `list`
+        # would start it too, with its own environment).
+        assert job.stdout is not None
+        output = ""
+        while "waiting for a debugger" not in output:
+            line = read_line(job, timeout=120)
+            assert line, output[-2000:]
+            output += line
+        listed = raydebug("list", "--ray-address", head.gcs, "--json")
+        [session] = json.loads(listed.stdout)
+        address = raydebug("hub-address", "--ray-address", head.gcs).stdout.strip()
+        host, port = address.rsplit(":", 1)
+
+        async def check() -> tuple[dict[str, Any], str]:
+            client = await DapClient.connect(host, int(port))
+            capabilities = await client.initialize()  # the hub answers it, from its config
+            await client.close()
+            seen = await evaluate_and_continue(host, int(port), session["id"], "y", 60)
+            return capabilities, seen.result
+
+        capabilities, y = run(check(), timeout=180)
+        assert capabilities["supportsTerminateRequest"] is True
+        assert capabilities["supportTerminateDebuggee"] is True
+        assert y == "42"
+        output, _ = job.communicate(timeout=120)
+        assert "result 42" in output, output[-2000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait(timeout=30)
+
+
+def test_a_mistake_in_hub_args_is_said_before_the_job_starts(tmp_path: Path):
+    done = raydebug("run", "--hub-args=--allow-terminat", "--", sys.executable, "-c",
+                    "print('ran')")
+    assert done.returncode == 1
+    assert "ran" not in done.stdout
+    assert done.stderr.startswith("raydebug: RAYDEBUG_HUB_ARGS: unrecognized arguments: "
+                                  "--allow-terminat"), done.stderr

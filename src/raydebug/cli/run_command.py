@@ -8,6 +8,7 @@ import shutil
 import click
 
 from ..errors import ConfigurationError
+from ..hub_options import hub_options_wanted
 
 # Ray's driver folds log lines that differ only in words with digits into one, and says
 # "[repeated 6x across cluster]" only when the job ends: every pause notice but the first
@@ -30,8 +31,13 @@ def never_fold(allow: str | None) -> str:
 @click.option("--wait-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="A paused process nobody attached to continues after SECONDS "
                    "(RAYDEBUG_WAIT_TIMEOUT).")
+@click.option("--hub-args", default=None, metavar="OPTIONS",
+              help="Options of `raydebug hub` for the hub the first pause starts, e.g. "
+                   "--hub-args=--allow-terminate (RAYDEBUG_HUB_ARGS; a hub already running "
+                   "keeps its own).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(post_mortem: bool, wait_timeout: float | None, command: tuple[str, ...]) -> None:
+def run(post_mortem: bool, wait_timeout: float | None, hub_args: str | None,
+        command: tuple[str, ...]) -> None:
     """Run a Ray driver with raydebug on: `raydebug run -- python job.py`.
 
     No code change: every worker's breakpoint() and post-mortem go to the cluster's hub
@@ -50,6 +56,9 @@ def run(post_mortem: bool, wait_timeout: float | None, command: tuple[str, ...])
         env["RAYDEBUG_POST_MORTEM"] = "1"
     if wait_timeout is not None:
         env["RAYDEBUG_WAIT_TIMEOUT"] = f"{wait_timeout:g}"
+    if hub_args is not None:
+        env["RAYDEBUG_HUB_ARGS"] = hub_args
+        hub_options_wanted(env)  # a mistake is said here, not at the first pause
     program = shutil.which(command[0])
     if program is None:
         raise ConfigurationError(f"command not found: {command[0]}")
