@@ -1,6 +1,7 @@
 """The CLI against a real Ray head node (`ray start --head --block` on loopback): the cluster's
-hub wins over a local one, a fresh cluster gets its hub before the first pause, and the hub
-actor lets the head node stop promptly."""
+hub wins over a local one, a fresh cluster gets its hub before the first pause, the hub the
+first pause starts takes the job's hub options and blames no async actor for its start, and
+the hub actor lets the head node stop promptly."""
 
 from __future__ import annotations
 
@@ -211,3 +212,50 @@ def test_a_mistake_in_hub_args_is_said_before_the_job_starts(tmp_path: Path):
     assert "ran" not in done.stdout
     assert done.stderr.startswith("raydebug: RAYDEBUG_HUB_ARGS: unrecognized arguments: "
                                   "--allow-terminat"), done.stderr
+
+
+ASYNC_ACTOR_JOB = """
+import asyncio
+import ray
+
+ray.init()
+
+@ray.remote(num_cpus=0)
+class Service:
+    async def handle(self, x):
+        await asyncio.sleep(0)
+        y = x * 2
+        breakpoint()
+        return y
+
+print("result", ray.get(Service.remote().handle.remote(21)), flush=True)
+"""
+
+
+def test_an_async_actors_first_pause_logs_no_blocking_get_warning(head: Head, tmp_path: Path):
+    """The async actor's pause starts the hub actor and waits for it on raydebug's thread:
+    Ray's "Using blocking ray.get inside async actor" would blame the user's code."""
+    script = write_script(tmp_path, "job.py", ASYNC_ACTOR_JOB)
+    job = subprocess.Popen([*RAYDEBUG, "run", "--", sys.executable, str(script)],
+                           env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output = ""
+        while "waiting for a debugger" not in output:  # the actor started the hub
+            line = read_line(job, timeout=120)
+            assert line, output[-2000:]
+            output += line
+        [session] = json.loads(raydebug("list", "--ray-address", head.gcs, "--json").stdout)
+        assert session["actor_class"] == "Service", session
+        host, port = raydebug("hub-address", "--ray-address", head.gcs).stdout.strip().rsplit(
+            ":", 1)
+        seen = run(evaluate_and_continue(host, int(port), session["id"], "y", 60), timeout=180)
+        assert seen.result == "42"
+        rest, _ = job.communicate(timeout=120)
+        output += rest
+        assert "result 42" in output, output[-2000:]
+        assert "blocking ray.get inside async actor" not in output, output[-3000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait(timeout=30)
