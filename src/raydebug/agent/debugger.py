@@ -120,6 +120,15 @@ class Debugger:
         """
         return pydevd_clients.replay_stops(self._py_db, idents)
 
+    def resume_all(self) -> None:
+        """Let every thread suspended in pydevd run on, as a ``continue`` of all threads
+        would (threads told to stop that have not stopped yet are not resumed)."""
+        if self._py_db is None:
+            return
+        from _pydevd_bundle.pydevd_api import PyDevdAPI
+
+        PyDevdAPI().request_resume_thread("*")
+
     def take_held_over(self) -> tuple[set[int], bool]:
         """After a client left: the threads whose pause it did not take, and whether it sent
         ``disconnect`` (see :meth:`.Suspensions.take_held_over`). Each call returns them once."""

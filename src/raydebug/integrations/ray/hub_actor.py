@@ -7,7 +7,8 @@ that pauses asks Ray for the named detached actor ``raydebug_hub`` on the head n
 (:func:`find_or_start_hub`). The actor starts a :class:`~raydebug.hub.Hub` in its event loop
 and publishes it; a published actor hub that cannot be reached and whose actor is gone is
 forgotten, and a new actor starts (a dead detached actor's name is free again). The actor
-leaves when its node drains, so that ``ray stop`` does not wait for its lease.
+leaves when its node drains, so that ``ray stop`` does not wait for its lease, and first tells
+the processes paused on it to go on (they hold leases too).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import ray
 from ...agent.config import TRUTHY
 from ...errors import ConfigurationError, HubUnreachableError, RaydebugError
 from ...hub_options import hub_options_wanted
+from ...protocol.control import HubClosing
 from .discovery import HubInfo, connect_kv, publish_hub_info, read_hub_info, unpublish_hub_info
 from .metadata import node_ip
 
@@ -193,8 +195,15 @@ class _HubActor:
         ray.get_runtime_context().current_actor.stop.remote()
 
     async def stop(self) -> None:
-        """Stop serving, take the hub out of the KV, and end this actor."""
+        """Tell the paused processes to go on, stop serving, take the hub out of the KV, and
+        end this actor.
+
+        A paused task holds its worker's lease as the actor does: its agent, told the hub is
+        closing, lets every paused thread run on, so the node's drain does not wait 30 s.
+        """
         if self._hub is not None:
+            for process in {session.process for session in self._hub.registry.all_sessions()}:
+                process.send(HubClosing(reason="its Ray node is stopping"))  # written at once
             self._serving.cancel()
             await self._hub.close()
         if self._info is not None:
