@@ -30,6 +30,7 @@ from ..protocol.control import (
     ClientReady,
     ControlMessage,
     ControlStream,
+    HubClosing,
     Identify,
     OpenChannel,
     Refused,
@@ -64,6 +65,7 @@ class LinkHandler(Protocol):
     def on_client_attached(self) -> None: ...
     def on_client_ready(self) -> None: ...
     def on_client_detached(self) -> None: ...
+    def on_hub_closing(self, reason: str) -> None: ...
 
 
 def _nodelay(sock: socket.socket) -> socket.socket:
@@ -300,6 +302,8 @@ class HubLink:
                 elif isinstance(message, ClientGone):
                     if self._channel == message.channel:
                         self._client_gone()
+                elif isinstance(message, HubClosing):  # gone for good: do not wait for it
+                    self._handler.on_hub_closing(message.reason)
                 elif isinstance(message, Refused):  # a session the hub cannot take
                     say(f"the hub at {self.hub_address} refused a session: {message.reason}")
         except RaydebugError as error:
