@@ -259,3 +259,33 @@ def test_an_async_actors_first_pause_logs_no_blocking_get_warning(head: Head, tm
         if job.poll() is None:
             job.kill()
             job.wait(timeout=30)
+
+
+def test_the_head_node_stops_promptly_with_a_task_paused(head: Head, tmp_path: Path):
+    """A paused task holds its worker's lease: the hub actor, as its node drains, tells the
+    agents it is going away, and they continue (else the node waits 30 s, then kills)."""
+    script = write_script(tmp_path, "job.py", JOB)
+    job = subprocess.Popen([*RAYDEBUG, "run", "--", sys.executable, str(script)],
+                           env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output = ""
+        while "waiting for a debugger" not in output:
+            line = read_line(job, timeout=120)
+            assert line, output[-2000:]
+            output += line
+        started = time.monotonic()
+        head.proc.send_signal(signal.SIGTERM)
+        stopped, _ = head.proc.communicate(timeout=60)
+        took = time.monotonic() - started
+        assert took < 10, f"{took:.1f} s: {stopped[-1500:]}"
+        assert "did not finish draining" not in stopped
+        rest, _ = job.communicate(timeout=60)
+        output += rest
+        # The task ran on and returned; the worker said why (its words reach the driver).
+        assert "result 42" in output, output[-2000:]
+        assert "shut down (its Ray node is stopping); continuing" in output, output[-2000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait(timeout=30)
