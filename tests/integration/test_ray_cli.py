@@ -5,6 +5,7 @@ the hub actor lets the head node stop promptly."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from helpers import HubProcess, evaluate_and_continue, read_line, run, write_script
+from helpers import HubProcess, attach, evaluate_and_continue, read_line, run, write_script
 from raydebug.client.dap import DapClient
 
 pytest.importorskip("ray")
@@ -261,9 +262,12 @@ def test_an_async_actors_first_pause_logs_no_blocking_get_warning(head: Head, tm
             job.wait(timeout=30)
 
 
-def test_the_head_node_stops_promptly_with_a_task_paused(head: Head, tmp_path: Path):
+@pytest.mark.parametrize("client", ["none", "attached"])
+def test_the_head_node_stops_promptly_with_a_task_paused(head: Head, tmp_path: Path,
+                                                        client: str):
     """A paused task holds its worker's lease: the hub actor, as its node drains, tells the
-    agents it is going away, and they continue (else the node waits 30 s, then kills)."""
+    agents it is going away, and they continue (else the node waits 30 s, then kills): a
+    pause waiting for a debugger, and one suspended under an attached client."""
     script = write_script(tmp_path, "job.py", JOB)
     job = subprocess.Popen([*RAYDEBUG, "run", "--", sys.executable, str(script)],
                            env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs},
@@ -274,10 +278,28 @@ def test_the_head_node_stops_promptly_with_a_task_paused(head: Head, tmp_path: P
             line = read_line(job, timeout=120)
             assert line, output[-2000:]
             output += line
-        started = time.monotonic()
-        head.proc.send_signal(signal.SIGTERM)
-        stopped, _ = head.proc.communicate(timeout=60)
-        took = time.monotonic() - started
+
+        def stop_head() -> tuple[float, str]:
+            started = time.monotonic()
+            head.proc.send_signal(signal.SIGTERM)
+            stopped, _ = head.proc.communicate(timeout=60)
+            return time.monotonic() - started, stopped
+
+        if client == "attached":
+            host, port = raydebug("hub-address", "--ray-address", head.gcs).stdout.strip(
+                ).rsplit(":", 1)
+
+            async def stop_while_attached() -> tuple[float, str]:
+                dap, stopped = await attach(host, int(port), None, timeout=60)
+                assert stopped["reason"] in ("breakpoint", "pause", "step"), stopped
+                try:
+                    return await asyncio.to_thread(stop_head)
+                finally:
+                    await dap.close()
+
+            took, stopped = run(stop_while_attached(), timeout=180)
+        else:
+            took, stopped = stop_head()
         assert took < 10, f"{took:.1f} s: {stopped[-1500:]}"
         assert "did not finish draining" not in stopped
         rest, _ = job.communicate(timeout=60)
