@@ -8,7 +8,6 @@ import shutil
 import click
 
 from ..errors import ConfigurationError
-from ..hub_options import hub_options_wanted
 
 # Ray's driver folds log lines that differ only in words with digits into one, and says
 # "[repeated 6x across cluster]" only when the job ends: every pause notice but the first
@@ -58,6 +57,8 @@ def run(post_mortem: bool, wait_timeout: float | None, hub_args: str | None,
         env["RAYDEBUG_WAIT_TIMEOUT"] = f"{wait_timeout:g}"
     if hub_args is not None:
         env["RAYDEBUG_HUB_ARGS"] = hub_args
+        from ..hub_options import hub_options_wanted
+
         hub_options_wanted(env)  # a mistake is said here, not at the first pause
     program = shutil.which(command[0])
     if program is None:
