@@ -83,7 +83,7 @@ class Debugger:
             make_private(py_db)
             self._suspensions.watch(py_db, self._on_suspended, self._thread_resumed)
             self._suspensions.hold_unanswered_stops(self._tracing.before_request,
-                                                    self._tracing.reconsider)
+                                                    self._tracing.after_request)
         except BaseException:
             with contextlib.suppress(Exception):  # not half-traced: the process runs on
                 remove_tracing(py_db)
