@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from helpers import HubProcess, read_line, start_hub, stop
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # devtools, shared with tests/
+from devtools.processes import HubProcess, read_line, start_hub, stop
 from raydebug.client.dap import DapClient
 
 TARGET = Path(__file__).with_name("target.py")

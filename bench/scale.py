@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import core
-from helpers import run as run_async  # tests/helpers.py, on the path through core
+from devtools.processes import run as run_async
 from raydebug.client.dap import DapClient
 from raydebug.hub.net import read_next
 from raydebug.protocol.control import (

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core import start_logged_hub
-from helpers import HubProcess, stop
+from devtools.processes import HubProcess, stop
 
 WORKER = """
 import sys, time

@@ -28,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import core
+from devtools.pythons import find_python, venv_with_debugpy
 from raydebug.client.dap import DapClient
 
 TARGET = Path(__file__).with_name("speed_leave_target.py")
@@ -39,17 +40,10 @@ RUN_FOR = 2.0  # seconds the process times itself after the resume
 
 def python_312() -> str | None:
     """A 3.12 venv with this venv's debugpy (raydebug comes from the source tree)."""
-    found = sorted(Path("/root/.pyenv/versions").glob("3.12.*/bin/python3.12"))
-    if not found:
+    found = find_python("3.12")
+    if found is None:
         return None
-    venv = Path(tempfile.mkdtemp(prefix="raydebug-bench-py312-"))
-    subprocess.run([str(found[-1]), "-m", "venv", str(venv)], check=True, timeout=120)
-    debugpy = [line for line in subprocess.run(
-        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
-        check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", *debugpy], check=True, timeout=240)
-    return str(venv / "bin" / "python")
+    return venv_with_debugpy(found, Path(tempfile.mkdtemp(prefix="raydebug-bench-py312-")))
 
 
 async def continue_then_leave(hub: Any, way: str) -> tuple[float, float]:

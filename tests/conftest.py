@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# tests/ for `helpers`, the repository's root for `devtools` (shared with bench/).
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))
 
 from helpers import HubProcess, start_hub
 

@@ -13,8 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HubProcess, finish, run, venv_with_debugpy, write_script
-from raydebug.client.dap import DapClient, DapRequestError
+from helpers import (
+    HubProcess,
+    attach,
+    evaluate_and_continue,
+    finish,
+    run,
+    venv_with_debugpy,
+    write_script,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -42,39 +49,9 @@ print("child", worker.pid, "gave", result, "exit", worker.exitcode, flush=True)
 """
 
 
-async def attach(host: str, port: int, session_id: str,
-                 timeout: float = 30) -> tuple[DapClient, dict[str, object]]:
-    """A client attached to ``session_id``; return it and the ``stopped`` event's body.
-
-    Issue 13 item 1 (fixed on its own branch): an attach at a process's very first pause can
-    fail with "closed its channel" while pydevd is still being imported; the session stays
-    attachable, so this tries again, at most twice.
-    """
-    for attempt in range(3):
-        client = await DapClient.connect(host, port)
-        await client.initialize()
-        try:
-            stopped = await client.attach(session_id, timeout=timeout)
-            return client, stopped.body
-        except DapRequestError as error:
-            await client.close()
-            if "closed its channel" not in str(error) or attempt == 2:
-                raise
-    raise AssertionError("unreachable")
-
-
 async def debug(hub: HubProcess, session: dict[str, object], expression: str) -> str:
     """Attach to ``session``, evaluate ``expression`` in its frame, continue."""
-    client, stopped = await attach(*hub.client, str(session["id"]))
-    thread_id = stopped["threadId"]
-    frames = await client.request("stackTrace", {"threadId": thread_id})
-    value = await client.request("evaluate", {
-        "expression": expression, "frameId": frames["stackFrames"][0]["id"],
-        "context": "repl"})
-    await client.request("continue", {"threadId": thread_id})
-    await client.request("disconnect", {})
-    await client.close()
-    return str(value["result"])
+    return (await evaluate_and_continue(*hub.client, str(session["id"]), expression)).result
 
 
 @pytest.fixture(scope="module", params=["this", "3.12", "3.13"])

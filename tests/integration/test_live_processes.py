@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.helpers import HubProcess, read_line, run, start_hub, write_script
 
 RANKED = """

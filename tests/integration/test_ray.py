@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from helpers import finish, listening_ports, run, stop, write_script
+from helpers import evaluate_and_continue, finish, listening_ports, run, stop, write_script
 from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
 
 pytest.importorskip("ray")
@@ -151,21 +151,12 @@ def test_breakpoints_and_post_mortem_across_the_cluster(cluster: Any, tmp_path: 
 
         async def debug_each() -> None:
             for session in sessions:
-                client = await DapClient.connect("127.0.0.1", port)
-                await client.initialize()
-                stopped = await client.attach(session["id"], timeout=60)
-                thread_id = stopped.body["threadId"]
-                frames = (await client.request("stackTrace", {"threadId": thread_id}))
-                top = frames["stackFrames"][0]
-                assert Path(top["source"]["path"]).name == "job.py"
-                value = await client.request("evaluate", {
-                    "expression": "local", "frameId": top["id"], "context": "repl"})
-                assert value["result"].isdigit()
+                seen = await evaluate_and_continue("127.0.0.1", port, session["id"], "local",
+                                                   timeout=60)
+                assert Path(seen.top["source"]["path"]).name == "job.py"
+                assert seen.result.isdigit()
                 if session["reason"] == "exception":
-                    assert stopped.body["reason"] == "exception"
-                await client.request("continue", {"threadId": thread_id})
-                await client.request("disconnect", {})
-                await client.close()
+                    assert seen.stopped["reason"] == "exception"
 
         run(debug_each(), timeout=300)
 

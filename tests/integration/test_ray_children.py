@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from helpers import finish, read_line, run, stop, write_script
+from helpers import attach, evaluate_and_continue, finish, read_line, run, stop, write_script
 from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-from raydebug.client.dap import DapClient, DapRequestError  # noqa: E402
+from raydebug.client.dap import DapClient  # noqa: E402
 
 # Ray replaces 127.0.0.1 by the machine's network address unless told not to.
 
@@ -101,40 +101,15 @@ class RayCluster:
                 raise TimeoutError(f"expected {count} sessions, the hub has {len(sessions)}")
 
     async def attach(self, session_id: str) -> tuple[DapClient, dict[str, Any]]:
-        """A client attached to ``session_id``; return it and the ``stopped`` event's body.
-
-        Issue 13 item 1 (fixed on its own branch): an attach at a process's very first pause
-        can fail with "closed its channel" while pydevd is still being imported; the session
-        stays attachable, so this tries again, at most twice.
-        """
+        """A client attached to ``session_id``; return it and the ``stopped`` event's body."""
         assert self.hub_port is not None
-        for attempt in range(3):
-            client = await DapClient.connect("127.0.0.1", self.hub_port)
-            await client.initialize()
-            try:
-                stopped = await client.attach(session_id, timeout=60)
-                return client, stopped.body
-            except DapRequestError as error:
-                await client.close()
-                if "closed its channel" not in str(error) or attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        return await attach("127.0.0.1", self.hub_port, session_id, timeout=60)
 
     def debug(self, session: dict[str, Any], expression: str) -> str:
         """Attach, evaluate ``expression`` in the paused frame, continue, detach."""
-        async def cycle() -> str:
-            client, stopped = await self.attach(session["id"])
-            thread_id = stopped["threadId"]
-            frames = await client.request("stackTrace", {"threadId": thread_id})
-            value = await client.request("evaluate", {
-                "expression": expression, "frameId": frames["stackFrames"][0]["id"],
-                "context": "repl"})
-            await client.request("continue", {"threadId": thread_id})
-            await client.request("disconnect", {})
-            await client.close()
-            return str(value["result"])
-
-        return str(run(cycle(), timeout=120))
+        assert self.hub_port is not None
+        return run(evaluate_and_continue("127.0.0.1", self.hub_port, session["id"], expression,
+                                         timeout=60), timeout=120).result
 
     def finish(self, driver: subprocess.Popen[str]) -> str:
         """Wait for the job to complete successfully; return its stdout."""

@@ -1,9 +1,12 @@
 """The CLI against a real Ray head node (`ray start --head --block` on loopback): the cluster's
-hub wins over a local one, a fresh cluster gets its hub before the first pause, and the hub
-actor lets the head node stop promptly."""
+hub wins over a local one, a fresh cluster gets its hub before the first pause, the hub the
+first pause starts takes the job's hub options and blames no async actor for its start, and
+the hub actor lets the head node stop promptly."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import shutil
@@ -17,11 +20,13 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
 
-from helpers import HubProcess, write_script
+from helpers import HubProcess, attach, evaluate_and_continue, read_line, run, write_script
+from raydebug.client.dap import DapClient
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -159,3 +164,150 @@ def test_the_head_node_stops_promptly_with_the_hub_actor(head: Head):
     # Without the actor's drain watch the node waited 30 s for the actor's lease.
     assert took < 10, f"{took:.1f} s: {output[-1500:]}"
     assert "did not finish draining" not in output
+
+
+def test_the_hub_the_first_pause_starts_takes_the_jobs_hub_args(head: Head, tmp_path: Path):
+    script = write_script(tmp_path, "job.py", JOB)
+    job = subprocess.Popen(
+        [*RAYDEBUG, "run", "--hub-args=--allow-terminate --max-sessions 7", "--",
+         sys.executable, str(script)],
+        env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        # The job's first pause starts the hub actor (nothing started it before; `list`
+        # would start it too, with its own environment).
+        assert job.stdout is not None
+        output = ""
+        while "waiting for a debugger" not in output:
+            line = read_line(job, timeout=120)
+            assert line, output[-2000:]
+            output += line
+        listed = raydebug("list", "--ray-address", head.gcs, "--json")
+        [session] = json.loads(listed.stdout)
+        address = raydebug("hub-address", "--ray-address", head.gcs).stdout.strip()
+        host, port = address.rsplit(":", 1)
+
+        async def check() -> tuple[dict[str, Any], str]:
+            client = await DapClient.connect(host, int(port))
+            capabilities = await client.initialize()  # the hub answers it, from its config
+            await client.close()
+            seen = await evaluate_and_continue(host, int(port), session["id"], "y", 60)
+            return capabilities, seen.result
+
+        capabilities, y = run(check(), timeout=180)
+        assert capabilities["supportsTerminateRequest"] is True
+        assert capabilities["supportTerminateDebuggee"] is True
+        assert y == "42"
+        output, _ = job.communicate(timeout=120)
+        assert "result 42" in output, output[-2000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait(timeout=30)
+
+
+def test_a_mistake_in_hub_args_is_said_before_the_job_starts(tmp_path: Path):
+    done = raydebug("run", "--hub-args=--allow-terminat", "--", sys.executable, "-c",
+                    "print('ran')")
+    assert done.returncode == 1
+    assert "ran" not in done.stdout
+    assert done.stderr.startswith("raydebug: RAYDEBUG_HUB_ARGS: unrecognized arguments: "
+                                  "--allow-terminat"), done.stderr
+
+
+ASYNC_ACTOR_JOB = """
+import asyncio
+import ray
+
+ray.init()
+
+@ray.remote(num_cpus=0)
+class Service:
+    async def handle(self, x):
+        await asyncio.sleep(0)
+        y = x * 2
+        breakpoint()
+        return y
+
+print("result", ray.get(Service.remote().handle.remote(21)), flush=True)
+"""
+
+
+def test_an_async_actors_first_pause_logs_no_blocking_get_warning(head: Head, tmp_path: Path):
+    """The async actor's pause starts the hub actor and waits for it on raydebug's thread:
+    Ray's "Using blocking ray.get inside async actor" would blame the user's code."""
+    script = write_script(tmp_path, "job.py", ASYNC_ACTOR_JOB)
+    job = subprocess.Popen([*RAYDEBUG, "run", "--", sys.executable, str(script)],
+                           env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output = ""
+        while "waiting for a debugger" not in output:  # the actor started the hub
+            line = read_line(job, timeout=120)
+            assert line, output[-2000:]
+            output += line
+        [session] = json.loads(raydebug("list", "--ray-address", head.gcs, "--json").stdout)
+        assert session["actor_class"] == "Service", session
+        host, port = raydebug("hub-address", "--ray-address", head.gcs).stdout.strip().rsplit(
+            ":", 1)
+        seen = run(evaluate_and_continue(host, int(port), session["id"], "y", 60), timeout=180)
+        assert seen.result == "42"
+        rest, _ = job.communicate(timeout=120)
+        output += rest
+        assert "result 42" in output, output[-2000:]
+        assert "blocking ray.get inside async actor" not in output, output[-3000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait(timeout=30)
+
+
+@pytest.mark.parametrize("client", ["none", "attached"])
+def test_the_head_node_stops_promptly_with_a_task_paused(head: Head, tmp_path: Path,
+                                                        client: str):
+    """A paused task holds its worker's lease: the hub actor, as its node drains, tells the
+    agents it is going away, and they continue (else the node waits 30 s, then kills): a
+    pause waiting for a debugger, and one suspended under an attached client."""
+    script = write_script(tmp_path, "job.py", JOB)
+    job = subprocess.Popen([*RAYDEBUG, "run", "--", sys.executable, str(script)],
+                           env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output = ""
+        while "waiting for a debugger" not in output:
+            line = read_line(job, timeout=120)
+            assert line, output[-2000:]
+            output += line
+
+        def stop_head() -> tuple[float, str]:
+            started = time.monotonic()
+            head.proc.send_signal(signal.SIGTERM)
+            stopped, _ = head.proc.communicate(timeout=60)
+            return time.monotonic() - started, stopped
+
+        if client == "attached":
+            host, port = raydebug("hub-address", "--ray-address", head.gcs).stdout.strip(
+                ).rsplit(":", 1)
+
+            async def stop_while_attached() -> tuple[float, str]:
+                dap, stopped = await attach(host, int(port), None, timeout=60)
+                assert stopped["reason"] in ("breakpoint", "pause", "step"), stopped
+                try:
+                    return await asyncio.to_thread(stop_head)
+                finally:
+                    await dap.close()
+
+            took, stopped = run(stop_while_attached(), timeout=180)
+        else:
+            took, stopped = stop_head()
+        assert took < 10, f"{took:.1f} s: {stopped[-1500:]}"
+        assert "did not finish draining" not in stopped
+        rest, _ = job.communicate(timeout=60)
+        output += rest
+        # The task ran on and returned; the worker said why (its words reach the driver).
+        assert "result 42" in output, output[-2000:]
+        assert "shut down (its Ray node is stopping); continuing" in output, output[-2000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait(timeout=30)

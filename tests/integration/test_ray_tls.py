@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import read_line, run, write_script
-from raydebug.client.dap import DapClient
+from helpers import evaluate_and_continue, read_line, run, write_script
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -53,21 +52,10 @@ def test_the_hub_actor_serves_workers_over_tls_when_asked(tmp_path: Path):
         assert cert.startswith("sha256:")  # published for the workers to pin
         host, port = client.rsplit(":", 1)
 
-        async def attach_and_continue() -> None:
-            dap = await DapClient.connect(host, int(port))
-            await dap.initialize()
-            stopped = await dap.attach(timeout=120)  # the oldest (only) waiting session
-            thread_id = stopped.body["threadId"]
-            frames = await dap.request("stackTrace", {"threadId": thread_id})
-            top = frames["stackFrames"][0]
-            value = await dap.request("evaluate", {"expression": "local", "context": "repl",
-                                                   "frameId": top["id"]})
-            assert value["result"] == "5"  # the worker reached the hub: over TLS, pinned
-            await dap.request("continue", {"threadId": thread_id})
-            await dap.request("disconnect", {})
-            await dap.close()
-
-        run(attach_and_continue(), timeout=180)
+        # The oldest (only) waiting session; the worker reached the hub over TLS, pinned.
+        evaluated = run(evaluate_and_continue(host, int(port), None, "local", timeout=120),
+                        timeout=180)
+        assert evaluated.result == "5"
         assert read_line(driver, timeout=120).split() == ["result", "50"]
         driver.wait(timeout=120)
         assert driver.returncode == 0

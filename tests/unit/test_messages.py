@@ -97,3 +97,12 @@ def test_worker_messages_round_trip_and_validate():
         decode_control(b'{"type": "hello", "role": "data"}')
 
 
+
+
+def test_hub_closing_round_trips():
+    from raydebug.protocol.control import HubClosing
+
+    stream = ControlStream()
+    stream.receive_data(encode_control(HubClosing(reason="its Ray node is stopping")))
+    assert stream.next_event() == HubClosing(reason="its Ray node is stopping")
+    assert decode_control(b'{"type": "hub_closing"}') == HubClosing()

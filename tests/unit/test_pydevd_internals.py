@@ -47,6 +47,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("PyDB", "reader"),
     ("PyDB", "writer"),
     ("_pydevd_bundle.pydevd_api", "PyDevdAPI.request_disconnect"),
+    ("_pydevd_bundle.pydevd_api", "PyDevdAPI.request_resume_thread"),
     ("PyDB", "enable_output_redirection"),
     ("writer", "add_command"),
     ("writer", "_cmd_queue"),

@@ -13,7 +13,8 @@ Modules: ``agent`` (what a pause does, the bookkeeping of this process's session
 ``relay`` (a TLS channel's one owning thread), ``live`` (a process linked from its start)
 and ``stacks`` (its threads' stacks, read without pausing), ``metadata`` (what a session
 says about itself), ``returns`` (a paused function that returned), ``report`` (the one
-line on stderr), ``startup`` (hooks installed at interpreter start). pydevd is reached only through
+line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
+driver's own pdb, whose prompt other threads print around). pydevd is reached only through
 ``debugger`` (the facade), which runs it with ``pydevd_start`` (in-process, no listener),
 ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who is suspended, held pauses),
 ``tracing_keeper`` (tracing follows need) and ``pydevd_fork`` (a fork child's reset).
@@ -143,9 +144,9 @@ def driver_breakpoint(*args: Any, **kwargs: Any) -> None:
     frame = sys._getframe(1)
     local = os.environ.get("RAYDEBUG_DRIVER", "").lower() != "remote"
     if local and sys.stdin is not None and sys.stdin.isatty():
-        import pdb
+        from .local_pdb import LocalPdb
 
-        pdb.Pdb().set_trace(frame)
+        LocalPdb().set_trace(frame)
     else:
         pause_at_frame(frame)
 

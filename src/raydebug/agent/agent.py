@@ -65,6 +65,7 @@ class ParkedThread:
     thread_ident: int
     released: threading.Event = field(default_factory=threading.Event)
     has_stopped: bool = False  # suspended in pydevd at least once since release
+    hub_closed: bool = False  # released because the hub went away for good: run on
 
 
 class Agent:
@@ -76,6 +77,7 @@ class Agent:
         self._sessions: dict[str, ParkedThread] = {}
         self._client_attached = False
         self._client_ready = False
+        self._hub_closed: str | None = None  # why the hub went away for good, until a new one
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed)
         self.returns = ReturnWatcher(self.debugger.is_suspended, self._on_returned,
@@ -110,6 +112,11 @@ class Agent:
         self.link.start()
         ident = threading.get_ident()
         session = ParkedThread(record, ident)
+        if self._hub_closed is not None:  # e.g. a loop's next breakpoint() while Ray stops
+            say(f"session {record.id} paused at {record.file}:{record.line}, but the hub shut "
+                f"down ({self._hub_closed}); continuing")
+            self.returns.forget(record.id)
+            return None
         with self._lock:
             others = [s for s in self._sessions.values() if s.thread_ident == ident]
             self._sessions[record.id] = session  # first: the process never looks idle here
@@ -142,6 +149,9 @@ class Agent:
                 f"debugger (hub: {self.config.hub_address}){limit}")
         started = time.monotonic()
         if session.released.wait(timeout):
+            if session.hub_closed:
+                self._end_thread_sessions(ident)
+                return None
             return False
         self._end_thread_sessions(ident, END_TIMEOUT)  # by thread: its id may have been renewed
         say(f"no debugger attached to session {record.id} within {time.monotonic() - started:.0f}s "
@@ -245,6 +255,7 @@ class Agent:
 
     def live_sessions(self) -> list[SessionStarted]:
         with self._lock:
+            self._hub_closed = None  # connected: a hub is there again
             return [SessionStarted(session=s.record.to_dict()) for s in self._sessions.values()]
 
     def prepare_client(self) -> None:
@@ -266,6 +277,24 @@ class Agent:
             for session in self._sessions.values():
                 session.released.set()
         self.debugger.replay_stops(suspended)
+
+    def on_hub_closing(self, reason: str) -> None:
+        """The hub goes away for good (``HubClosing``: its Ray node is stopping, and a paused
+        thread would hold its worker's lease until the node kills it): every paused thread
+        runs on, the waiting ones released as if their wait had timed out, the ones
+        suspended under a client resumed; so do later pauses, until a hub is there again."""
+        with self._lock:
+            self._hub_closed = reason or "closing"
+            waiting = [s for s in self._sessions.values() if not s.released.is_set()]
+            for session in waiting:
+                session.hub_closed = True
+                session.released.set()
+        suspended = self.debugger.suspended_threads()
+        if waiting or suspended:
+            say(f"the hub at {self.link.hub_address} shut down ({self._hub_closed}); "
+                "continuing")
+        if suspended:
+            self.debugger.resume_all()
 
     def _on_returned(self, session_id: str, returned: str) -> None:
         self._end_session(session_id, END_RETURNED, returned)

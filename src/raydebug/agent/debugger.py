@@ -84,7 +84,7 @@ class Debugger:
             make_private(py_db)
             self._suspensions.watch(py_db, self._on_suspended, self._thread_resumed)
             self._suspensions.hold_unanswered_stops(self._tracing.before_request,
-                                                    self._tracing.reconsider)
+                                                    self._tracing.after_request)
         except BaseException:
             with contextlib.suppress(Exception):  # not half-traced: the process runs on
                 remove_tracing(py_db)
@@ -120,6 +120,15 @@ class Debugger:
         before releasing new pauses, so none is announced twice). Returns how many were.
         """
         return pydevd_clients.replay_stops(self._py_db, idents)
+
+    def resume_all(self) -> None:
+        """Let every thread suspended in pydevd run on, as a ``continue`` of all threads
+        would (threads told to stop that have not stopped yet are not resumed)."""
+        if self._py_db is None:
+            return
+        from _pydevd_bundle.pydevd_api import PyDevdAPI
+
+        PyDevdAPI().request_resume_thread("*")
 
     def take_held_over(self) -> tuple[set[int], bool]:
         """After a client left: the threads whose pause it did not take, and whether it sent

@@ -39,6 +39,7 @@ from ..protocol.control import (
     CollectStacks,
     ControlMessage,
     ControlStream,
+    HubClosing,
     Identify,
     OpenChannel,
     Pause,
@@ -79,6 +80,7 @@ class LinkHandler(Protocol):
     def on_client_attached(self) -> None: ...
     def on_client_ready(self) -> None: ...
     def on_client_detached(self) -> None: ...
+    def on_hub_closing(self, reason: str) -> None: ...
 
 
 def _nodelay(sock: socket.socket) -> socket.socket:
@@ -122,6 +124,7 @@ class HubLink:
             Refused: self._on_refused,
             CollectStacks: lambda m: self._answer(self._handler.collect_stacks(m)),
             Pause: lambda m: self._answer(self._handler.pause(m)),
+            HubClosing: lambda m: self._handler.on_hub_closing(m.reason),  # gone for good
         }
         # Where the hub is; resolved again on every reconnect when discovered through Ray
         # (a restarted hub may have moved).

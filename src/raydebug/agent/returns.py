@@ -9,8 +9,9 @@ it there). After the thread resumes under a client, a watcher thread looks at th
 stack (``sys._current_frames()``) a few times, quickly at first, then once a second while
 the thread runs; when the frame is gone from it on two looks in a row, and the thread is not
 suspended in pydevd, the function has returned and the session ends (:data:`END_RETURNED`).
-The watcher runs only while some session's thread runs under a client; it stops as soon as
-that thread suspends again, its session ends, or the client leaves.
+The watcher looks only while some session's thread runs under a client; as soon as that
+thread suspends again, its session ends, or the client leaves, it waits (one thread, started
+at the first resume and kept: not one per step).
 
 pydevd keeps no return value for a step over the last line, so while the thread *steps*
 (not while it continues: that runs at full speed), a profile function on that thread alone
@@ -130,6 +131,9 @@ class ReturnWatcher:
         return [f for f in self._followed.values() if f.thread_ident == thread_ident]
 
     def _watch(self) -> None:
+        """The watcher thread. Started once and kept, idle on its event while nothing runs
+        under a client: starting a thread at every step cost the stepping thread a wait for
+        the new thread's first GIL turn (up to a switch interval, 5 ms, with busy threads)."""
         delays: Iterator[float] = iter(())
         while True:
             if self._wake.is_set():
@@ -140,10 +144,9 @@ class ReturnWatcher:
             for session_id, value in returned:
                 self._on_returned(session_id, value)
             with self._lock:
-                if not any(f.running for f in self._followed.values()) \
-                        and not self._wake.is_set():
-                    self._thread = None
-                    return
+                idle = not any(f.running for f in self._followed.values())
+            if idle:
+                self._wake.wait()  # until a thread resumes under a client again
 
     def _look(self) -> list[tuple[str, str]]:
         frames = sys._current_frames()

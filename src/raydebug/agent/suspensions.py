@@ -173,7 +173,7 @@ class Suspensions:
         py_db.do_wait_suspend = do_wait_suspend
 
     def hold_unanswered_stops(self, before_request: Callable[[Any], None],
-                              after_request: Callable[[], None]) -> None:
+                              after_request: Callable[[Any], None]) -> None:
         """Keep a resume from swallowing a pause the client has not answered.
 
         A ``breakpoint()`` hit while a client is attached is handed to pydevd at once; the
@@ -190,7 +190,7 @@ class Suspensions:
         Those stay suspended with no client; the agent lists them again
         (:meth:`take_held_over`) and the next client is told of them. Every client request
         is counted here; ``before_request(raw json)`` runs on pydevd's reader thread before
-        pydevd acts on it, ``after_request()`` once it has (both outside this lock).
+        pydevd acts on it, ``after_request(raw json)`` once it has (both outside this lock).
         """
         from _pydevd_bundle import pydevd_thread_lifecycle
         from _pydevd_bundle.pydevd_process_net_command_json import PyDevJsonCommandProcessor
@@ -215,7 +215,7 @@ class Suspensions:
             try:
                 return original_process(processor, py_db, json_contents, *args, **kwargs)
             finally:
-                after_request()
+                after_request(json_contents)
 
         def on_disconnect_request(processor: Any, *args: Any, **kwargs: Any) -> Any:
             with self._lock:

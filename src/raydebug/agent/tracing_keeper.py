@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -38,6 +39,12 @@ RECHECK_SECONDS = 0.005
 FOLLOWUP_SECONDS = (0.002, 0.01, 0.05)  # removal again after these waits (see _keep_tracing)
 ARMING_COMMANDS = frozenset({"pause", "setBreakpoints", "setFunctionBreakpoints",
                              "setExceptionBreakpoints"})
+# Requests that only look (or change a value): what needs tracing is the same after them, so
+# the keeper is not woken (it would compete for the GIL with the thread that answers them).
+LOOKING_COMMANDS = frozenset({"threads", "stackTrace", "scopes", "variables", "evaluate",
+                              "source", "modules", "loadedSources", "exceptionInfo",
+                              "completions", "setVariable", "setExpression"})
+_COMMAND = re.compile(r'"command"\s*:\s*"([A-Za-z]+)"')
 
 
 class TracingKeeper:
@@ -81,6 +88,11 @@ class TracingKeeper:
         if _arming_request(json_contents):
             with self._lock:
                 self.arm_locked()
+
+    def after_request(self, json_contents: Any) -> None:
+        """pydevd has acted on a client's request: reconsider, unless it only looked."""
+        if _command(json_contents) not in LOOKING_COMMANDS:
+            self.reconsider()
 
     def wait_untraced(self, timeout: float) -> bool:
         """Wait until tracing is off (for tests and benchmarks); False on timeout."""
@@ -164,6 +176,15 @@ def _arming_request(json_contents: Any) -> bool:
     except (ValueError, AttributeError):
         return False
     return command in ARMING_COMMANDS
+
+
+def _command(json_contents: Any) -> str | None:
+    """The ``command`` of a DAP request in pydevd's raw text, found without parsing it (a
+    key inside a string value has escaped quotes: it cannot match)."""
+    text = json_contents.decode("utf-8", "replace") if isinstance(json_contents, bytes) \
+        else str(json_contents)
+    found = _COMMAND.search(text)
+    return found.group(1) if found else None
 
 
 def remove_tracing(py_db: Any) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
@@ -59,6 +58,8 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
         max_worker_connections: int, max_client_connections: int, handshake_timeout: float,
         client_idle_timeout: float) -> None:
     """Run the hub: list sessions and route debuggers to them."""
+    import asyncio  # here: the other commands (`raydebug list`) need none of it
+
     from ..hub import Hub, HubConfig
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
@@ -85,6 +86,8 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
 
 
 async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
+    import asyncio
+
     try:
         await hub.start()
     except OSError as error:

@@ -34,8 +34,12 @@ def never_fold(allow: str | None) -> str:
               help="Link the driver and every worker to the hub from their start, so "
                    "`raydebug ps`, `stacks` and `pause` reach them (RAYDEBUG_LIVE; "
                    "RAYDEBUG_LIVE=0 in the environment turns it off too).")
+@click.option("--hub-args", default=None, metavar="OPTIONS",
+              help="Options of `raydebug hub` for the hub the first pause starts, e.g. "
+                   "--hub-args=--allow-terminate (RAYDEBUG_HUB_ARGS; a hub already running "
+                   "keeps its own).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(post_mortem: bool, wait_timeout: float | None, live: bool,
+def run(post_mortem: bool, wait_timeout: float | None, live: bool, hub_args: str | None,
         command: tuple[str, ...]) -> None:
     """Run a Ray driver with raydebug on: `raydebug run -- python job.py`.
 
@@ -58,6 +62,11 @@ def run(post_mortem: bool, wait_timeout: float | None, live: bool,
         env["RAYDEBUG_LIVE"] = "0"
     if wait_timeout is not None:
         env["RAYDEBUG_WAIT_TIMEOUT"] = f"{wait_timeout:g}"
+    if hub_args is not None:
+        env["RAYDEBUG_HUB_ARGS"] = hub_args
+        from ..hub_options import hub_options_wanted
+
+        hub_options_wanted(env)  # a mistake is said here, not at the first pause
     program = shutil.which(command[0])
     if program is None:
         raise ConfigurationError(f"command not found: {command[0]}")

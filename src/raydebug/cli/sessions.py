@@ -62,7 +62,7 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
             "`raydebug hub`, or pass --hub HOST:PORT or --ray-address",
             address=error.address) from None
     if as_json:
-        click.echo(json.dumps(sessions, indent=2))
+        click.echo(views.sessions_json(sessions))
     else:
         from rich.console import Console  # imported here: `list --json` stays quick
 

@@ -23,6 +23,7 @@ A *control* connection (one per process) then carries session bookkeeping both w
     hub   -> agent   OpenChannel(channel)       a client wants to debug this process
     hub   -> agent   ClientReady(channel)       its configurationDone has been answered
     hub   -> agent   ClientGone(channel)        that client has left
+    hub   -> agent   HubClosing(reason)         the hub goes away for good: every pause goes on
     agent -> hub     ChannelFailed(channel, reason)
     hub   -> agent   Refused(reason)            a session it cannot take (--max-sessions)
 
@@ -153,6 +154,15 @@ class ClientGone(ControlMessage):
 
 
 @dataclass(frozen=True)
+class HubClosing(ControlMessage):
+    """The hub is going away for good (the hub actor's node is stopping): every paused
+    thread of the process runs on, or the node would wait for its lease."""
+
+    TYPE: ClassVar[str] = "hub_closing"
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class ChannelFailed(ControlMessage):
     TYPE: ClassVar[str] = "channel_failed"
     channel: int
@@ -213,7 +223,7 @@ _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
                 OpenChannel, ClientReady, ClientGone, ChannelFailed, Register, CollectStacks,
-                Stacks, Pause, Paused)
+                Stacks, Pause, Paused, HubClosing)
 }
 _JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,
                "list[Any]": list}

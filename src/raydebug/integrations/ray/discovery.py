@@ -23,7 +23,7 @@ import ray
 
 from ...agent.config import parse_address
 from ...agent.discovery import HubAddress
-from ...errors import HubUnreachableError
+from ...errors import HubUnreachableError, hub_unreachable
 
 KV_NAMESPACE = b"raydebug"
 KV_HUB_KEY = b"hub"
@@ -177,9 +177,7 @@ def connect_kv(address: str | None) -> str:
     try:
         _probe(gcs_address, timeout=3.0)
     except (OSError, ValueError) as error:
-        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
-        raise HubUnreachableError(
-            f"no Ray cluster answers at {gcs_address} ({reason.lower()})") from None
+        raise hub_unreachable(gcs_address, error, saying="no Ray cluster answers at") from None
     result: list[Any] = []
 
     def connect() -> None:

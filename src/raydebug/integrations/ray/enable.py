@@ -29,7 +29,7 @@ def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
     env_vars = {str(k): str(v) for k, v in (env.get("env_vars") or {}).items()}
     for name in ("RAYDEBUG_POST_MORTEM", "RAYDEBUG_WAIT_TIMEOUT", "RAYDEBUG_HUB",
                  "RAYDEBUG_TOKEN", "RAYDEBUG_TOKEN_FILE", "RAYDEBUG_HUB_CERT",
-                 "RAYDEBUG_HUB_TLS", "RAYDEBUG_LABELS"):
+                 "RAYDEBUG_HUB_TLS", "RAYDEBUG_HUB_ARGS", "RAYDEBUG_LABELS"):
         if name in os.environ:
             env_vars.setdefault(name, os.environ[name])
     # Workers link at start through the setup hook (RAYDEBUG_LIVE=0 turns it off).

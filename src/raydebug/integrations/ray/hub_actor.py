@@ -7,7 +7,8 @@ that pauses asks Ray for the named detached actor ``raydebug_hub`` on the head n
 (:func:`find_or_start_hub`). The actor starts a :class:`~raydebug.hub.Hub` in its event loop
 and publishes it; a published actor hub that cannot be reached and whose actor is gone is
 forgotten, and a new actor starts (a dead detached actor's name is free again). The actor
-leaves when its node drains, so that ``ray stop`` does not wait for its lease.
+leaves when its node drains, so that ``ray stop`` does not wait for its lease, and first tells
+the processes paused on it to go on (they hold leases too).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 import ray
 
 from ...agent.config import TRUTHY
-from ...errors import HubUnreachableError, RaydebugError
+from ...errors import ConfigurationError, HubUnreachableError, RaydebugError
+from ...hub_options import hub_options_wanted
+from ...protocol.control import HubClosing
 from .discovery import HubInfo, connect_kv, publish_hub_info, read_hub_info, unpublish_hub_info
 from .metadata import node_ip
 
@@ -54,10 +57,12 @@ def find_or_start_hub(stale: object = None) -> HubInfo:
             name=HUB_ACTOR_NAME, namespace=HUB_ACTOR_NAMESPACE, lifetime="detached",
             get_if_exists=True, num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001},
         ).remote()
-        started = actor.start.remote(tls=hub_tls_wanted())
+        started = actor.start.remote(tls=hub_tls_wanted(), options=hub_options_wanted())
         # Not ray.get(): in an async actor's process it logs "Using blocking ray.get inside
         # async actor", which the user's code did not cause (this runs on raydebug's thread).
         data = started.future().result(timeout=HUB_START_TIMEOUT)
+    except ConfigurationError:
+        raise
     except Exception as error:  # Ray's errors are many; the user needs one line
         raise HubUnreachableError(f"could not start the raydebug hub actor: {error}") from None
     return HubInfo(**data)
@@ -139,26 +144,28 @@ class _HubActor:
         self._serving: Any = None
         self._watching: Any = None
 
-    async def start(self, tls: bool = False) -> dict[str, Any]:
+    async def start(self, tls: bool = False,
+                    options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Start serving once; return the HubInfo as a dict (every caller gets the same).
 
         The first call decides ``tls`` (the worker listener over TLS, its certificate's
-        fingerprint in the HubInfo). Publishes it again on every call: a hub started by
+        fingerprint in the HubInfo) and the hub's other ``options`` (HubConfig fields, from
+        :func:`hub_options_wanted`). Publishes it again on every call: a hub started by
         hand may have replaced it in the KV and gone since, and whoever calls found the KV
         empty.
         """
         async with self._lock:
             if self._info is None:
-                self._info = await self._start(tls)
+                self._info = await self._start(tls, options or {})
             publish_hub_info(self._info)
         return asdict(self._info)
 
-    async def _start(self, tls: bool) -> HubInfo:
+    async def _start(self, tls: bool, options: dict[str, Any]) -> HubInfo:
         from ...hub import Hub, HubConfig
 
         ip = node_ip()
         for port in (DEFAULT_CLIENT_PORT, 0):  # 5678, or any port when it is taken
-            hub = Hub(HubConfig(port=port, worker_host=ip, worker_port=0, tls=tls))
+            hub = Hub(HubConfig(port=port, worker_host=ip, worker_port=0, tls=tls, **options))
             try:
                 await hub.start()
                 break
@@ -188,8 +195,15 @@ class _HubActor:
         ray.get_runtime_context().current_actor.stop.remote()
 
     async def stop(self) -> None:
-        """Stop serving, take the hub out of the KV, and end this actor."""
+        """Tell the paused processes to go on, stop serving, take the hub out of the KV, and
+        end this actor.
+
+        A paused task holds its worker's lease as the actor does: its agent, told the hub is
+        closing, lets every paused thread run on, so the node's drain does not wait 30 s.
+        """
         if self._hub is not None:
+            for process in {session.process for session in self._hub.registry.all_sessions()}:
+                process.send(HubClosing(reason="its Ray node is stopping"))  # written at once
             self._serving.cancel()
             await self._hub.close()
         if self._info is not None:

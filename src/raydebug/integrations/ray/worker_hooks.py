@@ -77,6 +77,7 @@ def install_driver_hook() -> None:
 
     sys.breakpointhook = driver_breakpoint
     discovery.install(RayDiscovery())
+    keep_worker_logs_off_the_prompt()
     if live_wanted():
         if ray.is_initialized():
             link_driver()
@@ -95,6 +96,33 @@ def link_driver() -> None:
     except Exception:  # Ray's errors are many; the link works without the ids
         identity = {}
     start_live_link(identity)
+
+
+def keep_worker_logs_off_the_prompt() -> None:
+    """The workers' log lines that Ray prints in the driver (a pause notice among them)
+    appear above the driver's local pdb prompt, which is drawn again after them (see
+    :mod:`raydebug.agent.local_pdb`), not after it. Ray's printer thread calls
+    ``ray._private.worker.print_worker_logs`` by its module name for every batch."""
+    from ...agent.local_pdb import print_above_prompt
+
+    worker = ray._private.worker
+    original = worker.print_worker_logs
+    if getattr(original, "raydebug", False):
+        return
+
+    def print_worker_logs(data: Any, print_file: Any, ignore_prefix: bool = False) -> None:
+        if not data.get("lines"):  # nothing to print: no need to draw the prompt again
+            original(data, print_file, ignore_prefix)
+            return
+
+        def write() -> None:
+            original(data, print_file, ignore_prefix)
+            print_file.flush()
+
+        print_above_prompt(write)
+
+    print_worker_logs.raydebug = True  # type: ignore[attr-defined]
+    worker.print_worker_logs = print_worker_logs
 
 
 class RayDiscovery:

@@ -1,0 +1,235 @@
+"""Real processes for tests and benchmarks: a hub subprocess, debugged scripts, bounded waits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import selectors
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raydebug.client.dap import DapClient
+
+TIMEOUT = 30.0
+
+PAUSING_WORKER = """
+value = 41
+breakpoint()
+print("finished", value + 1, flush=True)
+"""
+
+
+def run(coro: Coroutine[Any, Any, Any], timeout: float = 60.0) -> Any:
+    """Run an async test body with an overall bound."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def read_line(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> str:
+    """The next line of ``proc.stdout``, waiting at most ``timeout`` seconds."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise TimeoutError(f"no output from pid {proc.pid} within {timeout}s")
+    return proc.stdout.readline()
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Stop a process we started, by pid, and reap it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=TIMEOUT)
+
+
+@dataclass
+class HubProcess:
+    """A real ``raydebug hub`` subprocess on free loopback ports."""
+
+    proc: subprocess.Popen[str]
+    client: tuple[str, int]
+    worker: tuple[str, int]
+    token: str
+    workers: list[subprocess.Popen[str]] = field(default_factory=list)
+    cert: str | None = None  # the fingerprint a hub started with --tls printed
+
+    @property
+    def client_address(self) -> str:
+        return "{}:{}".format(*self.client)
+
+    @property
+    def worker_address(self) -> str:
+        return "{}:{}".format(*self.worker)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("RAYDEBUG_WAIT_TIMEOUT", None)
+        env.update(PYTHONBREAKPOINT="raydebug.set_trace", RAYDEBUG_HUB=self.worker_address,
+                   RAYDEBUG_TOKEN=self.token, PYDEVD_DISABLE_FILE_VALIDATION="1",
+                   PYTHONUNBUFFERED="1")
+        if self.cert:
+            env["RAYDEBUG_HUB_CERT"] = self.cert
+        env.update(extra)
+        return env
+
+    def spawn(self, script: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+        """Start ``python script`` pointed at this hub; stopped at teardown."""
+        proc = subprocess.Popen([sys.executable, str(script), *args], env=self.env(**env),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.workers.append(proc)
+        return proc
+
+    def run_unserved(self, directory: Path, wait_timeout: str = "3", **env: str) -> str:
+        """Run :data:`PAUSING_WORKER` where this hub cannot serve it: it must continue after
+        its wait timeout, finish, and print no traceback. Return its stderr (the why)."""
+        proc = self.spawn(write_script(directory, "unserved.py", PAUSING_WORKER),
+                          RAYDEBUG_WAIT_TIMEOUT=wait_timeout, **env)
+        code, out, err = finish(proc)
+        assert code == 0 and "finished 42" in out, err
+        assert "Traceback" not in err, err
+        return err
+
+    def get(self, path: str, timeout: float = TIMEOUT) -> Any:
+        with urllib.request.urlopen(f"http://{self.client_address}{path}",
+                                    timeout=timeout + 5) as response:
+            return json.loads(response.read())
+
+    def wait_sessions(self, count: int, timeout: float = TIMEOUT,
+                      state: str | None = None) -> list[dict[str, Any]]:
+        """Long-poll the hub until exactly ``count`` sessions (in ``state``) exist."""
+        deadline = time.monotonic() + timeout
+        only = f"&state={state}" if state else ""
+        while True:
+            remaining = deadline - time.monotonic()
+            sessions: list[dict[str, Any]] = self.get(
+                f"/api/sessions?min={count}&max={count}&timeout={max(remaining, 0.1):.2f}{only}")
+            if len(sessions) == count:
+                return sessions
+            if remaining <= 0:
+                raise TimeoutError(f"expected {count} sessions, the hub has {len(sessions)}")
+
+    async def dap(self) -> DapClient:
+        client = await DapClient.connect(*self.client)
+        await client.initialize()
+        return client
+
+    def evaluate_and_detach(self, session_id: str, expression: str) -> str:
+        """Attach, evaluate ``expression`` in the paused frame, detach; return the result."""
+        async def cycle() -> str:
+            client = await self.dap()
+            stopped = await client.attach(session_id)
+            frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+            value = await client.request("evaluate", {
+                "expression": expression, "frameId": frames["stackFrames"][0]["id"],
+                "context": "repl"})
+            await client.request("disconnect", {})
+            await client.close()
+            return str(value["result"])
+
+        return str(run(cycle()))
+
+    def attach_and_detach(self, session_id: str) -> None:
+        """Attach to a session until it stops, then detach (so the worker runs on)."""
+        async def cycle() -> None:
+            client = await self.dap()
+            await client.attach(session_id)
+            await client.request("disconnect", {})
+            await client.close()
+
+        run(cycle())
+
+    def stop_and_read_log(self) -> str:
+        """Stop the hub (and its workers); return what it logged."""
+        for proc in self.workers:
+            stop(proc)
+        self.proc.terminate()
+        _, errors = self.proc.communicate(timeout=TIMEOUT)
+        return str(errors)
+
+    def __enter__(self) -> HubProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for proc in self.workers:
+            stop(proc)
+        if self.proc.poll() is None:
+            self.proc.terminate()  # a clean exit: the hub removes its state file
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        stop(self.proc)
+
+
+def start_hub(*args: str, token: str = "test-token") -> HubProcess:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--worker-port", "0",
+         "--token", token, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = read_line(proc)
+        # "raydebug hub ready: clients HOST:PORT workers HOST:PORT"
+        words = banner.split()
+        client, worker = words[4], words[6]
+        # "Workers connect over TLS; certificate sha256:...": the same write as the first
+        # line (one flush of less than PIPE_BUF), so already buffered
+        assert proc.stdout is not None
+        cert = proc.stdout.readline().split()[-1] if "--tls" in args else None
+    except (TimeoutError, IndexError):
+        stop(proc)
+        error = proc.stderr.read() if proc.stderr else ""
+        raise RuntimeError(f"the hub did not start: {error}") from None
+    host, port = client.rsplit(":", 1)
+    whost, wport = worker.rsplit(":", 1)
+    return HubProcess(proc, (host, int(port)), (whost, int(wport)), token, cert=cert)
+
+
+def write_script(directory: Path, name: str, source: str) -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(source).lstrip())
+    return path
+
+
+def line_of(path: Path, marker: str) -> int:
+    """1-based number of the first line of ``path`` containing ``marker``."""
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if marker in line:
+            return number
+    raise ValueError(f"{marker!r} not in {path}")
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> tuple[int, str, str]:
+    """Wait for a debugged process to exit; return (code, stdout, stderr)."""
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def listening_ports(pid: int) -> list[tuple[str, int]]:
+    """The (address, port) pairs on which process ``pid`` has a listening TCP socket."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and inode in inodes:  # 0A: LISTEN
+                address, port = local.rsplit(":", 1)
+                found.append((address, int(port, 16)))
+    return found
