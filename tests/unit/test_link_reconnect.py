@@ -10,7 +10,9 @@ import threading
 import time
 from typing import Any
 
+from raydebug.agent import discovery
 from raydebug.agent.config import AgentConfig
+from raydebug.agent.discovery import HubAddress
 from raydebug.agent.hub_link import HubLink
 from raydebug.errors import RaydebugError
 from raydebug.protocol import NEED_DATA
@@ -18,6 +20,7 @@ from raydebug.protocol.control import (
     CollectStacks,
     ControlMessage,
     ControlStream,
+    HubClosing,
     Identify,
     Pause,
     Paused,
@@ -112,6 +115,7 @@ class Handler:
     def on_client_attached(self) -> None: ...
     def on_client_ready(self) -> None: ...
     def on_client_detached(self) -> None: ...
+    def on_hub_closing(self, reason: str) -> None: ...
 
 
 def link(hub: MemoryHub, **seams: Any) -> HubLink:
@@ -182,3 +186,58 @@ def test_a_connection_that_lasted_resets_the_backoff_and_a_short_one_does_not():
     hub.drop()
     registered(hub)
     assert hub.dials[-1] - dropped >= 0.25  # backed off, as for a failed dial
+
+
+def test_retire_hangs_up_for_good():
+    """The hub's own process (the Ray hub actor's worker) retires its link: it hangs up
+    and never dials again."""
+    hub = MemoryHub()
+    hub_link = link(hub, retry_delays=(0.01,), stable_after=0.0)
+    registered(hub)
+    hub_link.retire()
+    hub_link._thread.join(timeout=5)  # type: ignore[union-attr]
+    assert not hub_link._thread.is_alive()  # type: ignore[union-attr]
+    assert len(hub.dials) == 1
+
+
+class ClusterDiscovery:
+    """A cluster that knows its hub (the memory hub); records each ``start`` asked for."""
+
+    def __init__(self) -> None:
+        self.starts: list[bool] = []
+
+    def in_cluster(self) -> bool:
+        return True
+
+    def find_hub(self, stale: object = None, start: bool = True) -> HubAddress:
+        self.starts.append(start)
+        return HubAddress("127.0.0.1", 9, TOKEN, None)
+
+    def process_identity(self) -> dict[str, Any]:
+        return {}
+
+
+def test_after_the_hub_says_goodbye_the_link_only_looks_for_a_hub():
+    """HubClosing (the hub's Ray node stops): the reconnects must not start a hub actor,
+    which would land on the node that is stopping; once connected again, they may."""
+    cluster = ClusterDiscovery()
+    previous = discovery.installed()
+    discovery.install(cluster)
+    try:
+        hub = MemoryHub()
+        seen: list[str] = []
+        handler = Handler()
+        handler.on_hub_closing = seen.append  # type: ignore[method-assign]
+        config = AgentConfig(hub_host=None, hub_port=0, token=TOKEN, wait_timeout=None)
+        HubLink(config, handler, dial=hub.dial, retry_delays=(0.01,), stable_after=0.0).start()
+        registered(hub)
+        hub.send(HubClosing(reason="its Ray node is stopping"))
+        hub.drop()
+        registered(hub)
+        assert seen == ["its Ray node is stopping"]
+        assert cluster.starts == [True, False]
+        hub.drop()
+        registered(hub)
+        assert cluster.starts == [True, False, True]  # connected since: a hub was there
+    finally:
+        discovery.install(previous)

@@ -101,6 +101,20 @@ def start_live_link(identity: dict[str, Any] | None = None) -> None:
     thread.start()
 
 
+def retire_live_link() -> None:
+    """This process is the hub's own (the Ray hub actor's worker): end its live link, now
+    or as soon as the link thread has made the agent. Never raises."""
+    global _retired
+    _retired = True
+    with _agent_lock:
+        agent = _agent
+    if agent is not None:
+        agent.link.retire()
+
+
+_retired = False
+
+
 def _run_live_link() -> None:
     """The link thread of a live process: make the agent, then serve its link here."""
     try:
@@ -113,6 +127,8 @@ def _run_live_link() -> None:
         return
     finally:
         _link_imported.set()
+    if _retired:
+        agent.link.retire()
     agent.link.run_here()
 
 

@@ -46,8 +46,9 @@ class HubDiscovery(Protocol):
         """Whether this process can find the hub through its cluster (so
         ``RAYDEBUG_HUB`` need not be set)."""
 
-    def find_hub(self, stale: object = None) -> HubAddress:
-        """The cluster's hub, started if it has none. ``stale``: an address this returned
+    def find_hub(self, stale: object = None, start: bool = True) -> HubAddress:
+        """The cluster's hub, started if it has none (``start=False``: only found; the link
+        asks so after a hub said it shut down for good). ``stale``: an address this returned
         that could not be reached (look past it). Asked only when :meth:`in_cluster`.
         Raises :class:`~raydebug.errors.HubUnreachableError`."""
 
@@ -62,7 +63,7 @@ class LocalDiscovery:
     def in_cluster(self) -> bool:
         return False
 
-    def find_hub(self, stale: object = None) -> HubAddress:
+    def find_hub(self, stale: object = None, start: bool = True) -> HubAddress:
         raise HubUnreachableError("this process is not part of a cluster that knows its hub")
 
     def process_identity(self) -> dict[str, Any]:

@@ -124,7 +124,7 @@ class HubLink:
             Refused: self._on_refused,
             CollectStacks: lambda m: self._answer(self._handler.collect_stacks(m)),
             Pause: lambda m: self._answer(self._handler.pause(m)),
-            HubClosing: lambda m: self._handler.on_hub_closing(m.reason),  # gone for good
+            HubClosing: self._on_hub_closing,
         }
         # Where the hub is; resolved again on every reconnect when discovered through Ray
         # (a restarted hub may have moved).
@@ -132,6 +132,8 @@ class HubLink:
             None if config.discover
             else (str(config.hub_host), config.hub_port, config.token, config.hub_cert))
         self._stale_hub: object = None
+        self._hub_closed = False  # the last hub said it shut down for good (HubClosing)
+        self._retired = False  # see retire()
         self._outbox: collections.deque[ControlMessage] = collections.deque()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -175,6 +177,14 @@ class HubLink:
         self._outbox.append(message)
         self._wake()
 
+    def retire(self) -> None:
+        """End the link for good: the link thread hangs up and returns. For the hub's own
+        process (the Ray hub actor's worker, linked by the job's setup hook like any other):
+        it is not debugged through itself, and must not look for a hub when its own closes
+        (that would start a new hub actor on a node that is stopping)."""
+        self._retired = True
+        self._wake()
+
     def close_inherited(self) -> None:
         """In a fork child: close this process's copies of the parent's sockets. ``close()``
         without ``shutdown()`` leaves the parent's connections as they are."""
@@ -194,7 +204,7 @@ class HubLink:
 
     def _run(self) -> None:
         attempt = 0
-        while True:
+        while not self._retired:
             if self._connect_control() and self._control is not None:
                 connected = self._clock()
                 self._serve(until=None)  # until the control connection drops
@@ -227,7 +237,8 @@ class HubLink:
             sock, leftover = self.handshake(ROLE_CONTROL, process=process_info())
         except RaydebugError as error:
             first = not self.attempted.is_set()
-            if str(error) != self.last_error and not (first and self.pause_reports_first_error):
+            quiet = (first and self.pause_reports_first_error) or self._hub_closed
+            if str(error) != self.last_error and not quiet:  # closed: it said goodbye
                 say(f"{error}; retrying in the background (pid {os.getpid()})")
             self.last_error = str(error)
             self.attempted.set()
@@ -250,6 +261,7 @@ class HubLink:
             self._drop_control()
             return False
         self._stale_hub = None
+        self._hub_closed = False
         self.attempted.set()
         self._handle_control_input()
         return True
@@ -305,11 +317,18 @@ class HubLink:
     def hub_address(self) -> str:
         return f"{self._hub[0]}:{self._hub[1]}" if self._hub else self._config.hub_address
 
+    def _on_hub_closing(self, message: HubClosing) -> None:
+        """The hub went away for good (its Ray node stops): until a hub is there again, only
+        look for one; starting one would put it on the node that is stopping."""
+        self._hub_closed = True
+        self._handler.on_hub_closing(message.reason)
+
     def _resolve_hub(self) -> tuple[str, int, str, str | None]:
         """The hub's worker address, token and pinned certificate (None: no TLS); raises
         :class:`HubUnreachableError`."""
         if self._hub is None:
-            self._hub = discovery.installed().find_hub(stale=self._stale_hub)
+            self._hub = discovery.installed().find_hub(stale=self._stale_hub,
+                                                       start=not self._hub_closed)
             self._stale_hub = self._hub  # replaced on success below, kept if it fails
         return self._hub
 
@@ -323,6 +342,10 @@ class HubLink:
                     self._on_readable(key)
                 except OSError:
                     self._drop_control()
+            if self._retired:
+                self._hub_closed = True  # nothing is lost: hang up quietly
+                self._drop_control()
+                return
             if (self._control is None) if until is None else self._clock() >= until:
                 return
 
@@ -397,7 +420,8 @@ class HubLink:
         self._selector.unregister(self._control)
         self._control.close()
         self._control = None
-        say(f"lost the connection to the hub at {self.hub_address}; reconnecting")
+        if not self._hub_closed:  # else it said goodbye (HubClosing): nothing was lost
+            say(f"lost the connection to the hub at {self.hub_address}; reconnecting")
         self.last_error = "lost"
 
     def _open_channel(self, channel: int) -> None:

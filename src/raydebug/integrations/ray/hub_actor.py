@@ -37,8 +37,9 @@ HUB_START_TIMEOUT = 60.0
 DRAIN_POLL_INTERVAL = 1.0
 
 
-def find_or_start_hub(stale: object = None) -> HubInfo:
-    """The cluster's hub: the published one, or the detached actor, started once.
+def find_or_start_hub(stale: object = None, start: bool = True) -> HubInfo:
+    """The cluster's hub: the published one, or the detached actor, started once
+    (``start=False``: only the published one).
 
     ``stale`` is a hub we could not connect to, as :meth:`HubInfo.address` gave it to the
     agent: if the KV still names it, it is forgotten and the actor asked for (a dead
@@ -52,6 +53,8 @@ def find_or_start_hub(stale: object = None) -> HubInfo:
         info = None
     if info is not None:
         return info
+    if not start:
+        raise HubUnreachableError("the cluster has no raydebug hub now (the last one shut down)")
     try:
         actor = hub_actor_class().options(
             name=HUB_ACTOR_NAME, namespace=HUB_ACTOR_NAMESPACE, lifetime="detached",
@@ -138,6 +141,9 @@ class _HubActor:
     """
 
     def __init__(self) -> None:
+        from ...agent import retire_live_link
+
+        retire_live_link()  # this worker is the hub: not linked to itself (see HubLink.retire)
         self._info: HubInfo | None = None
         self._lock = asyncio.Lock()
         self._hub: Any = None
@@ -202,7 +208,12 @@ class _HubActor:
         closing, lets every paused thread run on, so the node's drain does not wait 30 s.
         """
         if self._hub is not None:
-            for process in {session.process for session in self._hub.registry.all_sessions()}:
+            # Every linked process, not only the paused ones: a live link that lost its hub
+            # would otherwise start a new hub actor on the node that is draining.
+            registry = self._hub.registry
+            processes = {*registry.all_processes(),
+                         *(session.process for session in registry.all_sessions())}
+            for process in processes:
                 process.send(HubClosing(reason="its Ray node is stopping"))  # written at once
             self._serving.cancel()
             await self._hub.close()

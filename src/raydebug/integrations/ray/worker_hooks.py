@@ -23,6 +23,7 @@ import ray
 from ...agent import discovery
 from ...agent.config import TRUTHY
 from ...agent.discovery import HubAddress, LocalDiscovery
+from ...errors import HubUnreachableError, RaydebugError
 from .children import watch_children
 from .hub_actor import find_or_start_hub
 from .metadata import current_activity, in_ray_worker, live_identity, session_fields
@@ -134,8 +135,15 @@ class RayDiscovery:
     def in_cluster(self) -> bool:
         return in_ray_worker()
 
-    def find_hub(self, stale: object = None) -> HubAddress:
-        return find_or_start_hub(stale=stale).address()
+    def find_hub(self, stale: object = None, start: bool = True) -> HubAddress:
+        try:
+            return find_or_start_hub(stale=stale, start=start).address()
+        except RaydebugError:
+            raise
+        except Exception as error:  # Ray's, once this process lost its cluster (it stopped)
+            raise HubUnreachableError(
+                f"cannot ask the Ray cluster for its hub ({type(error).__name__}: {error})"
+            ) from None
 
     def process_identity(self) -> dict[str, Any]:
         if in_ray_worker():
