@@ -27,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import Any
 
 from ..protocol.control import (
     END_MOVED,
@@ -34,14 +35,17 @@ from ..protocol.control import (
     END_RESUMED,
     END_RETURNED,
     END_TIMEOUT,
+    BreakpointsLoaded,
+    LogpointOutput,
     SessionEnded,
     SessionStarted,
 )
 from ..session import PausedThread
+from .armed_breakpoints import ArmedBreakpoints, BreakpointSet
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
-from .metadata import innermost_frame, record_for_frame
+from .metadata import innermost_frame, process_labels, ray_fields, record_for_frame
 from .report import say
 from .returns import ReturnWatcher
 
@@ -67,8 +71,16 @@ class Agent:
         self._sessions: dict[str, ParkedThread] = {}
         self._client_attached = False
         self._client_ready = False
+        # Cluster breakpoints (issue 17): armed without pydevd; a hit pauses as a session.
+        # While a client debugs this process, its pydevd has the same breakpoints (the
+        # hub sends them to every child session), so the armed ones stand down.
+        self.breakpoints = ArmedBreakpoints(
+            on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
+            labels=process_labels, remote_root=_remote_root, on_loaded=self._post_loaded,
+            standing_down=lambda: self._client_attached)
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
-                                 on_resumed=self._on_thread_resumed)
+                                 on_resumed=self._on_thread_resumed,
+                                 on_untraced=self.breakpoints.reinstall)
         self.returns = ReturnWatcher(self.debugger.is_suspended, self._on_returned,
                                      self.debugger.returns_to_other_code,
                                      self.debugger.cancel_step)
@@ -83,6 +95,28 @@ class Agent:
         under_client = self._wait_for_client(record)
         if under_client is not None:
             self.debugger.stop_at(frame, under_client=under_client)
+
+    def pause_at_breakpoint(self, frame: FrameType) -> None:
+        """A cluster breakpoint was hit: stop at ``frame``'s current line, before it runs,
+        once a client is ready (reason ``breakpoint``, as a ``breakpoint()``)."""
+        record = record_for_frame(frame)
+        self.returns.follow(record.id, threading.get_ident(), frame)
+        under_client = self._wait_for_client(record)
+        if under_client is not None:
+            self.debugger.stop_here(frame, under_client=under_client)
+
+    def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None:
+        """The hub's ``ArmBreakpoints``: make them this process's cluster breakpoints.
+
+        Raises ValueError (and friends) for a malformed set, leaving the old one armed."""
+        self.breakpoints.arm(BreakpointSet.from_wire(breakpoints))
+
+    def _post_logpoint(self, text: str, frame: FrameType) -> None:
+        self.link.post(LogpointOutput(text=text, path=frame.f_code.co_filename,
+                                      line=frame.f_lineno))
+
+    def _post_loaded(self, paths: list[str]) -> None:
+        self.link.post(BreakpointsLoaded(paths=paths))
 
     def pause_on_exception(self, exc_info: ExcInfo) -> None:
         """Post-mortem: freeze in the frame that raised; return when the client resumes."""
@@ -241,3 +275,9 @@ class Agent:
         us ``ClientGone``: registering the session again after that keeps it listed.
         """
         self.link.post(SessionStarted(session=session.record.to_dict()))
+
+
+def _remote_root() -> str | None:
+    """Where Ray's working_dir is on this node, if this process runs in one."""
+    root = ray_fields().get("remote_root")
+    return root if isinstance(root, str) else None

@@ -41,12 +41,13 @@ class Debugger:
     """pydevd inside this process. Thread-safe; :meth:`ensure_started` is idempotent.
 
     ``on_suspended(ident, frame)`` runs on a thread as it suspends in pydevd,
-    ``on_resumed(ident)`` as it runs again.
+    ``on_resumed(ident)`` as it runs again, ``on_untraced()`` after pydevd's tracing was
+    removed (on the tracing keeper's thread).
     """
 
     def __init__(
         self, on_suspended: Callable[[int, FrameType | None], None],
-        on_resumed: Callable[[int], None]
+        on_resumed: Callable[[int], None], on_untraced: Callable[[], None] | None = None
     ) -> None:
         self._on_suspended = on_suspended
         self._on_resumed = on_resumed
@@ -55,7 +56,7 @@ class Debugger:
         self._py_db: Any = None
         self._start_error: Exception | None = None
         self._suspensions = Suspensions()
-        self._tracing = TracingKeeper(self._start_lock, self._suspensions)
+        self._tracing = TracingKeeper(self._start_lock, self._suspensions, on_untraced)
 
     def ensure_started(self) -> None:
         """Start pydevd if it is not running (the first time takes ~150 ms); idempotent.
@@ -146,6 +147,28 @@ class Debugger:
                 stop_at_frame=frame,
                 notify_stdin=False,
             )
+
+    def stop_here(self, frame: FrameType, under_client: bool = False) -> None:
+        """Suspend the current thread now, in ``frame`` at its current line, before that line
+        runs (a cluster breakpoint's hit: see :mod:`.armed_breakpoints`); block until resumed.
+
+        What pydevd's own tracer does at a breakpoint (``set_suspend`` + ``do_wait_suspend``),
+        after putting its tracing on ``frame`` and its callers, so that a step afterwards goes
+        on in pydevd. Called from inside a trace function or a ``sys.monitoring`` callback.
+        """
+        import pydevd
+        from _pydevd_bundle.pydevd_comm_constants import CMD_SET_BREAK
+
+        thread = threading.current_thread()
+        self._suspensions.about_to_stop(thread.ident or 0, under_client, frame)
+        with self._start_lock:
+            self._tracing.arm_locked()
+            pydevd.settrace(suspend=False, trace_only_current_thread=True,
+                            patch_multiprocessing=False, notify_stdin=False)
+        py_db = self._py_db
+        py_db.set_trace_for_frame_and_parents(thread.ident, frame)
+        py_db.set_suspend(thread, CMD_SET_BREAK)
+        py_db.do_wait_suspend(thread, frame, "line", None)
 
     def stop_on_exception(self, exc_info: ExcInfo) -> None:
         """Suspend the current thread post-mortem in the frame that raised; block until resumed."""

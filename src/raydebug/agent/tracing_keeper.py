@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -47,9 +48,13 @@ class TracingKeeper:
     tracing is never changed while pydevd starts). Thread-safe.
     """
 
-    def __init__(self, lock: threading.Lock, suspensions: Suspensions) -> None:
+    def __init__(self, lock: threading.Lock, suspensions: Suspensions,
+                 on_untraced: Callable[[], None] | None = None) -> None:
         self._lock = lock
         self._suspensions = suspensions
+        # After each removal, outside the lock: removing pydevd's trace function removed
+        # every other one too (the cluster breakpoints' on 3.10/3.11 go back in then).
+        self._on_untraced = on_untraced or (lambda: None)
         self._py_db: Any = None
         self._traced = False  # pydevd's tracing is installed in the process's threads
         self._untraced = threading.Event()  # set while tracing is off
@@ -99,6 +104,7 @@ class TracingKeeper:
             self._reconsider.wait(followups[0] if followups else recheck)
             self._reconsider.clear()
             recheck = None
+            removed = False
             try:
                 with self._lock:
                     if not self._traced:
@@ -108,6 +114,7 @@ class TracingKeeper:
                         if followups:
                             followups.pop(0)
                             remove_tracing(self._py_db)
+                            removed = True
                         continue
                     followups = []
                     need = self._needs_tracing()
@@ -117,12 +124,16 @@ class TracingKeeper:
                         recheck = RECHECK_SECONDS
                     elif need is None:
                         remove_tracing(self._py_db)
+                        removed = True
                         self._traced = False
                         self._untraced.set()
                         followups = list(FOLLOWUP_SECONDS)
             except Exception as error:  # the process keeps running, only slower
                 say(f"could not remove the debugger's tracing ({type(error).__name__}: "
                     f"{error}); this process may run slower until the next pause")
+            finally:
+                if removed:
+                    self._on_untraced()
 
     def _needs_tracing(self) -> str | None:
         """What needs pydevd's tracing now (see the module's docstring), or None."""

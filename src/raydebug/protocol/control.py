@@ -25,6 +25,9 @@ A *control* connection (one per process) then carries session bookkeeping both w
     hub   -> agent   ClientGone(channel)        that client has left
     agent -> hub     ChannelFailed(channel, reason)
     hub   -> agent   Refused(reason)            a session it cannot take (--max-sessions)
+    hub   -> agent   ArmBreakpoints(breakpoints)   the cluster's breakpoint set (replaces it)
+    agent -> hub     BreakpointsLoaded(paths)   code of these client paths is loaded here
+    agent -> hub     LogpointOutput(text, path, line)   a logpoint's text (never pauses)
 
 A *data* connection (``Hello.role == "data"``, one per attached client) is answered with
 ``Welcome``; the agent then hands the socket itself to pydevd, so it carries DAP between the
@@ -147,12 +150,38 @@ class ChannelFailed(ControlMessage):
     reason: str
 
 
+@dataclass(frozen=True)
+class ArmBreakpoints(ControlMessage):
+    """The cluster's breakpoints (``raydebug.agent.armed_breakpoints.BreakpointSet`` wire
+    form: ``sources``, ``functions``, ``exceptions``); an empty one disarms."""
+
+    TYPE: ClassVar[str] = "arm_breakpoints"
+    breakpoints: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BreakpointsLoaded(ControlMessage):
+    TYPE: ClassVar[str] = "breakpoints_loaded"
+    paths: list[str]  # the client's paths, as ArmBreakpoints named them
+
+
+@dataclass(frozen=True)
+class LogpointOutput(ControlMessage):
+    TYPE: ClassVar[str] = "logpoint_output"
+    text: str
+    path: str = ""  # the file as the process sees it
+    line: int = 0
+
+
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
                 OpenChannel, ClientReady, ClientGone, ChannelFailed)
 }
+_MESSAGE_TYPES.update({cls.TYPE: cls for cls in (ArmBreakpoints, BreakpointsLoaded,
+                                                  LogpointOutput)})
 _JSON_TYPES = {"str": str, "int": int, "dict[str, Any]": dict}
+_JSON_TYPES["list[str]"] = list
 
 
 def decode_control(body: bytes) -> ControlMessage:
@@ -175,6 +204,8 @@ def decode_control(body: bytes) -> ControlMessage:
         kind = _JSON_TYPES[str(spec.type)]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a {kind.__name__}")
+        if kind is list and not all(isinstance(item, str) for item in value):
+            raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a list of strings")
         kwargs[spec.name] = value
     try:
         return cls(**kwargs)
