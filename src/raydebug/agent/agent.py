@@ -104,6 +104,10 @@ class Agent:
         under_client = self._wait_for_client(record)
         if under_client is not None:
             self.debugger.stop_here(frame, under_client=under_client)
+            if not self._client_attached:
+                # Resumed by a departing client: pydevd's tracing (which replaced ours
+                # in every thread on 3.10/3.11) stays until the keeper removes it.
+                self.breakpoints.reinstall()
 
     def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None:
         """The hub's ``ArmBreakpoints``: make them this process's cluster breakpoints.

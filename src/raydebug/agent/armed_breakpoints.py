@@ -17,7 +17,7 @@ which pauses the thread as a session (the agent's pause path, where pydevd is fi
 
 Names in conditions and logpoints: the frame's locals, then its globals, then the process's
 labels (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK``, ``RAYDEBUG_LABEL_<K>`` as
-``K``: strings), then builtins; ``LABELS`` is the dict of them all. So ``RANK == "3"`` works
+``K``: strings, each under its record's spelling and in upper case), then builtins; ``LABELS`` is the dict of them all. So ``RANK == "3"`` works
 unless the code has a variable ``RANK`` of its own, which wins (it is what the code sees).
 A condition that raises counts as false (said once per breakpoint on stderr).
 
@@ -229,7 +229,9 @@ class ArmedBreakpoints:
                                 if a.spec == spec]  # an unchanged breakpoint keeps its count
                         lines.setdefault(spec.line, []).append(kept[0] if kept else _Armed(spec))
                     client_path[name] = source.path
-            self._label_names = {**self._labels()}
+            labels = self._labels()
+            # Both spellings: the environment's (RANK) and the record's (rank).
+            self._label_names = {**{k.upper(): v for k, v in labels.items()}, **labels}
             self._client_path = client_path
             self._reported &= set(client_path.values())
             self._table = _Table(by_file, frozenset(breakpoints.functions))

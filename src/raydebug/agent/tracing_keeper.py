@@ -52,8 +52,8 @@ class TracingKeeper:
                  on_untraced: Callable[[], None] | None = None) -> None:
         self._lock = lock
         self._suspensions = suspensions
-        # After each removal, outside the lock: removing pydevd's trace function removed
-        # every other one too (the cluster breakpoints' on 3.10/3.11 go back in then).
+        # After each removal (lock held; it must not take it): removing pydevd's trace
+        # function removed every other one too (cluster breakpoints' on 3.10/3.11 go back).
         self._on_untraced = on_untraced or (lambda: None)
         self._py_db: Any = None
         self._traced = False  # pydevd's tracing is installed in the process's threads
@@ -104,7 +104,6 @@ class TracingKeeper:
             self._reconsider.wait(followups[0] if followups else recheck)
             self._reconsider.clear()
             recheck = None
-            removed = False
             try:
                 with self._lock:
                     if not self._traced:
@@ -114,7 +113,7 @@ class TracingKeeper:
                         if followups:
                             followups.pop(0)
                             remove_tracing(self._py_db)
-                            removed = True
+                            self._on_untraced()
                         continue
                     followups = []
                     need = self._needs_tracing()
@@ -124,16 +123,13 @@ class TracingKeeper:
                         recheck = RECHECK_SECONDS
                     elif need is None:
                         remove_tracing(self._py_db)
-                        removed = True
+                        self._on_untraced()
                         self._traced = False
                         self._untraced.set()
                         followups = list(FOLLOWUP_SECONDS)
             except Exception as error:  # the process keeps running, only slower
                 say(f"could not remove the debugger's tracing ({type(error).__name__}: "
                     f"{error}); this process may run slower until the next pause")
-            finally:
-                if removed:
-                    self._on_untraced()
 
     def _needs_tracing(self) -> str | None:
         """What needs pydevd's tracing now (see the module's docstring), or None."""
