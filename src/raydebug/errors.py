@@ -12,6 +12,8 @@
     ├── HubFullError                the hub holds as many sessions as it may (--max-sessions)
     ├── SessionNotFoundError        a session id that the hub does not know
     ├── SessionBusyError            a session that another client is already debugging
+    ├── SelectorError               a process selector term that cannot be read (also ValueError)
+    │   └── NoProcessMatchError     a selector that matches no process (``known``: what there is)
     ├── ChannelFailedError          a process could not serve a debugger channel (its reason)
     ├── DapRequestError             the debuggee (or the hub for it) refused a DAP request
     ├── CommandError                a terminal debugger command that cannot be carried out
@@ -118,6 +120,32 @@ class SessionNotFoundError(RaydebugError):
 
 class SessionBusyError(RaydebugError):
     """The session already has a debugger attached."""
+
+
+class SelectorError(RaydebugError, ValueError):
+    """A process selector term (``KEY=VALUE``) that cannot be read; ``term`` is the term and
+    the message names the known keys. A ValueError, so the hub's HTTP side answers 400."""
+
+    def __init__(self, message: str, term: str = "") -> None:
+        super().__init__(message)
+        self.term = term
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """Extra fields of the HTTP error answer."""
+        return {}
+
+
+class NoProcessMatchError(SelectorError):
+    """A selector that matches no live process; ``known`` lists, briefly, what there is."""
+
+    def __init__(self, message: str, known: list[str]) -> None:
+        super().__init__(message)
+        self.known = known
+
+    @property
+    def details(self) -> dict[str, Any]:
+        return {"known": self.known}
 
 
 class ChannelFailedError(RaydebugError):

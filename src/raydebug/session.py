@@ -1,7 +1,7 @@
-"""What a session is, and the one table of how its state changes.
+"""What a session and a process are, and the one table of how each one's state changes.
 
-Theory of operation. A *session* is one pause of one thread: a ``breakpoint()`` or an
-uncaught exception (post-mortem). The agent inside the process creates it and ends it; the
+Theory of operation. A *session* is one pause of one thread: a ``breakpoint()``, an
+uncaught exception (post-mortem), or ``raydebug pause`` (reason ``pause``). The agent inside the process creates it and ends it; the
 hub lists it and routes debuggers to it. pydevd is per process, so a DAP client that attaches
 to a session is attached to its whole process: every session of that process is ``attached``
 while that client stays.
@@ -58,6 +58,48 @@ def next_state(state: SessionState, event: SessionEvent) -> SessionState:
 
 REASON_BREAKPOINT = "breakpoint"
 REASON_EXCEPTION = "exception"
+REASON_PAUSE = "pause"  # raydebug pause: every Python thread of a live process
+REASONS = (REASON_BREAKPOINT, REASON_EXCEPTION, REASON_PAUSE)
+
+
+# A *process* is one control connection: a live process (linked from its start) or one that
+# linked at its first pause. Its state follows its sessions; it never comes back from gone
+# (a process that reconnects is a new record, found again by pid and host).
+#
+#     running --session started-->   paused
+#     paused  --last session ended--> running
+#     any     --lost----------------> gone      (its control connection closed)
+#
+# A session that starts in a paused process, or one that ends while others remain, changes
+# nothing.
+
+class ProcessState(str, enum.Enum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    GONE = "gone"
+
+
+class ProcessEvent(enum.Enum):
+    SESSION_STARTED = "session started"
+    LAST_SESSION_ENDED = "last session ended"
+    LOST = "lost"
+
+
+_PROCESS_TRANSITIONS: dict[tuple[ProcessState, ProcessEvent], ProcessState] = {
+    (ProcessState.RUNNING, ProcessEvent.SESSION_STARTED): ProcessState.PAUSED,
+    (ProcessState.PAUSED, ProcessEvent.SESSION_STARTED): ProcessState.PAUSED,
+    (ProcessState.PAUSED, ProcessEvent.LAST_SESSION_ENDED): ProcessState.RUNNING,
+    (ProcessState.RUNNING, ProcessEvent.LOST): ProcessState.GONE,
+    (ProcessState.PAUSED, ProcessEvent.LOST): ProcessState.GONE,
+}
+
+
+def next_process_state(state: ProcessState, event: ProcessEvent) -> ProcessState:
+    """Return a process's state after ``event``; raises :class:`LocalProtocolError`."""
+    try:
+        return _PROCESS_TRANSITIONS[(state, event)]
+    except KeyError:
+        raise LocalProtocolError(f"a {state.value} process cannot be {event.value}") from None
 
 
 RAY_TEXT_FIELDS = ("job_id", "task_id", "task_name", "actor_id", "actor_class", "node_id",
@@ -121,7 +163,7 @@ class PausedThread:
             "host": isinstance(record.host, str),
             "file": isinstance(record.file, str),
             "function": isinstance(record.function, str),
-            "reason": record.reason in (REASON_BREAKPOINT, REASON_EXCEPTION),
+            "reason": record.reason in REASONS,
             "exception": record.exception is None or isinstance(record.exception, str),
             "since": isinstance(record.since, (int, float)),
             "argv": isinstance(record.argv, list),

@@ -10,8 +10,9 @@ sockets are its parent's connections to the hub) and makes its own at its first 
 
 Modules: ``agent`` (what a pause does, the bookkeeping of this process's sessions),
 ``config`` (settings from the environment), ``link`` (the connection to the hub) and
-``relay`` (a TLS channel's one owning thread), ``metadata`` (what a session says about
-itself), ``returns`` (a paused function that returned), ``report`` (the one line on stderr),
+``relay`` (a TLS channel's one owning thread), ``live`` (a process linked from its start)
+and ``stacks`` (its threads' stacks, read without pausing), ``metadata`` (what a session
+says about itself), ``returns`` (a paused function that returned), ``report`` (the one line on stderr),
 ``startup`` (hooks installed at interpreter start). pydevd is reached only through
 ``debugger`` (the facade), which runs it with ``pydevd_start`` (in-process, no listener),
 ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who is suspended, held pauses),
@@ -27,7 +28,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from ..errors import RaydebugError
-from . import discovery
+from . import discovery, live
 from .config import AgentConfig
 from .report import say
 
@@ -51,7 +52,8 @@ def get_agent() -> Any:
 
 def _forget_inherited_agent() -> None:
     """At-fork hook, in the child: let go of the parent's agent without touching the
-    connections it shares with the parent (closing our copies sends nothing)."""
+    connections it shares with the parent (closing our copies sends nothing); a live
+    parent's child links as a process of its own."""
     global _agent, _agent_lock
     inherited, _agent = _agent, None
     _agent_lock = threading.Lock()  # another thread of the parent may have held it
@@ -60,9 +62,37 @@ def _forget_inherited_agent() -> None:
             inherited.abandon_after_fork()
         except Exception as error:  # the child runs on; its pauses may not work
             say(f"internal error after fork ({type(error).__name__}: {error})")
+    if live.forget_after_fork(parent_pid=_parent_pid):
+        start_live_link()
 
 
-os.register_at_fork(after_in_child=_forget_inherited_agent)
+_parent_pid = os.getpid()
+
+
+def _remember_parent() -> None:
+    global _parent_pid
+    _parent_pid = os.getpid()  # the forking process: its child's parent
+
+
+os.register_at_fork(before=_remember_parent, after_in_child=_forget_inherited_agent)
+
+
+def start_live_link(identity: dict[str, Any] | None = None) -> None:
+    """Link this process to the hub from now on, in the background (see :mod:`.live`);
+    idempotent, never raises. ``identity``: the integration's fields for its record."""
+    live.remember(identity)
+    if live.is_live():
+        return
+    try:
+        agent = get_agent()
+    except RaydebugError as error:
+        say(f"live link off: {error}")
+        return
+    except Exception as error:  # raydebug must never break the user's program
+        say(f"live link off: internal error ({type(error).__name__}: {error})")
+        return
+    live.mark_started()
+    agent.link.start()
 
 
 def set_trace(*args: Any, **kwargs: Any) -> None:

@@ -21,6 +21,7 @@ left no request to react to, stays paused and is registered with the hub again a
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -37,11 +38,19 @@ from ..protocol.control import (
     END_TIMEOUT,
     BreakpointsLoaded,
     LogpointOutput,
+    CollectStacks,
+    ControlMessage,
+    Pause,
+    Paused,
+    Register,
     SessionEnded,
     SessionStarted,
+    Stacks,
 )
-from ..session import PausedThread
+from ..session import REASON_PAUSE, PausedThread
+from . import live
 from .armed_breakpoints import ArmedBreakpoints, BreakpointSet
+from .stacks import collect_threads
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
@@ -76,7 +85,7 @@ class Agent:
         # hub sends them to every child session), so the armed ones stand down.
         self.breakpoints = ArmedBreakpoints(
             on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
-            labels=process_labels, remote_root=_remote_root, on_loaded=self._post_loaded,
+            labels=lambda: {**process_labels(), **live.labels()}, remote_root=_remote_root, on_loaded=self._post_loaded,
             standing_down=lambda: self._client_attached)
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed,
@@ -110,10 +119,14 @@ class Agent:
                 self.breakpoints.reinstall()
 
     def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None:
-        """The hub's ``ArmBreakpoints``: make them this process's cluster breakpoints.
-
-        Raises ValueError (and friends) for a malformed set, leaving the old one armed."""
-        self.breakpoints.arm(BreakpointSet.from_wire(breakpoints))
+        """The hub's ``ArmBreakpoints`` (on the link thread): make them this process's
+        cluster breakpoints. A malformed set is said on stderr; the old one stays armed."""
+        try:
+            wanted = BreakpointSet.from_wire(breakpoints)
+        except (KeyError, TypeError, ValueError) as error:
+            say(f"ignored the hub's breakpoints ({type(error).__name__}: {error})")
+            return
+        self.breakpoints.arm(wanted)
 
     def _post_logpoint(self, text: str, frame: FrameType) -> None:
         self.link.post(LogpointOutput(text=text, path=frame.f_code.co_filename,
@@ -177,6 +190,34 @@ class Agent:
             f"(RAYDEBUG_WAIT_TIMEOUT); continuing")
         return None
 
+    def pause_all_threads(self) -> list[str]:
+        """``raydebug pause``, on the link thread: every Python thread without a session
+        becomes one (reason ``pause``), then pydevd is asked to suspend them all.
+
+        Starts pydevd first (~150 ms the first time). The sessions are listed before the
+        threads suspend (a thread blocked in C suspends only when it returns to Python);
+        no thread waits in raydebug for a client: a suspended thread with no client stays
+        suspended, and the client that attaches is told of it (``replay_stops``). Returns
+        the new session ids; raises what pydevd's start raises.
+        """
+        self.debugger.ensure_started()
+        with self._lock:
+            busy = {s.thread_ident for s in self._sessions.values()}
+        targets = self.debugger.pausable_threads(skip=busy)
+        records = []
+        with self._lock:
+            for thread, frame in targets:
+                assert thread.ident is not None
+                record = record_for_frame(frame, reason=REASON_PAUSE, thread=thread)
+                session = ParkedThread(record, thread.ident)
+                session.released.set()  # nothing waits in raydebug: pydevd holds it
+                self._sessions[record.id] = session
+                records.append(record)
+        for record in records:
+            self.link.post(SessionStarted(session=record.to_dict()))
+        self.debugger.suspend_threads([thread for thread, _ in targets])
+        return [record.id for record in records]
+
     # -- session bookkeeping ----------------------------------------------------------------
 
     def _end_thread_sessions(self, ident: int, reason: str = END_RESUMED) -> None:
@@ -224,6 +265,24 @@ class Agent:
 
     # -- LinkHandler: called on the link thread ---------------------------------------------
 
+    def registration(self) -> Register | None:
+        return Register(process=live.process_record()) if live.is_live() else None
+
+    def collect_stacks(self, request: CollectStacks) -> ControlMessage:
+        threads = collect_threads(request.locals) if request.frames else []
+        return Stacks(request_id=request.request_id, threads=threads,
+                      now=live.current_activity())
+
+    def pause(self, request: Pause) -> ControlMessage:
+        try:
+            self.pause_all_threads()
+        except Exception as error:  # the process runs on, unpaused; the client is told why
+            reason = f"the debugger could not start in pid {os.getpid()}: " \
+                     f"{type(error).__name__}: {error}"
+            say(reason)
+            return Paused(request_id=request.request_id, error=reason)
+        return Paused(request_id=request.request_id)
+
     def live_sessions(self) -> list[SessionStarted]:
         with self._lock:
             return [SessionStarted(session=s.record.to_dict()) for s in self._sessions.values()]
@@ -261,6 +320,12 @@ class Agent:
             for session in list(self._sessions.values()):
                 # A disconnect made the hub end every session it knew of this process; a
                 # pause that had not stopped under the client yet is not over.
+                if session.record.reason == REASON_PAUSE and not self.debugger.is_suspended(
+                        session.thread_ident):
+                    # A pause asks no thread to wait for a later client: pydevd's resume
+                    # (continue, disconnect) cancelled the stop of a thread still in C.
+                    self._end_session_locked(session.record.id)
+                    continue
                 if session.thread_ident in held_over or (disconnected
                                                          and not session.has_stopped):
                     self._renew_locked(session)

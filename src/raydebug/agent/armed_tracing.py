@@ -126,8 +126,14 @@ def _set_everywhere(trace: TraceFunction | None) -> None:
     """Make ``trace`` (None: no trace function) every thread's, present and future."""
     set_trace = _raw_settrace()
     threading.settrace(trace)  # type: ignore[arg-type]
-    set_trace(trace)
-    others = [ident for ident in sys._current_frames() if ident != threading.get_ident()]
+    # raydebug's own threads (the link's, the tracing keeper's) are never traced.
+    invisible = {thread.ident for thread in threading.enumerate()
+                 if getattr(thread, "pydev_do_not_trace", False)}
+    current = threading.get_ident()
+    if current not in invisible or trace is None:
+        set_trace(trace)
+    others = [ident for ident in sys._current_frames()
+              if ident != current and ident not in invisible]
     if not others:
         return
     lib = _helper_library()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
@@ -169,6 +170,34 @@ class Debugger:
         py_db.set_trace_for_frame_and_parents(thread.ident, frame)
         py_db.set_suspend(thread, CMD_SET_BREAK)
         py_db.do_wait_suspend(thread, frame, "line", None)
+
+    def pausable_threads(self, skip: set[int]) -> list[tuple[threading.Thread, FrameType]]:
+        """The Python threads a pause would suspend, with their current frames: every
+        thread but raydebug's and pydevd's own, and those in ``skip`` (pydevd started)."""
+        from _pydevd_bundle import pydevd_utils
+
+        frames = sys._current_frames()
+        return [(thread, frames[thread.ident])
+                for thread in pydevd_utils.get_non_pydevd_threads()
+                if thread.ident in frames and thread.ident not in skip
+                and not getattr(thread, "pydev_do_not_trace", False)]
+
+    def suspend_threads(self, threads: list[threading.Thread]) -> None:
+        """Ask pydevd to suspend ``threads`` (as DAP ``pause`` does), from any thread.
+
+        Returns at once. Each thread suspends at its next Python line; one blocked in C
+        when it returns to Python. Tracing is armed first, under the start lock, so the
+        keeper cannot take it out in between; it then stays on while a thread is asked to
+        pause (see :mod:`.tracing_keeper`). With no client attached yet, pydevd's notices
+        go to its placeholder writer; the client that attaches is told of each stop
+        (:meth:`replay_stops`).
+        """
+        from _pydevd_bundle.pydevd_comm_constants import CMD_THREAD_SUSPEND
+
+        with self._start_lock:
+            self._tracing.arm_locked()
+            for thread in threads:
+                self._py_db.set_suspend(thread, CMD_THREAD_SUSPEND, is_pause=True)
 
     def stop_on_exception(self, exc_info: ExcInfo) -> None:
         """Suspend the current thread post-mortem in the frame that raised; block until resumed."""

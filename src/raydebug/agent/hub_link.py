@@ -1,7 +1,9 @@
 """The process's connection to the hub: one thread, invisible to pydevd.
 
 It keeps a *control* connection to the hub (reconnecting with backoff when it drops, then
-registering every live session again). For each client that attaches it dials a *data*
+registering the live process, if it is one, and every live session again). Messages from
+the hub are dispatched by type (:attr:`HubLink._dispatch`): a new one is a handler method
+and one line there. For each client that attaches it dials a *data*
 connection, authenticates it, and hands the socket to pydevd: DAP then flows between the hub
 and pydevd with no copy in this process (over TLS, through a relay thread: see
 :mod:`raydebug.agent.relay`). Blocking sockets and one ``selectors`` loop: the paused threads
@@ -17,22 +19,32 @@ import selectors
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol, TypeGuard
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
-from ..errors import AuthenticationError, HubUnreachableError, RaydebugError
-from ..protocol import NEED_DATA
+from ..errors import (
+    AuthenticationError,
+    HubUnreachableError,
+    RaydebugError,
+    RemoteProtocolError,
+    hub_unreachable,
+)
 from ..protocol.control import (
     ROLE_CONTROL,
     ROLE_DATA,
+    ArmBreakpoints,
     Challenge,
     ChannelFailed,
     ClientGone,
     ClientReady,
+    CollectStacks,
     ControlMessage,
     ControlStream,
     Identify,
     OpenChannel,
+    Pause,
     Refused,
+    Register,
     SessionStarted,
     Welcome,
     encode_control,
@@ -53,12 +65,17 @@ HANDSHAKE_TIMEOUT = 5.0
 RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
 STABLE_AFTER = 5.0  # seconds a control connection must last to reset the backoff
 RECV_SIZE = 256 * 1024
+LOST_IN_HANDSHAKE = "lost the connection in the handshake with the hub at"
 
 
 class LinkHandler(Protocol):
     """What the link asks of the agent; called on the link thread."""
 
+    def registration(self) -> Register | None: ...
     def live_sessions(self) -> list[SessionStarted]: ...
+    def collect_stacks(self, request: CollectStacks) -> ControlMessage: ...
+    def pause(self, request: Pause) -> ControlMessage: ...
+    def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None: ...
     def prepare_client(self) -> None: ...
     def serve_client(self, sock: socket.socket) -> None: ...
     def on_client_attached(self) -> None: ...
@@ -77,12 +94,38 @@ def _is_tls(sock: socket.socket) -> TypeGuard[ssl.SSLSocket]:
     return hasattr(sock, "pending")
 
 
-class HubLink:
-    """Owns every socket between this process and the hub. Thread-safe :meth:`post`."""
+Dial = Callable[[tuple[str, int], float], socket.socket]
 
-    def __init__(self, config: AgentConfig, handler: LinkHandler) -> None:
+
+class HubLink:
+    """Owns every socket between this process and the hub. Thread-safe :meth:`post`.
+
+    Seams for tests: ``dial(address, timeout)`` makes the connection (default
+    ``socket.create_connection``), ``clock`` tells monotonic time, ``retry_delays`` and
+    ``stable_after`` set the backoff (see :meth:`_run`).
+    """
+
+    def __init__(self, config: AgentConfig, handler: LinkHandler, *,
+                 dial: Dial = socket.create_connection,
+                 clock: Callable[[], float] = time.monotonic,
+                 retry_delays: tuple[float, ...] = (),
+                 stable_after: float | None = None) -> None:
         self._config = config
         self._handler = handler
+        self._dial = dial
+        self._clock = clock
+        self._retry_delays = retry_delays or RETRY_DELAYS
+        self._stable_after = STABLE_AFTER if stable_after is None else stable_after
+        self.connects = 0  # control connections made (statistics for tests)
+        self._dispatch: dict[type[ControlMessage], Callable[[Any], None]] = {
+            OpenChannel: lambda m: self._open_channel(m.channel),
+            ClientReady: self._on_client_ready,
+            ClientGone: self._on_client_gone,
+            Refused: self._on_refused,
+            CollectStacks: lambda m: self._answer(self._handler.collect_stacks(m)),
+            Pause: lambda m: self._answer(self._handler.pause(m)),
+            ArmBreakpoints: lambda m: self._handler.arm_breakpoints(m.breakpoints),
+        }
         # Where the hub is; resolved again on every reconnect when discovered through Ray
         # (a restarted hub may have moved).
         self._hub: tuple[str, int, str, str | None] | None = (
@@ -143,16 +186,16 @@ class HubLink:
         attempt = 0
         while True:
             if self._connect_control() and self._control is not None:
-                connected = time.monotonic()
+                connected = self._clock()
                 self._serve(until=None)  # until the control connection drops
-                if time.monotonic() - connected >= STABLE_AFTER:
+                if self._clock() - connected >= self._stable_after:
                     attempt = 0  # the hub was there: reconnect at once
                     continue
                 # Dropped right after the handshake (a hub that closes at once, a proxy):
                 # back off as for a failed connect, or the link would redial in a loop.
-            delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
+            delay = self._retry_delays[min(attempt, len(self._retry_delays) - 1)]
             attempt += 1
-            self._serve(until=time.monotonic() + delay)
+            self._serve(until=self._clock() + delay)
 
     def _connect_control(self) -> bool:
         try:
@@ -175,8 +218,11 @@ class HubLink:
             self._control_stream.receive_data(leftover)
         self._selector.register(sock, selectors.EVENT_READ, "control")
         self._outbox.clear()
+        self.connects += 1
         try:
-            for message in self._handler.live_sessions():
+            registration = self._handler.registration()
+            for message in ([registration] if registration else []) \
+                    + list(self._handler.live_sessions()):
                 sock.sendall(encode_control(message))
         except OSError:
             self._drop_control()
@@ -204,10 +250,9 @@ class HubLink:
         host, port, token, cert = self._resolve_hub()
         address = f"{host}:{port}"
         try:
-            sock = _nodelay(socket.create_connection((host, port), timeout=CONNECT_TIMEOUT))
+            sock = _nodelay(self._dial((host, port), CONNECT_TIMEOUT))
         except OSError as error:
-            reason = error.strerror or type(error).__name__
-            raise HubUnreachableError(f"cannot reach the hub at {address} ({reason})") from None
+            raise hub_unreachable(address, error) from None
         try:
             sock.settimeout(HANDSHAKE_TIMEOUT)
             if cert is not None:
@@ -229,8 +274,7 @@ class HubLink:
             return sock, shake.take_buffered()
         except OSError as error:
             sock.close()
-            raise HubUnreachableError(f"lost the hub at {address} during the handshake "
-                                      f"({error.strerror or type(error).__name__})") from None
+            raise hub_unreachable(address, error, LOST_IN_HANDSHAKE) from None
         except RaydebugError:
             sock.close()
             raise
@@ -251,13 +295,13 @@ class HubLink:
         """Serve sockets until ``until`` (a monotonic time) passes, or, with None, until the
         control connection drops."""
         while True:
-            timeout = None if until is None else max(0.0, until - time.monotonic())
+            timeout = None if until is None else max(0.0, until - self._clock())
             for key, _events in self._selector.select(timeout):
                 try:
                     self._on_readable(key)
                 except OSError:
                     self._drop_control()
-            if (self._control is None) if until is None else time.monotonic() >= until:
+            if (self._control is None) if until is None else self._clock() >= until:
                 return
 
     def _on_readable(self, key: selectors.SelectorKey) -> None:
@@ -290,21 +334,33 @@ class HubLink:
         try:
             while True:
                 message = self._control_stream.next_event()
-                if message is NEED_DATA:
+                if isinstance(message, NeedData):
                     return
-                if isinstance(message, OpenChannel):
-                    self._open_channel(message.channel)
-                elif isinstance(message, ClientReady):
-                    if self._channel == message.channel:
-                        self._handler.on_client_ready()
-                elif isinstance(message, ClientGone):
-                    if self._channel == message.channel:
-                        self._client_gone()
-                elif isinstance(message, Refused):  # a session the hub cannot take
-                    say(f"the hub at {self.hub_address} refused a session: {message.reason}")
+                handle = self._dispatch.get(type(message))
+                if handle is None:
+                    raise RemoteProtocolError(f"unexpected {message.TYPE!r} from the hub")
+                handle(message)
+                if self._control is None:
+                    return  # the handler dropped the connection
         except RaydebugError as error:
             say(f"dropping the hub connection: {error}")
             self._drop_control()
+
+    def _on_client_ready(self, message: ClientReady) -> None:
+        if self._channel == message.channel:
+            self._handler.on_client_ready()
+
+    def _on_client_gone(self, message: ClientGone) -> None:
+        if self._channel == message.channel:
+            self._client_gone()
+
+    def _on_refused(self, message: Refused) -> None:  # a session the hub cannot take
+        say(f"the hub at {self.hub_address} refused a session: {message.reason}")
+
+    def _answer(self, message: ControlMessage) -> None:
+        """Send an answer to the hub now (we are on the link thread)."""
+        self._outbox.append(message)
+        self._flush_outbox()
 
     def _drop_control(self) -> None:
         if self._control is None:

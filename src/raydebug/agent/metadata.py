@@ -48,8 +48,9 @@ def record_for_frame(
     frame: FrameType,
     reason: str = REASON_BREAKPOINT,
     exception: BaseException | None = None,
+    thread: threading.Thread | None = None,
 ) -> PausedThread:
-    """Describe a pause at ``frame`` of the current thread."""
+    """Describe a pause at ``frame`` of ``thread`` (default: the current thread)."""
     code = frame.f_code
     line = frame.f_lineno or code.co_firstlineno
     return PausedThread(
@@ -63,7 +64,7 @@ def record_for_frame(
         reason=reason if exception is None else REASON_EXCEPTION,
         exception=describe_exception(exception) if exception is not None else None,
         source=linecache.getline(code.co_filename, line).strip(),
-        thread=threading.current_thread().name,
+        thread=(thread or threading.current_thread()).name,
         since=time.time(),
         argv=list(sys.argv),
         labels=process_labels(),

@@ -1,7 +1,7 @@
 """Run at interpreter start (from raydebug-startup.pth) when a raydebug variable asks for it.
 
-Only installs hooks; debugpy and the hub link wait for the first pause, and ray is not
-imported here.
+Installs hooks and, with ``RAYDEBUG_LIVE=1``, starts the live link in the background (see
+:mod:`raydebug.agent.live`); debugpy waits for the first pause, and ray is not imported here.
 """
 
 from __future__ import annotations
@@ -19,3 +19,7 @@ def install() -> None:
         install_excepthook()
     if os.environ.get("RAYDEBUG_RAY_DRIVER", "").lower() in TRUTHY:
         sys.breakpointhook = driver_breakpoint  # `raydebug run`: Ray only sets the env var
+    from . import live, start_live_link
+
+    if live.enabled():  # a Ray worker has RAYDEBUG_LIVE=ray: its setup hook links it
+        start_live_link()

@@ -123,7 +123,9 @@ def misdirected(version: str, headers: list[tuple[str, str]],
 async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter, routes: Routes,
                      token: str | None = None, *, names: HubNames | None = None,
-                     refusal: ClientRefusedError | None = None) -> None:
+                     refusal: ClientRefusedError | None = None,
+                     post_routes: dict[str, Callable[[Any], Awaitable[Any]]] | None = None,
+                     ) -> None:
     """Answer one HTTP request whose first bytes were already read.
 
     With ``token``, the request must carry ``Authorization: Bearer <token>``. ``names``
@@ -148,6 +150,7 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
     method, target, version = parts
     path, _, query_text = target.partition("?")
     route = routes.get(path)
+    post = (post_routes or {}).get(path) if method == "POST" else None
     headers = _headers(bytes(head))
     wrong = misdirected(version, headers, names or HubNames())
     if refusal is not None:
@@ -160,6 +163,8 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
         respond(writer, HTTPStatus.UNAUTHORIZED, {
             "error": "this hub requires its client token: send 'Authorization: Bearer "
                      "<token>' (raydebug commands: --client-token or RAYDEBUG_CLIENT_TOKEN)"})
+    elif post is not None:
+        await _serve_post(reader, writer, head, post)
     elif route is None:
         respond(writer, HTTPStatus.NOT_FOUND,
                  {"error": f"no such resource {path!r}", "resources": sorted(routes)})
@@ -169,10 +174,39 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
         try:
             payload = await route(dict(parse_qsl(query_text)))
         except ValueError as error:
-            respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(error)})
+            respond(writer, HTTPStatus.BAD_REQUEST,
+                    {"error": str(error), **getattr(error, "details", {})})
         else:
             respond(writer, HTTPStatus.OK, payload, head_only=method == "HEAD")
     await writer.drain()
+
+
+MAX_REQUEST_BODY = 64 * 1024
+
+
+async def _serve_post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      head: bytearray, route: Callable[[Any], Awaitable[Any]]) -> None:
+    """Read a POST's JSON body (``Content-Length``, at most MAX_REQUEST_BODY bytes) and
+    answer with what ``route(body)`` returns; 400 for a bad body or a ValueError."""
+    headers = dict(_headers(bytes(head).split(b"\r\n\r\n", 1)[0]))
+    length = headers.get("content-length", "")
+    if not length.isdigit() or int(length) > MAX_REQUEST_BODY:
+        respond(writer, HTTPStatus.BAD_REQUEST,
+                {"error": f"a POST needs a Content-Length of at most {MAX_REQUEST_BODY}"})
+        return
+    body = bytes(head).split(b"\r\n\r\n", 1)[1]
+    try:
+        if len(body) < int(length):
+            body += await asyncio.wait_for(reader.readexactly(int(length) - len(body)),
+                                           HEAD_TIMEOUT)
+        payload = await route(json.loads(body[:int(length)] or b"null"))
+    except (TimeoutError, asyncio.IncompleteReadError):
+        respond(writer, HTTPStatus.BAD_REQUEST, {"error": "request body not received"})
+    except ValueError as error:  # json's errors included
+        respond(writer, HTTPStatus.BAD_REQUEST,
+                {"error": str(error), **getattr(error, "details", {})})
+    else:
+        respond(writer, HTTPStatus.OK, payload)
 
 
 def _authorized(headers: list[tuple[str, str]], token: str) -> bool:

@@ -1,6 +1,7 @@
 """The hub's one place for state: connected processes, their sessions, who is attached.
 
-Every state change goes through :func:`raydebug.session.next_state`. Waiters
+Every state change goes through :func:`raydebug.session.next_state` (sessions) and
+:func:`raydebug.session.next_process_state` (processes: running, paused, gone). Waiters
 (:meth:`Registry.wait_for_waiting`) are woken by an :class:`asyncio.Condition`, never by
 polling. A session belongs to a process; pydevd is per process, so attaching binds a client
 to the process and marks all its sessions attached.
@@ -10,13 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import HubFullError, SessionBusyError, SessionNotFoundError
 from ..protocol.control import ControlMessage
-from ..session import PausedThread, SessionEvent, SessionState, next_state
+from ..session import (
+    PausedThread,
+    ProcessEvent,
+    ProcessState,
+    SessionEvent,
+    SessionState,
+    next_process_state,
+    next_state,
+)
+
+# The fields of a process record that the process itself reports (see protocol Register).
+REPORTED_FIELDS = ("pid", "host", "argv", "labels", "since", "job_id", "node_id", "node_ip",
+                   "worker_id", "actor_class", "task_name")
 
 
 @dataclass
@@ -46,6 +60,19 @@ class Process:
     on_session_started: list[Callable[[HubSession], None]] = field(default_factory=list)
     on_session_ended: list[Callable[[HubSession, str, str], None]] = field(
         default_factory=list)  # (session, reason, returned)
+    state: ProcessState = ProcessState.RUNNING
+    live: bool = False  # registered (Register): linked from its start
+    record: dict[str, Any] = field(default_factory=dict)  # what Register said
+    now: dict[str, Any] = field(default_factory=dict)  # what it ran when last asked
+    connected_at: float = field(default_factory=time.time)
+
+    def reported(self, name: str) -> Any:
+        """A field the process reported: what it runs now first, then its registration,
+        then its Identify."""
+        for source in (self.now, self.record, self.info):
+            if source.get(name) is not None:
+                return source[name]
+        return None
 
 
 class Registry:
@@ -55,6 +82,7 @@ class Registry:
         self._sessions: dict[str, HubSession] = {}
         self._changed = asyncio.Condition()
         self._process_ids = itertools.count(1)
+        self._by_pid: dict[tuple[str, int], Process] = {}  # (host, pid) of live processes
         self.registered_total = 0
 
     # -- processes --------------------------------------------------------------------------
@@ -65,14 +93,50 @@ class Registry:
         self._processes[process.id] = process
         return process
 
+    async def register_process(self, process: Process, record: dict[str, Any]) -> None:
+        """A live process says what it is (``Register``); listed from now on as such."""
+        process.record = dict(record)
+        process.live = True
+        host, pid = record.get("host"), record.get("pid")
+        if isinstance(host, str) and isinstance(pid, int):
+            self._by_pid[(host, pid)] = process
+        await self._notify()
+
     async def remove_process(self, process: Process) -> None:
         """Forget a process whose connection closed; its client is told via ``on_lost``."""
         self._processes.pop(process.id, None)
+        key = (process.record.get("host"), process.record.get("pid"))
+        if self._by_pid.get(key) is process:  # type: ignore[arg-type]
+            del self._by_pid[key]  # type: ignore[arg-type]
         for session_id in list(process.sessions):
             self._drop_session(process, session_id)
+        process.state = next_process_state(process.state, ProcessEvent.LOST)
         for callback in process.on_lost:
             callback()
         await self._notify()
+
+    def all_processes(self) -> list[Process]:
+        """Every connected process, in the order they connected."""
+        return list(self._processes.values())
+
+    def process_view(self, process: Process) -> dict[str, Any]:
+        """The JSON record of ``process`` (``GET /api/processes``)."""
+        view: dict[str, Any] = {"id": process.id, "state": process.state.value,
+                                "sessions": list(process.sessions), "live": process.live}
+        for name in REPORTED_FIELDS:
+            view[name] = process.reported(name)
+        view["labels"] = dict(view["labels"] or {})
+        view["argv"] = list(view["argv"] or [])
+        if view["since"] is None:
+            view["since"] = process.connected_at
+        parent_pid = process.record.get("parent_pid")
+        parent = self._by_pid.get((view["host"], parent_pid)) \
+            if isinstance(parent_pid, int) else None
+        view["parent"] = parent.id if parent is not None and parent is not process else None
+        return view
+
+    def processes(self) -> list[dict[str, Any]]:
+        return [self.process_view(process) for process in self._processes.values()]
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -94,6 +158,7 @@ class Registry:
             session.state = next_state(session.state, SessionEvent.CLIENT_ATTACHED)
         process.sessions[record.id] = session
         self._sessions[record.id] = session
+        process.state = next_process_state(process.state, ProcessEvent.SESSION_STARTED)
         if existing is None:
             self.registered_total += 1
             for started in list(process.on_session_started):
@@ -114,6 +179,9 @@ class Registry:
         session = process.sessions.pop(session_id)
         session.state = next_state(session.state, SessionEvent.ENDED)
         self._sessions.pop(session_id, None)
+        if not process.sessions:
+            process.state = next_process_state(process.state,
+                                               ProcessEvent.LAST_SESSION_ENDED)
 
     def get(self, session_id: str) -> HubSession:
         """Raises :class:`SessionNotFoundError` naming the sessions that exist."""
@@ -191,6 +259,7 @@ class Registry:
     def statistics(self) -> dict[str, int]:
         return {
             "processes": len(self._processes),
+            "live_processes": sum(1 for p in self._processes.values() if p.live),
             "sessions": len(self._sessions),
             "attached": sum(1 for p in self._processes.values() if p.client is not None),
             "registered_total": self.registered_total,

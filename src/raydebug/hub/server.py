@@ -27,11 +27,14 @@ from typing import Any
 from .. import state_file, tls
 from ..errors import ClientRefusedError, ConfigurationError, RaydebugError
 from ..protocol import DapConnection, Event, Request, Response, encode_message, frame
+from ..protocol.control import ArmBreakpoints
+from ..selectors import parse as parse_selector
 from ..session import SessionState
 from .client_admission import ClientAdmission
 from .client_connection import ClientConnection
 from .cluster_attach import ClusterAttaches
 from .http_api import HubNames, respond, serve_http
+from .processes import DEFAULT_TIMEOUT, ProcessQueries
 from .net import (
     Admission,
     PeerLimit,
@@ -97,9 +100,11 @@ class Hub:
                 "an SSH tunnel, or set --client-token (env RAYDEBUG_CLIENT_TOKEN).")
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.channels = PendingChannels()
-        self.cluster_attaches = ClusterAttaches()
+        self.cluster_attaches = ClusterAttaches(push=self._push_breakpoints)
+        self.queries = ProcessQueries(self.registry)
         self.workers = WorkerListener(self.config.token, self.registry, self.channels,
-                                      self.config.handshake_timeout)
+                                      self.config.handshake_timeout, self.queries,
+                                      self.cluster_attaches)
         self.worker_limit = PeerLimit(self.config.max_worker_connections, "worker",
                                       "--max-worker-connections")
         self.client_limit = PeerLimit(self.config.max_client_connections, "client",
@@ -243,7 +248,7 @@ class Hub:
             elif kind == "http":
                 await serve_http(first, reader, writer, self._routes(),
                                  self.config.client_token, names=self.http_names,
-                                 refusal=refusal)
+                                 refusal=refusal, post_routes=self._post_routes())
             elif first:
                 log.warning("client %s: neither DAP nor HTTP; connection closed", peer)
                 writer.write(b"raydebug hub: speak DAP (Content-Length framing) or HTTP\r\n")
@@ -295,8 +300,57 @@ class Hub:
             if sniff(data) is not None:
                 return data
 
+    def _push_breakpoints(self, wire: dict[str, Any]) -> None:
+        """The cluster's breakpoints changed: every linked process arms the new set."""
+        message = ArmBreakpoints(breakpoints=wire)
+        for process in self.registry.all_processes():
+            process.send(message)
+
     def _routes(self) -> dict[str, Any]:
-        return {"/api/sessions": self._sessions_route, "/api/health": self._health_route}
+        return {"/api/sessions": self._sessions_route, "/api/health": self._health_route,
+                "/api/processes": self._processes_route, "/api/stacks": self._stacks_route,
+                "/api/pause": self._pause_get_route}
+
+    def _post_routes(self) -> dict[str, Any]:
+        """Routes that take a JSON body (``POST``); called with the parsed body."""
+        return {"/api/pause": self._pause_route}
+
+    async def _processes_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
+        """Every linked process (``?KEY=VALUE`` selector terms filter them); what Ray
+        processes run now is asked of them (``now=0``: not)."""
+        now = query.pop("now", "1") != "0"
+        selector = parse_selector(f"{k}={v}" for k, v in query.items())
+        processes = await self.queries.select(selector, activity=False)
+        if now:
+            await self.queries.refresh_activity(processes)
+        views = [self.registry.process_view(p) for p in processes]
+        return [view for view in views if selector.matches(view)]
+
+    async def _stacks_route(self, query: dict[str, str]) -> dict[str, Any]:
+        """Every thread's stack of the selected processes (``?KEY=VALUE`` terms,
+        ``locals=1``, ``timeout=S``)."""
+        with_locals = query.pop("locals", "0") not in ("0", "", "false")
+        timeout = float(query.pop("timeout", DEFAULT_TIMEOUT))
+        selector = parse_selector(f"{k}={v}" for k, v in query.items())
+        processes = [p for p in await self.queries.select(selector) if p.live]
+        if not processes and selector.terms:
+            raise self.queries.no_match(selector)
+        stacks = await self.queries.stacks(processes, with_locals, timeout)
+        return {"processes": stacks, "tree": _stack_tree(stacks)}
+
+    async def _pause_route(self, body: Any) -> dict[str, Any]:
+        """``{"selector": ["rank=1"]}``: pause every matching running process."""
+        terms = body.get("selector") if isinstance(body, dict) else None
+        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
+            raise ValueError('the body must be {"selector": ["KEY=VALUE", ...]}')
+        selector = parse_selector(terms)
+        processes = [p for p in await self.queries.select(selector) if p.live]
+        if not processes:
+            raise self.queries.no_match(selector)
+        return await self.queries.pause(processes)
+
+    async def _pause_get_route(self, query: dict[str, str]) -> dict[str, Any]:
+        raise ValueError('pause with POST /api/pause and {"selector": ["KEY=VALUE", ...]}')
 
     async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
         minimum = int(query.get("min", "0"))
@@ -313,3 +367,13 @@ class Hub:
 
     async def _health_route(self, query: dict[str, str]) -> dict[str, Any]:
         return {"status": "ok", **self.statistics()}
+
+
+def _stack_tree(stacks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The merged tree of ``stacks`` (see ``raydebug.stack_tree``), when that module is
+    there; ``{}`` until then."""
+    try:
+        from ..stack_tree import merge_stacks  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # the branch that adds it is merged separately
+        return {}
+    return dict(merge_stacks(stacks).to_dict())

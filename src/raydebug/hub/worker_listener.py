@@ -30,19 +30,26 @@ from ..errors import (
 )
 from ..protocol.control import (
     ROLE_CONTROL,
+    BreakpointsLoaded,
+    LogpointOutput,
     ChannelFailed,
     ControlMessage,
     ControlStream,
     Hello,
     Identify,
+    Paused,
     Refused,
+    Register,
     SessionEnded,
     SessionStarted,
+    Stacks,
     encode_control,
 )
 from ..protocol.handshake import HubHandshake
 from ..session import PausedThread
+from .cluster_attach import ClusterAttaches, process_prefix
 from .net import peer_name, read_next, set_nodelay, vouch_for_this_connection
+from .processes import ProcessQueries
 from .registry import Process, Registry
 
 log = logging.getLogger("raydebug.hub")
@@ -117,9 +124,13 @@ class PendingChannels:
 
 class WorkerListener:
     def __init__(self, token: str, registry: Registry, channels: PendingChannels,
-                 handshake_timeout: float = 10.0) -> None:
+                 handshake_timeout: float = 10.0,
+                 queries: ProcessQueries | None = None,
+                 cluster: ClusterAttaches | None = None) -> None:
         self._token = token
         self._registry = registry
+        self._cluster = cluster or ClusterAttaches()  # cluster breakpoints: arm, verify, log
+        self.queries = queries or ProcessQueries(registry)
         self._channels = channels
         self._handshake_timeout = handshake_timeout
         self.refused = 0
@@ -202,6 +213,8 @@ class WorkerListener:
             raise RemoteProtocolError("expected an identify message first on a control "
                                       "connection")
         process = self._registry.add_process(identify.process, peer, send)
+        if (arm := self._cluster.arm_message()) is not None:
+            send(arm)  # the cluster's breakpoints, from the process's start
         log.info("worker %s: process %s (pid %s) connected", peer, process.id,
                  identify.process.get("pid"))
         try:
@@ -212,6 +225,7 @@ class WorkerListener:
                 await self._on_control(process, message)
         finally:
             await self._registry.remove_process(process)
+            self.queries.lost(process)
             log.info("worker %s: process %s disconnected", peer, process.id)
 
     async def _on_control(self, process: Process, message: ControlMessage) -> None:
@@ -227,6 +241,15 @@ class WorkerListener:
                                              message.returned)
         elif isinstance(message, ChannelFailed):
             self._channels.fail(message.channel, message.reason)
+        elif isinstance(message, Register):
+            await self._registry.register_process(process, message.process)
+        elif isinstance(message, (Stacks, Paused)):
+            self.queries.answer(process, message)
+        elif isinstance(message, BreakpointsLoaded):
+            self._cluster.loaded(message.paths)
+        elif isinstance(message, LogpointOutput):
+            self._cluster.logpoint(process_prefix(self._registry.process_view(process)),
+                                   message)
         else:
             raise RemoteProtocolError(f"unexpected {message.TYPE!r} on a control connection")
 

@@ -29,6 +29,16 @@ A *control* connection (one per process) then carries session bookkeeping both w
     agent -> hub     BreakpointsLoaded(paths)   code of these client paths is loaded here
     agent -> hub     LogpointOutput(text, path, line)   a logpoint's text (never pauses)
 
+A *live* process (``RAYDEBUG_LIVE``: linked from its start, see docs/design.md#live-link)
+also says, after Identify on every (re)connect, what the hub lists about it, and answers
+the hub's questions on the same connection::
+
+    agent -> hub     Register(process)          pid, host, argv, labels, parent, Ray ids
+    hub   -> agent   CollectStacks(request_id, locals)   every Python thread's stack, now
+    agent -> hub     Stacks(request_id, threads, now)    ``now``: what it runs (task_name)
+    hub   -> agent   Pause(request_id)          suspend every Python thread: sessions follow
+    agent -> hub     Paused(request_id, error)  done (its sessions were sent before), or why not
+
 A *data* connection (``Hello.role == "data"``, one per attached client) is answered with
 ``Welcome``; the agent then hands the socket itself to pydevd, so it carries DAP between the
 hub and pydevd with no relay in between (and pydevd listens on no port at all).
@@ -49,7 +59,9 @@ from .framing import NEED_DATA, Framer, NeedData, frame
 
 # 2: the hub proves the token too (Hello.nonce, Welcome.proof), and Identify carries the
 # process's description once the hub is proven (it was in Hello).
-PROTOCOL_VERSION = 2
+# 3: live processes (Register, CollectStacks/Stacks, Pause/Paused): a version-2 agent would
+# drop its connection at the first CollectStacks, so the handshake refuses it up front.
+PROTOCOL_VERSION = 3
 MAX_CONTROL_MESSAGE = 1024 * 1024
 
 ROLE_CONTROL = "control"
@@ -173,14 +185,66 @@ class LogpointOutput(ControlMessage):
     line: int = 0
 
 
+@dataclass(frozen=True)
+class Register(ControlMessage):
+    """A live process's record, sent after Identify on every (re)connect: the fields of a
+    process the hub lists (``pid``, ``host``, ``argv``, ``labels``, ``since``,
+    ``parent_pid``, Ray's ``job_id``, ``node_id``, ``node_ip``, ``worker_id``,
+    ``actor_class``...), without those the hub assigns (``id``, ``state``, ``sessions``)."""
+
+    TYPE: ClassVar[str] = "register"
+    process: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CollectStacks(ControlMessage):
+    """Hub -> agent: send every Python thread's stack (with bounded locals, if asked)."""
+
+    TYPE: ClassVar[str] = "collect_stacks"
+    request_id: int
+    locals: bool = False
+    frames: bool = True  # False: only what it runs now (``Stacks.now``), for a listing
+
+
+@dataclass(frozen=True)
+class Stacks(ControlMessage):
+    """Agent -> hub: the answer to :class:`CollectStacks`. ``threads`` in the shape of
+    ``GET /api/stacks`` (frames outermost first); ``now``: what the process runs at this
+    moment (``task_name``), read as it answered."""
+
+    TYPE: ClassVar[str] = "stacks"
+    request_id: int
+    threads: list[Any] = field(default_factory=list)
+    now: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pause(ControlMessage):
+    """Hub -> agent: suspend every Python thread, each a session with reason ``pause``."""
+
+    TYPE: ClassVar[str] = "pause"
+    request_id: int
+
+
+@dataclass(frozen=True)
+class Paused(ControlMessage):
+    """Agent -> hub: the pause is done (its ``SessionStarted`` went first), or ``error``."""
+
+    TYPE: ClassVar[str] = "paused"
+    request_id: int
+    error: str = ""
+
+
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
-                OpenChannel, ClientReady, ClientGone, ChannelFailed)
+                OpenChannel, ClientReady, ClientGone, ChannelFailed, Register, CollectStacks,
+                Stacks, Pause, Paused)
 }
 _MESSAGE_TYPES.update({cls.TYPE: cls for cls in (ArmBreakpoints, BreakpointsLoaded,
                                                   LogpointOutput)})
-_JSON_TYPES = {"str": str, "int": int, "dict[str, Any]": dict}
+_JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,
+               "list[Any]": list}
 _JSON_TYPES["list[str]"] = list
 
 
@@ -204,7 +268,7 @@ def decode_control(body: bytes) -> ControlMessage:
         kind = _JSON_TYPES[str(spec.type)]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a {kind.__name__}")
-        if kind is list and not all(isinstance(item, str) for item in value):
+        if str(spec.type) == "list[str]" and not all(isinstance(item, str) for item in value):
             raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a list of strings")
         kwargs[spec.name] = value
     try:

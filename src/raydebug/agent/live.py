@@ -1,0 +1,114 @@
+"""The live link: a process linked to the hub from its start, not only from its first pause.
+
+Theory of operation. ``RAYDEBUG_LIVE=1`` (through raydebug's startup ``.pth``), or the Ray
+integration (a worker's setup hook, a driver's post-init hook), calls
+:func:`raydebug.agent.start_live_link`. It
+creates the process's agent and starts its link thread, invisible to pydevd, which connects
+in the background and, after ``Identify``, sends ``Register`` with the process's record
+(:func:`process_record`) on every (re)connect. Then the thread sleeps in a blocking
+``select()`` until the hub speaks: no debugpy import, no tracing, no timer, no polling. The
+hub asks for stacks (read by the link thread itself, :mod:`.stacks`) and for pauses
+(pydevd is started then, on the link thread: see :meth:`.agent.Agent.pause_all_threads`).
+
+Hub down at start: the process runs on, the link says so once on stderr and retries with
+backoff; a restarted hub gets the process back at the next attempt. A fork child drops its
+parent's link (see :mod:`raydebug.agent`) and, when its parent was live, starts its own
+(:func:`forget_after_fork`), naming its parent by pid.
+
+What a process runs *now* (a Ray worker's task) is read when the hub asks, from the
+installed discovery's ``current_activity()``: never recorded per task.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from . import discovery
+
+LIVE_VARIABLE = "RAYDEBUG_LIVE"
+LABEL_PREFIX = "RAYDEBUG_LABEL_"
+# The contract's label keys (kept as spelled: users select on rank=, RANK=...).
+LABEL_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK")
+
+_started = False
+_identity: dict[str, Any] = {}  # what the integration said about this process at start
+_since = time.time()
+_parent_pid: int | None = None
+
+
+def enabled(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+    """Whether ``RAYDEBUG_LIVE`` asks for a live link (``1``, ``true``, ``yes``, ``on``)."""
+    return environ.get(LIVE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def is_live() -> bool:
+    return _started
+
+
+def remember(identity: dict[str, Any] | None) -> None:
+    """Keep the integration's fields for the record (Ray's job, node, worker ids), read by
+    the caller on a thread where that is safe."""
+    if identity:
+        _identity.update(identity)
+
+
+def mark_started() -> None:
+    global _started
+    _started = True
+
+
+def forget_after_fork(parent_pid: int) -> bool:
+    """In a fork child: whether the parent was live (then the child is a new process,
+    with its own start time, naming its parent)."""
+    global _started, _since, _parent_pid
+    was_live, _started = _started, False
+    _since = time.time()
+    _parent_pid = parent_pid
+    return was_live
+
+
+def process_record() -> dict[str, Any]:
+    """What ``Register`` says about this process (the hub adds id, state, sessions)."""
+    import socket  # not at import: ``raydebug.agent`` stays free of sockets until used
+
+    record: dict[str, Any] = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "argv": list(sys.argv),
+        "labels": labels(),
+        "since": _since,
+        "parent_pid": _parent_pid if _parent_pid is not None else os.getppid(),
+        "python": sys.version.split()[0],
+    }
+    inherited = discovery.inherited_task()  # a process a Ray task started: that task's ids
+    for name in ("job_id", "node_id", "node_ip", "worker_id", "actor_class", "task_name",
+                 "task_id"):
+        value = _identity.get(name, inherited.get(name))
+        if value is not None:
+            record[name] = value
+    return record
+
+
+def labels(environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:
+    """``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK`` and every
+    ``RAYDEBUG_LABEL_<KEY>=value`` (as ``KEY``)."""
+    found = {name: environ[name] for name in LABEL_VARIABLES if name in environ}
+    for name, value in environ.items():
+        if name.startswith(LABEL_PREFIX) and len(name) > len(LABEL_PREFIX):
+            found[name[len(LABEL_PREFIX):]] = value
+    return found
+
+
+def current_activity() -> dict[str, Any]:
+    """What the process runs at this moment (``task_name``, ``actor_class``), from the
+    installed discovery; ``{}`` when it cannot tell. Called on the link thread."""
+    activity = getattr(discovery.installed(), "current_activity", None)
+    if activity is None:
+        return {}
+    try:
+        return dict(activity())
+    except Exception:  # a question about the process must not break its link
+        return {}

@@ -1,0 +1,157 @@
+"""The hub's questions to live processes: stacks, what they run now, and pauses.
+
+Theory of operation. A question goes to each selected process on its control connection
+(``CollectStacks``, ``Pause``) with a request id; the agent's link thread answers on the
+same connection (``Stacks``, ``Paused``) and :meth:`ProcessQueries.answer` resolves the
+waiting future. Every fan-out waits for all answers *in parallel*, under one timeout: a
+process that does not answer in time (its GIL held by C code, its link gone) is listed as
+not answering, with the reason, and never delays the others beyond it. Late answers find no
+future and are dropped. Nothing here changes state: a pause's sessions arrive as
+``SessionStarted``, through the registry, like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from ..errors import NoProcessMatchError
+from ..protocol.control import CollectStacks, ControlMessage, Pause, Paused, Stacks
+from ..selectors import Selector
+from ..session import ProcessState
+from .registry import Process, Registry
+
+DEFAULT_TIMEOUT = 2.0
+ACTIVITY_TIMEOUT = 0.5  # for what Ray processes run now, in a listing
+MAX_TIMEOUT = 30.0
+KNOWN_SHOWN = 20  # processes named in a "matches nothing" answer
+
+
+class ProcessQueries:
+    """Questions in flight, by request id. One per hub."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self._ids = itertools.count(1)
+        # request id -> who was asked, and the future its answer resolves
+        self._waiting: dict[int, tuple[Process, asyncio.Future[ControlMessage]]] = {}
+
+    def answer(self, process: Process, message: Stacks | Paused) -> None:
+        """``process``'s answer; nothing when its question timed out already (or was not
+        asked of that process)."""
+        asked = self._waiting.get(message.request_id)
+        if asked is None or asked[0] is not process:
+            return
+        del self._waiting[message.request_id]
+        if not asked[1].done():
+            asked[1].set_result(message)
+
+    def lost(self, process: Process) -> None:
+        """``process``'s connection closed: its questions get no answer."""
+        for asked, future in list(self._waiting.values()):
+            if asked is process and not future.done():
+                future.set_exception(LookupError("its connection closed"))
+
+    # -- fan-outs -----------------------------------------------------------------------------
+
+    async def select(self, selector: Selector, *, activity: bool = True) -> list[Process]:
+        """The connected processes ``selector`` matches. Terms on what a process runs now
+        (``task=``, ``actor=``) ask the Ray processes first (``activity``)."""
+        processes = self._registry.all_processes()
+        if activity and selector.needs_activity:
+            await self.refresh_activity(processes)
+        return [p for p in processes if selector.matches(self._registry.process_view(p))]
+
+    def no_match(self, selector: Selector) -> NoProcessMatchError:
+        views = self._registry.processes()
+        known = [_brief(view) for view in views[:KNOWN_SHOWN]]
+        if len(views) > KNOWN_SHOWN:
+            known.append(f"... and {len(views) - KNOWN_SHOWN} more")
+        return NoProcessMatchError(f"no process matches {selector.text}", known)
+
+    async def refresh_activity(self, processes: list[Process],
+                               timeout: float = ACTIVITY_TIMEOUT) -> None:
+        """Ask the live Ray processes among ``processes`` what they run now (the answer
+        lands in ``Process.now``)."""
+        asked = [p for p in processes if p.live and p.record.get("worker_id")]
+        await self._ask_all(asked, lambda rid: CollectStacks(request_id=rid, frames=False),
+                            timeout)
+
+    async def stacks(self, processes: list[Process], with_locals: bool,
+                     timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+        """Every thread's stack in each of ``processes`` (the shape of ``GET /api/stacks``'s
+        ``processes``), in the order given."""
+        answers = await self._ask_all(
+            processes, lambda rid: CollectStacks(request_id=rid, locals=with_locals), timeout)
+        result = []
+        for process, answer in zip(processes, answers, strict=True):
+            entry: dict[str, Any] = {"process": self._registry.process_view(process)}
+            if isinstance(answer, Stacks):
+                entry.update(answered=True, reason=None, threads=answer.threads)
+            else:
+                entry.update(answered=False, reason=answer, threads=[])
+            result.append(entry)
+        return result
+
+    async def pause(self, processes: list[Process],
+                    timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """Ask each running process among ``processes`` to pause; paused ones are left as
+        they are. Returns ``{"paused", "already_paused", "failed"}`` (ids; ``failed``:
+        id -> reason). The sessions follow on their own."""
+        running = [p for p in processes if p.state is ProcessState.RUNNING]
+        already = [p.id for p in processes if p.state is not ProcessState.RUNNING]
+        answers = await self._ask_all(running, lambda rid: Pause(request_id=rid), timeout)
+        paused, failed = [], {}
+        for process, answer in zip(running, answers, strict=True):
+            if isinstance(answer, Paused) and not answer.error:
+                paused.append(process.id)
+            else:
+                failed[process.id] = answer.error if isinstance(answer, Paused) else answer
+        return {"paused": paused, "already_paused": already, "failed": failed}
+
+    async def _ask_all(self, processes: list[Process], question: Any,
+                       timeout: float) -> list[ControlMessage | str]:
+        """Send ``question(request_id)`` to each process; their answers, or for each that
+        gave none the reason, in order. One timeout for all."""
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[ControlMessage]] = []
+        ids = []
+        for process in processes:
+            request_id = next(self._ids)
+            future: asyncio.Future[ControlMessage] = loop.create_future()
+            self._waiting[request_id] = (process, future)
+            futures.append(future)
+            ids.append(request_id)
+            if not process.live:
+                future.set_exception(LookupError("not linked live (it linked at a pause)"))
+            elif process.state is ProcessState.GONE:
+                future.set_exception(LookupError("its connection closed"))
+            else:
+                process.send(question(request_id))
+        if futures:
+            await asyncio.wait(futures, timeout=min(max(timeout, 0.0), MAX_TIMEOUT))
+        results: list[ControlMessage | str] = []
+        for process, request_id, future in zip(processes, ids, futures, strict=True):
+            self._waiting.pop(request_id, None)
+            if not future.done():
+                future.cancel()
+                results.append(f"no answer within {timeout:g}s (is its GIL held by C code?)")
+            elif future.exception() is not None:
+                results.append(str(future.exception()))
+            else:
+                answer = future.result()
+                if isinstance(answer, Stacks):
+                    process.now = dict(answer.now)
+                results.append(answer)
+        return results
+
+
+def _brief(view: dict[str, Any]) -> str:
+    """One line about a process: ``p3 pid 1234 on node-1 running rank=1 task=f``."""
+    words = [view["id"], f"pid {view['pid']}", f"on {view['host']}", view["state"]]
+    words += [f"{k}={v}" for k, v in sorted((view.get("labels") or {}).items())]
+    for name, key in (("task_name", "task"), ("actor_class", "actor")):
+        if view.get(name):
+            words.append(f"{key}={view[name]}")
+    return " ".join(str(word) for word in words)

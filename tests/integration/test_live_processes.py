@@ -1,0 +1,267 @@
+"""Live processes (RAYDEBUG_LIVE=1): listed from their start, stacks without pausing,
+pause on demand, back after a hub restart; forked children and subprocesses linked too."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.helpers import HubProcess, run, start_hub, write_script
+
+RANKED = """
+import os, sys, threading, time
+
+def spin(n):
+    total = 0
+    while True:
+        total += 1
+        time.sleep(0.01)
+
+def wait_for(lock):
+    lock.acquire()  # blocked in C, the GIL released, forever
+
+print("started", os.getpid(), flush=True)
+if os.environ["RANK"] == "3":
+    lock = threading.Lock()
+    lock.acquire()
+    wait_for(lock)
+else:
+    spin(0)
+"""
+
+CHILDREN = """
+import multiprocessing, os, subprocess, sys, time
+
+def child():
+    time.sleep(60)
+
+multiprocessing.set_start_method("fork")
+forked = multiprocessing.Process(target=child, name="forked")
+forked.start()
+sub = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print("children", forked.pid, sub.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def wait_processes(hub: HubProcess, predicate: Any, timeout: float = 30.0,
+                   query: str = "") -> list[dict[str, Any]]:
+    """Ask the hub for its processes until ``predicate(processes)`` holds (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        processes: list[dict[str, Any]] = hub.get(f"/api/processes{query}")
+        if predicate(processes):
+            return processes
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the hub's processes never matched: {processes}")
+        time.sleep(0.1)  # a listing, not a condition we can wait on in the hub
+
+
+def post(hub: HubProcess, path: str, body: Any) -> tuple[int, Any]:
+    request = urllib.request.Request(f"http://{hub.client_address}{path}",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def spawn_ranks(hub: HubProcess, tmp_path: Any) -> list[Any]:
+    script = write_script(tmp_path, "ranked.py", RANKED)
+    return [hub.spawn(script, RAYDEBUG_LIVE="1", RANK=str(rank), WORLD_SIZE="4")
+            for rank in range(4)]
+
+
+def by_rank(processes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {p["labels"].get("RANK"): p for p in processes}
+
+
+def test_ranks_are_listed_stacked_and_paused_on_demand(hub, tmp_path):
+    procs = spawn_ranks(hub, tmp_path)
+    processes = wait_processes(hub, lambda ps: len(ps) == 4)
+    assert sorted(p["pid"] for p in processes) == sorted(p.pid for p in procs)
+    assert all(p["state"] == "running" and p["sessions"] == [] for p in processes)
+    assert sorted(by_rank(processes)) == ["0", "1", "2", "3"]
+    assert all(p["labels"]["WORLD_SIZE"] == "4" for p in processes)
+
+    stacks = hub.get("/api/stacks?timeout=5")
+    assert len(stacks["processes"]) == 4
+    innermost = {}
+    for entry in stacks["processes"]:
+        assert entry["answered"] is True, entry
+        (thread,) = entry["threads"]  # the link thread is not listed
+        assert thread["name"] == "MainThread"
+        functions = [frame["function"] for frame in thread["frames"]]
+        assert functions[0] == "<module>"  # outermost first
+        innermost[entry["process"]["labels"]["RANK"]] = thread["frames"][-1]
+    assert {innermost[r]["function"] for r in "012"} == {"spin"}
+    assert innermost["3"]["function"] == "wait_for"
+    assert innermost["3"]["code"] == "lock.acquire()  # blocked in C, the GIL released, forever"
+
+    one = hub.get("/api/stacks?rank=1&locals=1")
+    (entry,) = one["processes"]
+    assert entry["process"]["labels"]["RANK"] == "1"
+    assert "total" in entry["threads"][0]["frames"][-1]["locals"]
+
+    status, paused = post(hub, "/api/pause", {"selector": ["rank=1"]})
+    assert status == 200, paused
+    rank1 = by_rank(processes)["1"]
+    assert paused == {"paused": [rank1["id"]], "already_paused": [], "failed": {}}
+    (session,) = hub.wait_sessions(1)
+    assert session["reason"] == "pause" and session["process"] == rank1["id"]
+    assert session["function"] == "spin" and session["pid"] == rank1["pid"]
+    listed = by_rank(hub.get("/api/processes"))
+    assert listed["1"]["state"] == "paused" and listed["1"]["sessions"] == [session["id"]]
+    assert listed["0"]["state"] == "running"
+
+    async def inspect_and_continue() -> None:
+        client = await hub.dap()
+        stopped = await client.attach(session["id"])
+        assert stopped.body["reason"] == "pause"
+        frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+        assert frames["stackFrames"][0]["name"] == "spin"
+        value = await client.request("evaluate", {
+            "expression": "total > 0", "frameId": frames["stackFrames"][0]["id"],
+            "context": "repl"})
+        assert value["result"] == "True"
+        await client.request("continue", {"threadId": stopped.body["threadId"]})
+        await client.request("disconnect", {})
+        await client.close()
+
+    run(inspect_and_continue())
+    hub.wait_sessions(0)
+    listed = wait_processes(hub, lambda ps: by_rank(ps)["1"]["state"] == "running")
+    assert len(listed) == 4 and procs[1].poll() is None
+    # It runs on, unpaused: its counter moves.
+    first = hub.get("/api/stacks?rank=1&locals=1")["processes"][0]
+    time.sleep(0.2)
+    again = hub.get("/api/stacks?rank=1&locals=1")["processes"][0]
+    # pydevd's own threads stay invisible after the pause: only the user's thread is shown
+    assert [t["name"] for t in again["threads"]] == ["MainThread"], again
+    assert first["threads"][0]["frames"][-1]["locals"]["total"] != \
+        again["threads"][0]["frames"][-1]["locals"]["total"]
+
+    status, error = post(hub, "/api/pause", {"selector": ["rank=9"]})
+    assert status == 400 and error["error"] == "no process matches rank=9"
+    assert len(error["known"]) == 4 and all("RANK=" in line for line in error["known"])
+    status, error = post(hub, "/api/pause", {"selector": ["rank=x"]})
+    assert status == 400 and "rank=x" in error["error"]
+
+
+def test_a_restarted_hub_gets_every_process_back(tmp_path):
+    first = start_hub()
+    try:
+        procs = spawn_ranks(first, tmp_path)
+        wait_processes(first, lambda ps: len(ps) == 4)
+        port = first.worker[1]
+        first.proc.kill()
+        first.proc.wait(timeout=10)
+        restarted = time.monotonic()
+        second = start_hub_on(port)
+        try:
+            back = wait_processes(second, lambda ps: len(ps) == 4, timeout=15)
+            assert sorted(p["pid"] for p in back) == sorted(p.pid for p in procs)
+            assert time.monotonic() - restarted < 10
+        finally:
+            second.close()
+    finally:
+        first.close()
+
+
+def start_hub_on(worker_port: int) -> HubProcess:
+    """A hub on a given worker port (the one a killed hub had), retried while it is freed."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            import subprocess
+            import sys
+
+            from tests.helpers import read_line
+
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--worker-port",
+                 str(worker_port), "--token", "test-token"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            words = read_line(proc, timeout=10).split()
+            host, port = words[4].rsplit(":", 1)
+            return HubProcess(proc, (host, int(port)), ("127.0.0.1", worker_port),
+                              "test-token")
+        except (IndexError, TimeoutError):
+            proc.kill()
+            proc.wait()
+            if time.monotonic() > deadline:
+                raise
+
+
+def test_forked_children_and_subprocesses_link_as_their_own(hub, tmp_path):
+    proc = hub.spawn(write_script(tmp_path, "children.py", CHILDREN), RAYDEBUG_LIVE="1")
+    line = proc.stdout.readline().split()
+    forked, sub = int(line[1]), int(line[2])
+    processes = wait_processes(hub, lambda ps: len(ps) == 3)
+    pids = {p["pid"]: p for p in processes}
+    assert set(pids) == {proc.pid, forked, sub}
+    parent = pids[proc.pid]
+    assert pids[forked]["parent"] == parent["id"] and pids[sub]["parent"] == parent["id"]
+    assert parent["parent"] is None
+    stacks = hub.get(f"/api/stacks?pid={forked}")["processes"]
+    assert stacks[0]["answered"] and stacks[0]["threads"][0]["frames"][-1]["function"] \
+        == "child" or "sleep" in str(stacks[0]["threads"][0]["frames"][-1])
+
+
+def test_an_idle_linked_process_imports_no_debugpy_and_is_not_traced(hub, tmp_path):
+    script = write_script(tmp_path, "idle.py", """
+        import sys, threading, time
+        print("ready", flush=True)
+        sys.stdin.readline()
+        traced = [t for t in threading.enumerate() if getattr(t, "pydev_do_not_trace", 0)]
+        monitoring = getattr(sys, "monitoring", None)
+        tools = [i for i in range(6) if monitoring and monitoring.get_tool(i)]
+        print("debugpy" in sys.modules, "pydevd" in sys.modules, sys.gettrace(),
+              threading.gettrace() if hasattr(threading, "gettrace") else None, tools,
+              [t.name for t in traced], flush=True)
+        """)
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, str(script)], env=hub.env(RAYDEBUG_LIVE="1"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    hub.workers.append(proc)
+    assert proc.stdout.readline().strip() == "ready"
+    wait_processes(hub, lambda ps: len(ps) == 1)
+    hub.get("/api/stacks")  # answered on the link thread: still nothing imported
+    cpu_before = _cpu_seconds(proc.pid)
+    time.sleep(2.0)  # what an idle process costs over two seconds
+    cpu = _cpu_seconds(proc.pid) - cpu_before
+    assert proc.stdin is not None
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    report = proc.stdout.readline().strip()
+    assert report == "False False None None [] ['raydebug-link']", report
+    assert cpu < 0.02, f"an idle linked process used {cpu:.3f} s of CPU in 2 s"
+
+
+def _cpu_seconds(pid: int) -> float:
+    import os
+
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize("live", ["0", ""])
+def test_without_raydebug_live_nothing_links(hub, tmp_path, live):
+    proc = hub.spawn(write_script(tmp_path, "plain.py", """
+        import time
+        print("up", flush=True)
+        time.sleep(30)
+        """), RAYDEBUG_LIVE=live)
+    assert proc.stdout.readline().strip() == "up"
+    time.sleep(0.5)
+    assert hub.get("/api/processes") == []
