@@ -90,10 +90,11 @@ def _trace_functions(armed: ArmedBreakpoints) -> tuple[TraceFunction, TraceFunct
     on_line = armed.on_line
     seen: set[Any] = set()
 
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
+    def local(frame: FrameType, event: str, arg: Any) -> None:
         if event == "line" and frame.f_lineno in lines_of(frame.f_code.co_filename):
             on_line(frame, frame.f_lineno)
-        return local
+        # None keeps the frame's trace function: ours, or pydevd's if a hit put it there
+        # (returning ours would take the frame back from pydevd and lose its steps).
 
     def trace(frame: FrameType, event: str, arg: Any) -> Any:
         code = frame.f_code
