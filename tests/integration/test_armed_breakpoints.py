@@ -67,7 +67,6 @@ for _ in range(1000):  # the hub's ClientGone: until then pydevd's breakpoints w
     if not agent._client_attached:
         break
     time.sleep(0.01)
-print("trace", sys.gettrace(), agent._client_attached, agent.debugger.is_traced(), file=sys.stderr, flush=True)
 target.work(10, "stop")
 agent.arm_breakpoints({})
 print("cleared", agent.breakpoints.active(), sys.gettrace(), flush=True)
@@ -116,7 +115,7 @@ def test_armed_breakpoint_logpoint_and_clearing(hub: HubProcess, tmp_path: Path,
     hub.workers.append(proc)  # type: ignore[arg-type]  # stopped by pid at teardown
     assert next_line(proc).split() == ["armed", "True", "elsewhere", "untraced", "True"]
 
-    async def take_stop(expected_label: str) -> None:
+    async def take_stop(expected_label: str, first: bool = False) -> None:
         [session] = hub.wait_sessions(1, timeout=60, state="waiting")
         assert (session["file"], session["line"], session["reason"]) == (
             str(target), stop_line, "breakpoint")
@@ -132,20 +131,28 @@ def test_armed_breakpoint_logpoint_and_clearing(hub: HubProcess, tmp_path: Path,
                                                        "frameId": top["id"],
                                                        "context": "repl"})
             assert result["result"] == value, (expression, result)
+        # A step goes on in pydevd: the loop's head, then the logpoint's line. (Only after
+        # the first stop: on 3.12+ a step in a later session of the process ran on to the
+        # breakpoint's line, in pydevd's sys.monitoring stepping: not solved yet.)
+        for line in (stop_line - 2, stop_line - 1) if first else ():
+            await client.request("next", {"threadId": stopped.body["threadId"]})
+            step = await client.wait_event("stopped", timeout=30)
+            frames = await client.request("stackTrace", {"threadId": step.body["threadId"]})
+            assert frames["stackFrames"][0]["line"] == line, frames["stackFrames"][0]
         await client.request("disconnect", {})
         await client.close()
 
     words = next_line(proc).split(" ", 2)
     assert words[:2] == ["logged", "20"], words
     assert words[2].strip() == "i=0 of log on rank 3 i=19 of log on rank 3"
-    run(take_stop("stop"), timeout=120)
+    run(take_stop("stop", first=True), timeout=120)
     assert proc.stdin is not None
     proc.stdin.write(b"\n")
     try:
         run(take_stop("stop"), timeout=120)  # armed again after pydevd's session
-    except Exception:
+    except Exception as error:
         proc.kill()
-        raise AssertionError(proc.communicate()[1].decode()[-3000:]) from None
+        raise AssertionError(proc.communicate()[1].decode()[-3000:]) from error
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert out.split() == [b"cleared", b"False", b"None"], (out, err[-2000:])

@@ -168,6 +168,13 @@ class Debugger:
                             patch_multiprocessing=False, notify_stdin=False)
         py_db = self._py_db
         py_db.set_trace_for_frame_and_parents(thread.ident, frame)
+        if sys.version_info >= (3, 12):
+            # What pydevd.settrace(suspend=True) does last: lines that pydevd's tool
+            # disabled in an earlier session report to it again (or a step skips them).
+            from _pydevd_sys_monitoring import pydevd_sys_monitoring
+
+            pydevd_sys_monitoring.update_monitor_events(suspend_requested=True)
+            pydevd_sys_monitoring.restart_events()
         py_db.set_suspend(thread, CMD_SET_BREAK)
         py_db.do_wait_suspend(thread, frame, "line", None)
 
