@@ -4,8 +4,9 @@ An IDE-like client attaches to the hub's cluster session *before* the processes 
 (``RAYDEBUG_LIVE=1``: linked from their start, ranks 0-2) and sets, on the processes' file, a
 conditional breakpoint (``RANK == "1" and i == 5``) and a logpoint. Shown: the logpoint's
 texts reach the parent's debug console prefixed with rank and pid, with no pause (those of
-the stopped process, once its child session debugs it, that child's console); exactly the matching process stops, as a child session at that line, whose locals are
-read; the breakpoints become verified once a process has the file loaded; the job completes.
+the stopped process, once its child session debugs it, that child's console); exactly the
+matching process stops, as a child session at that line, whose locals are read; the
+breakpoints become verified once a process has the file loaded; the job completes.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def test_ide_breakpoints_reach_processes_started_later(hub: HubProcess, tmp_path
         verified = await parent.wait_event("breakpoint", timeout=30)
         assert verified.body["breakpoint"]["verified"] is True
         try:
-            child, configuration, thread_id = await asyncio.wait_for(ide.next_child(), 60)
+            child, _configuration, thread_id = await asyncio.wait_for(ide.next_child(), 60)
         except TimeoutError:
             sessions = hub.get("/api/sessions")
             for proc in procs:

@@ -37,9 +37,9 @@ from ..protocol.control import (
     END_RETURNED,
     END_TIMEOUT,
     BreakpointsLoaded,
-    LogpointOutput,
     CollectStacks,
     ControlMessage,
+    LogpointOutput,
     Pause,
     Paused,
     Register,
@@ -50,13 +50,13 @@ from ..protocol.control import (
 from ..session import REASON_PAUSE, PausedThread
 from . import live
 from .armed_breakpoints import ArmedBreakpoints, BreakpointSet
-from .stacks import collect_threads
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
 from .metadata import innermost_frame, process_labels, ray_fields, record_for_frame
 from .report import say
 from .returns import ReturnWatcher
+from .stacks import collect_threads
 
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 
@@ -85,7 +85,8 @@ class Agent:
         # hub sends them to every child session), so the armed ones stand down.
         self.breakpoints = ArmedBreakpoints(
             on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
-            labels=lambda: {**process_labels(), **live.labels()}, remote_root=_remote_root, on_loaded=self._post_loaded,
+            labels=lambda: {**process_labels(), **live.labels()},
+            remote_root=_remote_root, on_loaded=self._post_loaded,
             standing_down=lambda: self._client_attached)
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed,

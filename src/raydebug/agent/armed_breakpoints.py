@@ -17,8 +17,9 @@ which pauses the thread as a session (the agent's pause path, where pydevd is fi
 
 Names in conditions and logpoints: the frame's locals, then its globals, then the process's
 labels (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK``, ``RAYDEBUG_LABEL_<K>`` as
-``K``: strings, each under its record's spelling and in upper case), then builtins; ``LABELS`` is the dict of them all. So ``RANK == "3"`` works
-unless the code has a variable ``RANK`` of its own, which wins (it is what the code sees).
+``K``: strings, each under its record's spelling and in upper case), then builtins;
+``LABELS`` is the dict of them all. So ``RANK == "3"`` works unless the code has a variable
+``RANK`` of its own, which wins (it is what the code sees).
 A condition that raises counts as false (said once per breakpoint on stderr).
 
 Thread-safety: :meth:`arm` and :meth:`disarm` may run on any thread (the link's); hits run on

@@ -90,7 +90,7 @@ class MonitoringBackend:
                 if self._armed is armed:
                     self._watch_locked(code)
             armed.note_code_loaded(code)
-        if armed.functions and (code.co_qualname in armed.functions
+        if armed.functions and (getattr(code, "co_qualname", None) in armed.functions
                                 or code.co_name in armed.functions):
             armed.on_function(sys._getframe(1))
             return None  # called again at its next start

@@ -112,7 +112,7 @@ def _trace_functions(armed: ArmedBreakpoints) -> tuple[TraceFunction, TraceFunct
         return trace(frame, event, arg)
 
     for function in (local, trace, trace_with_functions):
-        function.raydebug_armed = True  # type: ignore[attr-defined]
+        setattr(function, "raydebug_armed", True)  # noqa: B010 (marks ours for remove())
     return (trace_with_functions if functions else trace), local
 
 
@@ -126,7 +126,7 @@ def _raw_settrace() -> Callable[[Any], None]:
 def _set_everywhere(trace: TraceFunction | None) -> None:
     """Make ``trace`` (None: no trace function) every thread's, present and future."""
     set_trace = _raw_settrace()
-    threading.settrace(trace)  # type: ignore[arg-type]
+    threading.settrace(trace)
     # raydebug's own threads (the link's, the tracing keeper's) are never traced.
     invisible = {thread.ident for thread in threading.enumerate()
                  if getattr(thread, "pydev_do_not_trace", False)}
@@ -167,7 +167,7 @@ def _helper_library() -> Any:
     name = names.get(platform.system()) if platform.machine() in ("x86_64", "AMD64") else None
     spec = importlib.util.find_spec("debugpy") if name else None  # finds, imports nothing
     if name and spec is not None and spec.submodule_search_locations:
-        path = os.path.join(list(spec.submodule_search_locations)[0], "_vendored", "pydevd",
+        path = os.path.join(next(iter(spec.submodule_search_locations)), "_vendored", "pydevd",
                             "pydevd_attach_to_process", name)
         try:
             lib = ctypes.pydll.LoadLibrary(path)  # pydll: keeps the GIL while it works
@@ -187,10 +187,10 @@ def _main_thread_only(set_trace: Callable[[Any], None], trace: TraceFunction | N
     if threading.main_thread().ident not in others:
         return
 
-    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-    def in_main_thread(_: Any) -> int:
+    def set_in_main_thread(_: Any) -> int:
         set_trace(trace)
         return 0
 
+    in_main_thread = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(set_in_main_thread)
     _pending.append(in_main_thread)
     ctypes.pythonapi.Py_AddPendingCall(in_main_thread, None)

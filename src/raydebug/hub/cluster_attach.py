@@ -131,7 +131,9 @@ class ClusterAttaches:
         """A process has code of these client paths loaded: their breakpoints are verified."""
         for key, views in self.cluster.loaded(paths).items():
             parent = self._parents.get(key)
-            for view in views if parent is not None else ():
+            if parent is None:
+                continue  # raydebug break's own breakpoints: nobody to tell
+            for view in views:
                 parent.send_event(Event(seq=0, event="breakpoint", body={
                     "reason": "changed", "breakpoint": view}))
 

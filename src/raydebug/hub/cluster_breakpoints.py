@@ -76,7 +76,8 @@ class ClusterBreakpointSet:
         old = entry.sources.get(path)
         ids = []
         for spec in wanted:  # an unchanged breakpoint keeps its id (VS Code matches on it)
-            same = [i for b, i in zip(old.breakpoints, old.ids) if b == spec] if old else []
+            same = [i for b, i in zip(old.breakpoints, old.ids, strict=True)
+                    if b == spec] if old else []
             ids.append(same[0] if same else next(self._ids))
         if wanted:
             entry.sources[path] = _Source(path, local_root, [dict(b) for b in wanted], ids)
@@ -84,7 +85,7 @@ class ClusterBreakpointSet:
             entry.sources.pop(path, None)
         self.generation += 1
         return {"breakpoints": [self._view(path, spec, id_)
-                                for spec, id_ in zip(wanted, ids)]}
+                                for spec, id_ in zip(wanted, ids, strict=True)]}
 
     def set_function_breakpoints(self, client: str, arguments: dict[str, Any]
                                  ) -> dict[str, Any]:
@@ -129,7 +130,7 @@ class ClusterBreakpointSet:
                 source = entry.sources[path]
                 changed.setdefault(key, []).extend(
                     self._view(path, spec, id_)
-                    for spec, id_ in zip(source.breakpoints, source.ids))
+                    for spec, id_ in zip(source.breakpoints, source.ids, strict=True))
         return changed
 
     # -- what processes get ---------------------------------------------------------------------
@@ -162,7 +163,7 @@ class ClusterBreakpointSet:
                  "verified": path in self._loaded, "client": key}
                 for key, entry in self._clients.items()
                 for path, source in entry.sources.items()
-                for spec, id_ in zip(source.breakpoints, source.ids)]
+                for spec, id_ in zip(source.breakpoints, source.ids, strict=True)]
 
     def sources_of(self, client: str) -> dict[str, list[dict[str, Any]]]:
         """``client``'s breakpoints by path (to add one to a file without losing the rest)."""

@@ -34,7 +34,6 @@ from .client_admission import ClientAdmission
 from .client_connection import ClientConnection
 from .cluster_attach import ClusterAttaches
 from .http_api import HubNames, respond, serve_http
-from .processes import DEFAULT_TIMEOUT, ProcessQueries
 from .net import (
     Admission,
     PeerLimit,
@@ -46,6 +45,7 @@ from .net import (
     serve_admitted,
     set_nodelay,
 )
+from .processes import DEFAULT_TIMEOUT, ProcessQueries
 from .registry import Registry
 from .tls_server import TlsServer
 from .worker_listener import PendingChannels, WorkerListener

@@ -31,12 +31,12 @@ from ..errors import (
 from ..protocol.control import (
     ROLE_CONTROL,
     BreakpointsLoaded,
-    LogpointOutput,
     ChannelFailed,
     ControlMessage,
     ControlStream,
     Hello,
     Identify,
+    LogpointOutput,
     Paused,
     Refused,
     Register,

@@ -268,7 +268,8 @@ def decode_control(body: bytes) -> ControlMessage:
         kind = _JSON_TYPES[str(spec.type)]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a {kind.__name__}")
-        if str(spec.type) == "list[str]" and not all(isinstance(item, str) for item in value):
+        if str(spec.type) == "list[str]" and isinstance(value, list) and not all(
+                isinstance(item, str) for item in value):
             raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a list of strings")
         kwargs[spec.name] = value
     try:
