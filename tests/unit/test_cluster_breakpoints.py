@@ -194,7 +194,7 @@ def test_a_hit_counts_logs_and_pauses_once_per_thread():
         {"line": 1, "logMessage": "i={i} rank={rank}"},
         {"line": 1, "condition": "undefined_name"}]}]}))
     assert backend.installed
-    for i in range(5):
+    for i in range(5):  # noqa: B007 (the conditions read i in this frame)
         armed.on_line(sys._getframe(), 1)
     assert hits == [2, 4] and logs == [f"i={i} rank=1" for i in range(5)]
     armed.disarm()

@@ -36,8 +36,9 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import Any, Protocol
+from typing import Any
 
+from .armed_watch import Backend
 from .report import say
 
 REASON_BREAKPOINT = "breakpoint"
@@ -133,19 +134,6 @@ def local_names(source: SourceBreakpoints, remote_root: str | None) -> set[str]:
 def _relative(path: str, root: str) -> str | None:
     root = root.rstrip("/") + "/"
     return path[len(root):] if path.startswith(root) else None
-
-
-class Backend(Protocol):
-    """How breakpoints reach the interpreter (one per Python version family)."""
-
-    def install(self, armed: ArmedBreakpoints) -> None:
-        """Start watching ``armed.files`` (again, if they changed); idempotent."""
-
-    def remove(self) -> None:
-        """Stop watching anything: no trace function, no monitoring events."""
-
-    def active(self) -> bool:
-        """Whether anything is installed in the interpreter now."""
 
 
 @dataclass

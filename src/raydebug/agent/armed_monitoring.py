@@ -19,10 +19,9 @@ from __future__ import annotations
 import sys
 import threading
 from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .armed_breakpoints import ArmedBreakpoints
+from .armed_watch import Watched
 
 TOOL_NAME = "raydebug"
 # sys.monitoring's DEBUGGER_ID (0, pydevd's), COVERAGE_ID (1), PROFILER_ID (2) and
@@ -36,10 +35,10 @@ class MonitoringBackend:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tool: int | None = None
-        self._armed: ArmedBreakpoints | None = None
+        self._armed: Watched | None = None
         self._watched: set[CodeType] = set()
 
-    def install(self, armed: ArmedBreakpoints) -> None:
+    def install(self, armed: Watched) -> None:
         monitoring: Any = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
         events = monitoring.events
         with self._lock:

@@ -33,12 +33,10 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .armed_watch import Watched
 from .report import say
-
-if TYPE_CHECKING:
-    from .armed_breakpoints import ArmedBreakpoints
 
 TraceFunction = Callable[[FrameType, str, Any], Any]
 
@@ -50,7 +48,7 @@ class TracingBackend:
         self._lock = threading.Lock()
         self._installed: TraceFunction | None = None
 
-    def install(self, armed: ArmedBreakpoints) -> None:
+    def install(self, armed: Watched) -> None:
         with self._lock:
             trace, local = _trace_functions(armed)
             self._installed = trace
@@ -82,7 +80,7 @@ class TracingBackend:
         return self._installed is not None
 
 
-def _trace_functions(armed: ArmedBreakpoints) -> tuple[TraceFunction, TraceFunction]:
+def _trace_functions(armed: Watched) -> tuple[TraceFunction, TraceFunction]:
     """The thread's trace function and the local one, closed over this set's files."""
     files = armed.files
     functions = armed.functions
