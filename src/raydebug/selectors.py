@@ -36,7 +36,7 @@ class Term:
             return process.get("host") == self.value
         if self.key == "node":
             node_id = process.get("node_id") or ""
-            return bool(node_id) and node_id.startswith(self.value) \
+            return (bool(node_id) and node_id.startswith(self.value)) \
                 or process.get("node_ip") == self.value
         if self.key == "job":
             job_id = process.get("job_id") or ""

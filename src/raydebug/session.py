@@ -1,10 +1,10 @@
 """What a session and a process are, and the one table of how each one's state changes.
 
 Theory of operation. A *session* is one pause of one thread: a ``breakpoint()``, an
-uncaught exception (post-mortem), or ``raydebug pause`` (reason ``pause``). The agent inside the process creates it and ends it; the
-hub lists it and routes debuggers to it. pydevd is per process, so a DAP client that attaches
-to a session is attached to its whole process: every session of that process is ``attached``
-while that client stays.
+uncaught exception (post-mortem), or ``raydebug pause`` (reason ``pause``). The agent
+inside the process creates it and ends it; the hub lists it and routes debuggers to it.
+pydevd is per process, so a DAP client that attaches to a session is attached to its whole
+process: every session of that process is ``attached`` while that client stays.
 
     waiting  --client attached-->  attached
     attached --client detached-->  waiting      (dropped client: the thread is still paused)

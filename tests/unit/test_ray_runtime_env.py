@@ -26,7 +26,7 @@ def keep_breakpointhook():
 def test_an_empty_runtime_env_gets_the_setup_hook():
     env = ray_integration.runtime_env(None)
     assert env["worker_process_setup_hook"] == ray_integration.SETUP_HOOK
-    assert env["env_vars"] == {}
+    assert env["env_vars"] == {"RAYDEBUG_LIVE": "ray"}  # workers link at start
 
 
 def test_the_users_runtime_env_is_kept(monkeypatch: pytest.MonkeyPatch):
@@ -35,7 +35,8 @@ def test_the_users_runtime_env_is_kept(monkeypatch: pytest.MonkeyPatch):
             "pip": ["requests"], "worker_process_setup_hook": "my.module.setup"}
     env = ray_integration.runtime_env(user)
     assert env["working_dir"] == "/src" and env["pip"] == ["requests"]
-    assert env["env_vars"] == {"MINE": "1", "RAYDEBUG_POST_MORTEM": "0"}  # theirs wins
+    assert env["env_vars"] == {"MINE": "1", "RAYDEBUG_POST_MORTEM": "0",  # theirs wins
+                               "RAYDEBUG_LIVE": "ray"}
     hook = env["worker_process_setup_hook"]
     assert isinstance(hook, ray_integration.ChainedSetupHook)
     assert hook.user_hook == "my.module.setup"
@@ -52,7 +53,8 @@ def test_a_chained_hook_runs_the_users_first_then_ours(monkeypatch: pytest.Monke
 
 
 def test_the_runtime_env_hook_is_the_same_transformation():
-    assert ray_integration.runtime_env_hook({"env_vars": {"A": "b"}})["env_vars"] == {"A": "b"}
+    assert ray_integration.runtime_env_hook({"env_vars": {"A": "b"}})["env_vars"] == {
+        "A": "b", "RAYDEBUG_LIVE": "ray"}
 
 
 def test_hub_info_carries_the_certificate_workers_pin():
@@ -80,3 +82,8 @@ def test_the_agent_dials_the_published_worker_address_and_pins_its_certificate()
                                    owner="actor", node_ip="10.0.0.1", pid=1, cert="sha256:ab")
     assert info.address() == HubAddress("10.0.0.1", 5679, "t", "sha256:ab")
     assert dataclasses.replace(info, cert="").address().cert is None
+
+
+def test_raydebug_live_0_turns_the_live_link_off(monkeypatch):
+    monkeypatch.setenv("RAYDEBUG_LIVE", "0")
+    assert ray_integration.runtime_env()["env_vars"]["RAYDEBUG_LIVE"] == "0"

@@ -12,8 +12,8 @@ Modules: ``agent`` (what a pause does, the bookkeeping of this process's session
 ``config`` (settings from the environment), ``link`` (the connection to the hub) and
 ``relay`` (a TLS channel's one owning thread), ``live`` (a process linked from its start)
 and ``stacks`` (its threads' stacks, read without pausing), ``metadata`` (what a session
-says about itself), ``returns`` (a paused function that returned), ``report`` (the one line on stderr),
-``startup`` (hooks installed at interpreter start). pydevd is reached only through
+says about itself), ``returns`` (a paused function that returned), ``report`` (the one
+line on stderr), ``startup`` (hooks installed at interpreter start). pydevd is reached only through
 ``debugger`` (the facade), which runs it with ``pydevd_start`` (in-process, no listener),
 ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who is suspended, held pauses),
 ``tracing_keeper`` (tracing follows need) and ``pydevd_fork`` (a fork child's reset).

@@ -205,11 +205,13 @@ class Agent:
         with self._lock:
             busy = {s.thread_ident for s in self._sessions.values()}
         targets = self.debugger.pausable_threads(skip=busy)
+        identity = live.session_identity()
         records = []
         with self._lock:
             for thread, frame in targets:
                 assert thread.ident is not None
-                record = record_for_frame(frame, reason=REASON_PAUSE, thread=thread)
+                record = record_for_frame(frame, reason=REASON_PAUSE, thread=thread,
+                                          identity=identity)
                 session = ParkedThread(record, thread.ident)
                 session.released.set()  # nothing waits in raydebug: pydevd holds it
                 self._sessions[record.id] = session

@@ -67,6 +67,7 @@ def forget_after_fork(parent_pid: int) -> bool:
     was_live, _started = _started, False
     _since = time.time()
     _parent_pid = parent_pid
+    _identity.clear()  # the parent's worker ids: the child says whose task started it
     return was_live
 
 
@@ -90,6 +91,18 @@ def process_record() -> dict[str, Any]:
         if value is not None:
             record[name] = value
     return record
+
+
+def session_identity() -> dict[str, Any]:
+    """The cluster's ids for a session that the link thread makes (``raydebug pause``):
+    the registered ones and what the process runs now, without asking Ray's runtime context
+    on the link thread (whose task is none)."""
+    record = process_record()
+    names = ("job_id", "node_id", "node_ip", "worker_id", "actor_class", "task_name",
+             "task_id")
+    identity = {name: record[name] for name in names if name in record}
+    identity.update({k: v for k, v in current_activity().items() if k in names})
+    return identity
 
 
 def labels(environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:

@@ -49,12 +49,16 @@ def record_for_frame(
     reason: str = REASON_BREAKPOINT,
     exception: BaseException | None = None,
     thread: threading.Thread | None = None,
+    identity: dict[str, Any] | None = None,
 ) -> PausedThread:
-    """Describe a pause at ``frame`` of ``thread`` (default: the current thread)."""
+    """Describe a pause at ``frame`` of ``thread`` (default: the current thread).
+
+    ``identity``: the cluster's ids of the process (default: :func:`ray_fields`, which asks
+    the runtime context of the *calling* thread; another thread's pause passes its own)."""
     code = frame.f_code
     line = frame.f_lineno or code.co_firstlineno
     return PausedThread(
-        **ray_fields(),
+        **(ray_fields() if identity is None else identity),
         id=new_session_id(),
         pid=os.getpid(),
         host=socket.gethostname(),

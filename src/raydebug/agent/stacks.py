@@ -64,7 +64,7 @@ _INTERNAL_PATHS = (os.sep + "pydevd" + os.sep, os.sep + "_pydev", os.sep + "debu
 
 def frames_of(top: FrameType | None, with_locals: bool = False) -> list[dict[str, Any]]:
     """The stack ending in ``top``, outermost first (at most :data:`MAX_FRAMES`)."""
-    frames = []
+    frames: list[dict[str, Any]] = []
     frame = top
     while frame is not None and len(frames) < MAX_FRAMES:
         code = frame.f_code

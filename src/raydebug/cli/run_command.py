@@ -30,12 +30,18 @@ def never_fold(allow: str | None) -> str:
 @click.option("--wait-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="A paused process nobody attached to continues after SECONDS "
                    "(RAYDEBUG_WAIT_TIMEOUT).")
+@click.option("--live/--no-live", default=True, show_default=True,
+              help="Link the driver and every worker to the hub from their start, so "
+                   "`raydebug ps`, `stacks` and `pause` reach them (RAYDEBUG_LIVE; "
+                   "RAYDEBUG_LIVE=0 in the environment turns it off too).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(post_mortem: bool, wait_timeout: float | None, command: tuple[str, ...]) -> None:
+def run(post_mortem: bool, wait_timeout: float | None, live: bool,
+        command: tuple[str, ...]) -> None:
     """Run a Ray driver with raydebug on: `raydebug run -- python job.py`.
 
     No code change: every worker's breakpoint() and post-mortem go to the cluster's hub
-    (started on the head node at the first pause). The driver's own breakpoint() opens pdb
+    (found or started on the head node when the driver connects to Ray), and every process
+    is linked to it live. The driver's own breakpoint() opens pdb
     when its stdin is a terminal, else (or with RAYDEBUG_DRIVER=remote) a session.
 
     The options travel with the command, so under `ray job submit -- raydebug run
@@ -48,6 +54,8 @@ def run(post_mortem: bool, wait_timeout: float | None, command: tuple[str, ...])
     env["RAY_DEDUP_LOGS_ALLOW_REGEX"] = never_fold(env.get("RAY_DEDUP_LOGS_ALLOW_REGEX"))
     if post_mortem:
         env["RAYDEBUG_POST_MORTEM"] = "1"
+    if not live:
+        env["RAYDEBUG_LIVE"] = "0"
     if wait_timeout is not None:
         env["RAYDEBUG_WAIT_TIMEOUT"] = f"{wait_timeout:g}"
     program = shutil.which(command[0])

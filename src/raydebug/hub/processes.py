@@ -74,7 +74,7 @@ class ProcessQueries:
                                timeout: float = ACTIVITY_TIMEOUT) -> None:
         """Ask the live Ray processes among ``processes`` what they run now (the answer
         lands in ``Process.now``)."""
-        asked = [p for p in processes if p.live and p.record.get("worker_id")]
+        asked = [p for p in processes if p.reported("worker_id")]
         await self._ask_all(asked, lambda rid: CollectStacks(request_id=rid, frames=False),
                             timeout)
 
@@ -123,9 +123,7 @@ class ProcessQueries:
             self._waiting[request_id] = (process, future)
             futures.append(future)
             ids.append(request_id)
-            if not process.live:
-                future.set_exception(LookupError("not linked live (it linked at a pause)"))
-            elif process.state is ProcessState.GONE:
+            if process.state is ProcessState.GONE:
                 future.set_exception(LookupError("its connection closed"))
             else:
                 process.send(question(request_id))

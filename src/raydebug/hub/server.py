@@ -332,7 +332,7 @@ class Hub:
         with_locals = query.pop("locals", "0") not in ("0", "", "false")
         timeout = float(query.pop("timeout", DEFAULT_TIMEOUT))
         selector = parse_selector(f"{k}={v}" for k, v in query.items())
-        processes = [p for p in await self.queries.select(selector) if p.live]
+        processes = await self.queries.select(selector)
         if not processes and selector.terms:
             raise self.queries.no_match(selector)
         stacks = await self.queries.stacks(processes, with_locals, timeout)
@@ -344,7 +344,7 @@ class Hub:
         if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
             raise ValueError('the body must be {"selector": ["KEY=VALUE", ...]}')
         selector = parse_selector(terms)
-        processes = [p for p in await self.queries.select(selector) if p.live]
+        processes = await self.queries.select(selector)
         if not processes:
             raise self.queries.no_match(selector)
         return await self.queries.pause(processes)

@@ -15,20 +15,43 @@ from typing import Any
 
 import ray
 
-_ray_usable = True  # False in a fork child: the inherited Ray connection does not work
-
-
-def _forget_ray() -> None:
-    global _ray_usable
-    _ray_usable = False
-
-
-os.register_at_fork(after_in_child=_forget_ray)
+# The process whose Ray connection works: a fork child's does not. A pid, not a flag cleared
+# at fork: other at-fork hooks (the agent's, starting a fork child's live link) may ask
+# before an at-fork hook of this module would have run.
+_ray_pid = os.getpid()
 
 
 def in_ray_worker() -> bool:
     """A Ray worker or driver whose connection to Ray works (not a fork child of one)."""
-    return _ray_usable and bool(ray.is_initialized())
+    return os.getpid() == _ray_pid and bool(ray.is_initialized())
+
+
+IDLE_TITLES = ("IDLE", "IDLE_SPILL_WORKER", "IDLE_RESTORE_WORKER")
+
+
+def current_activity() -> dict[str, Any]:
+    """What this worker runs now, from its process title (``ray::<task>`` or
+    ``ray::<Class>.<method>``, ``ray::IDLE`` between tasks), which Ray sets around every
+    task: one read of a process-wide string, safe on any thread (the runtime context's task
+    is the *calling thread's*, and the link thread runs none)."""
+    if not in_ray_worker():
+        return {}
+    title = str(ray._raylet.getproctitle())  # type: ignore[attr-defined]
+    name = title[len("ray::"):].split(" ", 1)[0] if title.startswith("ray::") else ""
+    worker = ray._private.worker.global_worker
+    is_actor = not worker.actor_id.is_nil() if hasattr(worker, "core_worker") else False
+    if is_actor:
+        actor_class, dot, _method = name.partition(".")
+        return {"actor_class": actor_class or None, "task_name": name if dot else None}
+    return {"task_name": None if name in IDLE_TITLES or not name else name}
+
+
+def live_identity() -> dict[str, Any]:
+    """The ids a live Ray process registers with: job, node, worker (on the thread that
+    connected to Ray: the setup hook's, the driver's)."""
+    context = ray.get_runtime_context()
+    return {"job_id": _safe(context.get_job_id), "node_id": _safe(context.get_node_id),
+            "node_ip": _safe(node_ip), "worker_id": _safe(context.get_worker_id)}
 
 
 def session_fields(frame: FrameType | None = None) -> dict[str, Any]:

@@ -25,7 +25,15 @@ from ...agent.config import TRUTHY
 from ...agent.discovery import HubAddress, LocalDiscovery
 from .children import watch_children
 from .hub_actor import find_or_start_hub
-from .metadata import in_ray_worker, session_fields
+from .metadata import current_activity, in_ray_worker, live_identity, session_fields
+
+LIVE_IN_RAY = "ray"  # RAYDEBUG_LIVE in a job's workers: the setup hook links them, not the .pth
+
+
+def live_wanted() -> bool:
+    """The live link is on in Ray unless ``RAYDEBUG_LIVE=0`` (or false, no, off)."""
+    return os.environ.get("RAYDEBUG_LIVE", "").strip().lower() not in ("0", "false", "no",
+                                                                        "off")
 
 
 def setup_worker() -> None:
@@ -42,6 +50,11 @@ def setup_worker() -> None:
     ray_pdb._post_mortem = post_mortem
     discovery.install(RayDiscovery())
     watch_children()
+    if live_wanted():
+        from ...agent import start_live_link
+
+        start_live_link(live_identity())
+        os.environ["RAYDEBUG_LIVE"] = "1"  # the processes it starts link through the .pth
 
 
 def post_mortem_enabled() -> bool:
@@ -64,6 +77,24 @@ def install_driver_hook() -> None:
 
     sys.breakpointhook = driver_breakpoint
     discovery.install(RayDiscovery())
+    if live_wanted():
+        if ray.is_initialized():
+            link_driver()
+        elif link_driver not in ray._private.worker._post_init_hooks:
+            # The driver links as soon as it is connected, finding or starting the hub:
+            # `raydebug ps` works before anything pauses.
+            ray._private.worker._post_init_hooks.append(link_driver)
+
+
+def link_driver() -> None:
+    """Link the driver (once connected to Ray) to the cluster's hub, in the background."""
+    from ...agent import start_live_link
+
+    try:
+        identity = live_identity()
+    except Exception:  # Ray's errors are many; the link works without the ids
+        identity = {}
+    start_live_link(identity)
 
 
 class RayDiscovery:
@@ -82,3 +113,7 @@ class RayDiscovery:
         if in_ray_worker():
             return session_fields()
         return LocalDiscovery().process_identity()
+
+    def current_activity(self) -> dict[str, Any]:
+        """What this worker runs now (see :func:`.metadata.current_activity`)."""
+        return current_activity()

@@ -1,0 +1,178 @@
+"""Live processes in a real multi-node Ray job (ray.cluster_utils.Cluster on loopback):
+the straggler found by its stack, paused by its task name, its locals read, the job
+completed; a task's forked child and subprocess linked as processes of their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import run
+from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+from raydebug.client.dap import DapClient  # noqa: E402
+
+JOB = """
+import multiprocessing, os, subprocess, sys, threading, time
+import ray
+
+ray.init(address=sys.argv[1])  # knows nothing of raydebug: `raydebug run` enables it
+
+@ray.remote(num_cpus=0.25)
+def quick(i):
+    time.sleep(0.2)
+    return i
+
+@ray.remote(num_cpus=0.25)
+def straggler(i):
+    event = threading.Event()  # nobody sets it: only a debugger can
+    while not event.is_set():
+        event.wait(0.05)
+    return i
+
+def nap():
+    time.sleep(300)
+
+@ray.remote(num_cpus=0.25)
+def spawner():
+    forked = multiprocessing.get_context("fork").Process(target=nap)
+    forked.start()
+    sub = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    return forked.pid, sub.pid
+
+print("children", *ray.get(spawner.remote()), flush=True)
+refs = [quick.remote(i) for i in range(7)] + [straggler.remote(7)]
+print("results", ray.get(refs), flush=True)
+"""
+
+
+def hub_port(address: str) -> int:
+    found = raydebug_cli("vscode", "--ray-address", address)
+    assert found.returncode == 0, found.stderr
+    return int(json.loads(found.stdout)["connect"]["port"])
+
+
+def get(port: int, path: str) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as response:
+        return json.loads(response.read())
+
+
+def post(port: int, path: str, body: Any) -> tuple[int, Any]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                     data=json.dumps(body).encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def until(what: str, check: Any, timeout: float = 180) -> Any:
+    """Ask ``check()`` until it returns something true (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.25)  # the hub's listings have no long-poll for processes
+
+
+def straggler_entry(port: int) -> dict[str, Any] | None:
+    for entry in get(port, "/api/stacks?timeout=5")["processes"]:
+        for thread in entry["threads"]:
+            if any(frame["function"] == "straggler" for frame in thread["frames"]):
+                return entry
+    return None
+
+
+def test_a_straggler_is_found_paused_and_continued(tmp_path: Path):
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as cluster:
+        env = {**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
+             cluster.address], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        children: list[int] = []
+        try:
+            line = driver.stdout.readline().split()
+            assert line[0] == "children", (line, driver.stderr.read() if not line else "")
+            children = [int(line[1]), int(line[2])]
+            port = hub_port(cluster.address)
+            processes = until("the children are linked", lambda: (
+                ps := get(port, "/api/processes")) and
+                all(pid in {p["pid"] for p in ps} for pid in children) and ps)
+            by_pid = {p["pid"]: p for p in processes}
+            worker = next(p for p in processes if p["pid"] not in children
+                          and p["worker_id"] and by_pid[children[0]]["parent"] == p["id"])
+            for pid in children:
+                child = by_pid[pid]
+                assert child["parent"] == worker["id"]
+                assert child["job_id"] == worker["job_id"] and child["job_id"]
+                assert child["task_name"] == "spawner"
+            driver_record = [p for p in processes if p["worker_id"] and p["pid"] == driver.pid]
+            assert driver_record, "the driver is linked from its start"
+
+            entry = until("the straggler's stack", lambda: straggler_entry(port))
+            assert entry["process"]["task_name"] == "straggler"
+            nodes = {p["node_id"] for p in get(port, "/api/processes") if p["node_id"]}
+            assert len(nodes) == 2  # the workers of both nodes are linked
+            status, paused = post(port, "/api/pause", {"selector": ["task=straggler"]})
+            assert status == 200 and paused["paused"] == [entry["process"]["id"]], paused
+            sessions = until("the pause's sessions", lambda: [
+                s for s in get(port, "/api/sessions") if s["process"] == paused["paused"][0]
+                and s["function"] in ("straggler", "wait")])
+
+            async def set_the_event() -> None:
+                client = await DapClient.connect("127.0.0.1", port)
+                await client.initialize()
+                await client.attach(sessions[0]["id"], timeout=60)
+                threads = (await client.request("threads"))["threads"]
+                for thread in threads:
+                    frames = (await client.request("stackTrace", {
+                        "threadId": thread["id"]}))["stackFrames"]
+                    task = [f for f in frames if f["name"] == "straggler"]
+                    if task:
+                        scopes = await client.request("scopes", {"frameId": task[0]["id"]})
+                        variables = await client.request("variables", {
+                            "variablesReference": scopes["scopes"][0]["variablesReference"]})
+                        names = {v["name"]: v["value"] for v in variables["variables"]}
+                        assert names["i"] == "7"
+                        await client.request("evaluate", {
+                            "expression": "event.set()", "frameId": task[0]["id"],
+                            "context": "repl"})
+                        break
+                else:
+                    raise AssertionError(f"no thread runs the straggler: {threads}")
+                await client.request("continue", {"threadId": threads[0]["id"]})
+                await client.request("disconnect", {})
+                await client.close()
+
+            run(set_the_event(), timeout=120)
+            out, err = driver.communicate(timeout=180)
+            assert "results [0, 1, 2, 3, 4, 5, 6, 7]" in out, err
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.wait(timeout=30)
+            for pid in children:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
