@@ -11,6 +11,7 @@ import sys
 import click
 
 from ..errors import RaydebugError
+from .breakpoints import break_command
 from .hub_command import hub
 from .output import error
 from .run_command import run
@@ -46,7 +47,8 @@ def help_command(ctx: click.Context, command: str | None) -> None:
         click.echo(chosen.get_help(command_ctx))
 
 
-for _command in (hub, run, list_command, vscode, attach, hub_address, tunnel):
+for _command in (hub, run, list_command, vscode, attach, hub_address, tunnel,
+                 break_command):
     cli.add_command(_command)
 
 

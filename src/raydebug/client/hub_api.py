@@ -33,6 +33,30 @@ def get_json(hub: str, path: str, timeout: float = 10.0, token: str | None = Non
         raise RemoteProtocolError(f"{url} did not answer JSON: {error}") from None
 
 
+def post_json(hub: str, path: str, body: Any, timeout: float = 10.0,
+              token: str | None = None) -> Any:
+    """POST ``body`` as JSON to ``path``; raises as :func:`get_json` does (an HTTP error's
+    message is the hub's ``error``)."""
+    url = f"http://{hub}{path}"
+    headers = {"Content-Type": "application/json",
+               **({"Authorization": f"Bearer {token}"} if token else {})}
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        try:
+            detail = json.loads(error.read()).get("error", "")
+        except ValueError:
+            detail = ""
+        raise RemoteProtocolError(f"{url}: HTTP {error.code} {detail}".strip()) from None
+    except (urllib.error.URLError, OSError) as error:
+        raise hub_unreachable(hub, error, saying="no hub at") from None
+    except ValueError as error:
+        raise RemoteProtocolError(f"{url} did not answer JSON: {error}") from None
+
+
 def list_sessions(hub: str, wait_for: int = 0, timeout: float = 0.0,
                   token: str | None = None) -> list[dict[str, Any]]:
     """The hub's sessions; with ``wait_for`` N, first wait up to ``timeout`` s until N exist."""

@@ -53,6 +53,7 @@ OFFER_TIMEOUT = 10.0
 # dropped) is offered again, this many times in all.
 OFFER_TRIES = 3
 TELL_INTERVAL = 5.0
+TERMINAL = "terminal"  # the cluster breakpoints' client that `raydebug break` speaks for
 
 
 @dataclass
@@ -136,6 +137,37 @@ class ClusterAttaches:
             for view in views:
                 parent.send_event(Event(seq=0, event="breakpoint", body={
                     "reason": "changed", "breakpoint": view}))
+
+    def breakpoints_view(self) -> dict[str, Any]:
+        """``GET /api/breakpoints``: every line breakpoint of the cluster, whoever set it."""
+        return {"breakpoints": self.cluster.listing()}
+
+    def set_from_terminal(self, body: Any) -> dict[str, Any]:
+        """``POST /api/breakpoints`` (``raydebug break``): ``{"path", "line", "condition"?,
+        "hitCondition"?, "logMessage"?, "localRoot"?}`` adds one (replacing one on the same
+        line), ``{"clear": true}`` removes the terminal's own (an IDE's stay: the IDE owns
+        them). Raises ValueError for any other body."""
+        if not isinstance(body, dict):
+            raise ValueError('the body must be {"path": FILE, "line": N, ...} or '
+                             '{"clear": true}')
+        if body.get("clear") is True:
+            if self.cluster.clear(TERMINAL):
+                self.changed()
+            return self.breakpoints_view()
+        path, line = body.get("path"), body.get("line")
+        if not isinstance(path, str) or not path.startswith("/") \
+                or not isinstance(line, int) or isinstance(line, bool) or line < 1:
+            raise ValueError("a breakpoint needs an absolute path and a line number >= 1")
+        spec = {"line": line, **{key: body[key] for key in ("condition", "hitCondition",
+                                                             "logMessage")
+                                 if isinstance(body.get(key), str) and body[key]}}
+        kept = [b for b in self.cluster.sources_of(TERMINAL).get(path, []) if b["line"] != line]
+        root = body.get("localRoot")
+        self.cluster.set_breakpoints(TERMINAL, {"source": {"path": path},
+                                                "breakpoints": [*kept, spec]},
+                                     root if isinstance(root, str) and root else None)
+        self.changed()
+        return self.breakpoints_view()
 
     def logpoint(self, who: str, output: LogpointOutput) -> None:
         """A logpoint's text from the process described by ``who`` (see

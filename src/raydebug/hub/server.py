@@ -309,11 +309,13 @@ class Hub:
     def _routes(self) -> dict[str, Any]:
         return {"/api/sessions": self._sessions_route, "/api/health": self._health_route,
                 "/api/processes": self._processes_route, "/api/stacks": self._stacks_route,
-                "/api/pause": self._pause_get_route}
+                "/api/pause": self._pause_get_route,
+                "/api/breakpoints": self._breakpoints_route}
 
     def _post_routes(self) -> dict[str, Any]:
         """Routes that take a JSON body (``POST``); called with the parsed body."""
-        return {"/api/pause": self._pause_route}
+        return {"/api/pause": self._pause_route,
+                "/api/breakpoints": self._set_breakpoints_route}
 
     async def _processes_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
         """Every linked process (``?KEY=VALUE`` selector terms filter them); what Ray
@@ -351,6 +353,14 @@ class Hub:
 
     async def _pause_get_route(self, query: dict[str, str]) -> dict[str, Any]:
         raise ValueError('pause with POST /api/pause and {"selector": ["KEY=VALUE", ...]}')
+
+    async def _breakpoints_route(self, query: dict[str, str]) -> dict[str, Any]:
+        """Every cluster breakpoint (``raydebug break --list``)."""
+        return self.cluster_attaches.breakpoints_view()
+
+    async def _set_breakpoints_route(self, body: Any) -> dict[str, Any]:
+        """Add a cluster breakpoint, or clear the terminal's (``raydebug break``)."""
+        return self.cluster_attaches.set_from_terminal(body)
 
     async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
         minimum = int(query.get("min", "0"))
