@@ -23,8 +23,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers import start_hub  # tests/helpers.py
-from scale import _next, fake_process, raise_fd_limit
-
 from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
 from raydebug.client.dap import DapClient
 from raydebug.protocol.control import (
@@ -38,6 +36,7 @@ from raydebug.protocol.control import (
 )
 from raydebug.protocol.framing import NeedData
 from raydebug.protocol.handshake import AgentHandshake
+from scale import _next, fake_process, raise_fd_limit
 
 GATE = 64  # handshakes in flight
 
