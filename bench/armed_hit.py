@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
-from helpers import line_of, start_hub, write_script
 from test_cluster_session import IdeLikeClient
 
+from helpers import line_of, start_hub, write_script
 from raydebug.client.dap import DapClient
 
 JOB = """
