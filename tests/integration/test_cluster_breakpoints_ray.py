@@ -1,9 +1,11 @@
 """Editor breakpoints in a real multi-node Ray job (ray.cluster_utils.Cluster on loopback):
 an IDE-like client attaches to the cluster's hub *before* the job, sets a conditional
-breakpoint on a line of a task defined in the driver's ``__main__`` (shipped by value, so
-the driver's path is in the workers' ``co_filename``); the job, with no ``breakpoint()``,
-runs under ``raydebug run``; the one worker that reaches the line with ``i == 3`` stops
-there as a child session; its locals are read; continue; the job completes."""
+breakpoint on a line of a task; the job, with no ``breakpoint()``, runs under ``raydebug
+run``; the one worker that reaches the line with ``i == 3`` stops there as a child session;
+its locals are read; continue; the job completes. Twice: a task defined in the driver's
+``__main__`` (shipped by value, so the driver's path is in the workers' ``co_filename``),
+and one in a module shipped with ``working_dir`` (its path under Ray's directory on each
+node, mapped through the IDE's ``localRoot``)."""
 
 from __future__ import annotations
 
@@ -44,23 +46,63 @@ print("results", ray.get([square.remote(i) for i in range(8)]), flush=True)
 """
 
 
+WORKING_DIR_JOB = """
+import sys
+import ray
+
+ray.init(address=sys.argv[1], runtime_env={"working_dir": sys.argv[2]})
+
+@ray.remote(num_cpus=0.25)
+def square(i):
+    import tasks  # the node's copy of the working_dir (the driver does not import it)
+    return tasks.square(i)
+
+print("results", ray.get([square.remote(i) for i in range(8)]), flush=True)
+"""
+
+TASKS = """
+import time
+
+def square(i):
+    time.sleep(0.5)  # see JOB
+    value = i * i  # breakpoint line
+    return value
+"""
+
+
 def test_a_breakpoint_set_before_the_job_stops_the_matching_task(tmp_path: Path):
     job = tmp_path / "job.py"
     job.write_text(JOB)
-    line = line_of(job, "breakpoint line")
+    stop_and_continue(job, job, {})
+
+
+def test_a_breakpoint_in_working_dir_code_maps_through_the_local_root(tmp_path: Path):
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    job, tasks = tmp_path / "job.py", checkout / "tasks.py"
+    job.write_text(WORKING_DIR_JOB)
+    tasks.write_text(TASKS)
+    stop_and_continue(job, tasks, {"raydebug": {"localRoot": str(checkout)}}, str(checkout))
+
+
+def stop_and_continue(job: Path, source: Path, attach_arguments: dict[str, object],
+                      *job_args: str) -> None:
+    """The IDE attaches with ``attach_arguments``, sets ``i == 3`` on ``source``'s
+    breakpoint line, the job runs; the child's top frame is that line in the checkout."""
+    line = line_of(source, "breakpoint line")
     with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as cluster:
         port = hub_port(cluster.address)  # starts the cluster's hub: the IDE is first
         hub = HubProcess(None, ("127.0.0.1", port), ("", 0), "")  # type: ignore[arg-type]
         env = {**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}
 
-        async def scenario() -> str:
+        async def scenario() -> None:
             ide = IdeLikeClient(hub)
             parent = ide.parent = await DapClient.connect("127.0.0.1", port)
             await parent.initialize(supportsStartDebuggingRequest=True)
             attach = parent.send_request("attach", {"name": "cluster", "connect": {
-                "host": "127.0.0.1", "port": port}})
+                "host": "127.0.0.1", "port": port}, **attach_arguments})
             await parent.wait_event("initialized")
-            await parent.request("setBreakpoints", {"source": {"path": str(job)},
+            await parent.request("setBreakpoints", {"source": {"path": str(source)},
                                                     "breakpoints": [
                 {"line": line, "condition": "i == 3"}]})
             await parent.request("configurationDone")
@@ -68,14 +110,18 @@ def test_a_breakpoint_set_before_the_job_stops_the_matching_task(tmp_path: Path)
             driver = await asyncio.to_thread(
                 subprocess.Popen,
                 [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
-                 cluster.address], env=env, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True)
+                 cluster.address, *job_args], env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, cwd=str(job.parent))
             try:
                 child, _configuration, thread_id = await asyncio.wait_for(
                     ide.next_child(), 240)
+                [session] = await asyncio.to_thread(hub.get, "/api/sessions")
+                shipped = "working_dir_files" in session["file"]  # the node's own copy
+                assert shipped == bool(attach_arguments), session["file"]
                 frames = await child.request("stackTrace", {"threadId": thread_id})
                 top = frames["stackFrames"][0]
-                assert (top["name"], top["line"]) == ("square", line), top
+                assert (top["name"], top["line"], top["source"]["path"]) == (
+                    "square", line, str(source)), top  # mapped back to the checkout
                 value = await child.request("evaluate", {
                     "expression": "i", "frameId": top["id"], "context": "repl"})
                 assert value["result"] == "3"
@@ -84,7 +130,6 @@ def test_a_breakpoint_set_before_the_job_stops_the_matching_task(tmp_path: Path)
                 await child.close()
                 out, err = await asyncio.to_thread(driver.communicate, timeout=180)
                 assert "results [0, 1, 4, 9, 16, 25, 36, 49]" in out, err[-3000:]
-                return str(out)
             finally:
                 if driver.poll() is None:
                     driver.kill()
