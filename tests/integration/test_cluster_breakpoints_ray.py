@@ -137,3 +137,55 @@ def stop_and_continue(job: Path, source: Path, attach_arguments: dict[str, objec
                 await parent.close()
 
         run(scenario(), timeout=400)
+
+
+LOGGING_JOB = """
+import sys, time
+import ray
+
+ray.init(address=sys.argv[1])
+
+@ray.remote(num_cpus=0.25)
+def cube(i):
+    time.sleep(0.5)  # see JOB
+    return i ** 3  # logpoint line
+
+print("results", sum(ray.get([cube.remote(i) for i in range(20)])), flush=True)
+"""
+
+
+def test_a_logpoint_in_a_task_run_20_times_logs_20_lines_and_never_pauses(tmp_path: Path):
+    job = tmp_path / "job.py"
+    job.write_text(LOGGING_JOB)
+    line = line_of(job, "logpoint line")
+    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as cluster:
+        port = hub_port(cluster.address)
+        env = {**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}
+
+        async def scenario() -> list[str]:
+            parent = await DapClient.connect("127.0.0.1", port)
+            await parent.initialize(supportsStartDebuggingRequest=True)
+            attach = parent.send_request("attach", {"name": "cluster"})
+            await parent.wait_event("initialized")
+            await parent.request("setBreakpoints", {"source": {"path": str(job)},
+                                                    "breakpoints": [
+                {"line": line, "logMessage": "cube of {i} is {i ** 3}"}]})
+            await parent.request("configurationDone")
+            assert (await attach).success
+            driver = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
+                 cluster.address], env=env, capture_output=True, text=True, timeout=300)
+            assert f"results {sum(i ** 3 for i in range(20))}" in driver.stdout, \
+                driver.stderr[-3000:]
+            texts = [(await parent.wait_event("output", timeout=30)).body["output"]
+                     for _ in range(20)]
+            assert parent.reverse_requests == []  # never a child: nothing paused
+            await parent.close()
+            return texts
+
+        texts = run(scenario(), timeout=400)
+    assert sorted(t.split("] ", 1)[1] for t in texts) == sorted(
+        f"cube of {i} is {i ** 3}\n" for i in range(20))
+    assert all(t.startswith("[cube, pid ") for t in texts), texts[:3]
+

@@ -130,8 +130,9 @@ class Agent:
         self.breakpoints.arm(wanted)
 
     def _post_logpoint(self, text: str, frame: FrameType) -> None:
+        task = live.current_activity().get("task_name")  # a Ray worker's process title
         self.link.post(LogpointOutput(text=text, path=frame.f_code.co_filename,
-                                      line=frame.f_lineno))
+                                      line=frame.f_lineno, task=str(task or "")))
 
     def _post_loaded(self, paths: list[str]) -> None:
         self.link.post(BreakpointsLoaded(paths=paths))

@@ -248,8 +248,10 @@ class WorkerListener:
         elif isinstance(message, BreakpointsLoaded):
             self._cluster.loaded(message.paths)
         elif isinstance(message, LogpointOutput):
-            self._cluster.logpoint(process_prefix(self._registry.process_view(process)),
-                                   message)
+            view = self._registry.process_view(process)
+            if message.task:
+                view["task_name"] = message.task  # what it ran when it logged
+            self._cluster.logpoint(process_prefix(view), message)
         else:
             raise RemoteProtocolError(f"unexpected {message.TYPE!r} on a control connection")
 

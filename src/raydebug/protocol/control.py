@@ -27,7 +27,7 @@ A *control* connection (one per process) then carries session bookkeeping both w
     hub   -> agent   Refused(reason)            a session it cannot take (--max-sessions)
     hub   -> agent   ArmBreakpoints(breakpoints)   the cluster's breakpoint set (replaces it)
     agent -> hub     BreakpointsLoaded(paths)   code of these client paths is loaded here
-    agent -> hub     LogpointOutput(text, path, line)   a logpoint's text (never pauses)
+    agent -> hub     LogpointOutput(text, path, line, task)   a logpoint's text (no pause)
 
 A *live* process (``RAYDEBUG_LIVE``: linked from its start, see docs/design.md#live-link)
 also says, after Identify on every (re)connect, what the hub lists about it, and answers
@@ -183,6 +183,7 @@ class LogpointOutput(ControlMessage):
     text: str
     path: str = ""  # the file as the process sees it
     line: int = 0
+    task: str = ""  # what the process ran at that moment (a Ray task's name), if known
 
 
 @dataclass(frozen=True)
