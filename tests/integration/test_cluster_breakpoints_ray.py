@@ -189,3 +189,63 @@ def test_a_logpoint_in_a_task_run_20_times_logs_20_lines_and_never_pauses(tmp_pa
         f"cube of {i} is {i ** 3}\n" for i in range(20))
     assert all(t.startswith("[cube, pid ") for t in texts), texts[:3]
 
+
+FAILING_JOB = """
+import sys
+import ray
+
+ray.init(address=sys.argv[1])
+
+@ray.remote(num_cpus=0.25, max_retries=0)
+def divide(i):
+    return 1 / i
+
+try:
+    ray.get(divide.remote(0))
+except Exception as error:
+    print("failed", type(error.cause).__name__, flush=True)
+"""
+
+
+def test_the_ides_uncaught_filter_freezes_a_failing_task_cluster_wide(tmp_path: Path):
+    job = tmp_path / "job.py"
+    job.write_text(FAILING_JOB)
+    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as cluster:
+        port = hub_port(cluster.address)
+        hub = HubProcess(None, ("127.0.0.1", port), ("", 0), "")  # type: ignore[arg-type]
+        env = {**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}
+        env.pop("RAYDEBUG_POST_MORTEM", None)
+
+        async def scenario() -> None:
+            ide = IdeLikeClient(hub)
+            parent = ide.parent = await DapClient.connect("127.0.0.1", port)
+            await parent.initialize(supportsStartDebuggingRequest=True)
+            attach = parent.send_request("attach", {"name": "cluster", "connect": {
+                "host": "127.0.0.1", "port": port}})
+            await parent.wait_event("initialized")
+            await parent.request("setExceptionBreakpoints", {"filters": ["uncaught"]})
+            await parent.request("configurationDone")
+            assert (await attach).success
+            driver = await asyncio.to_thread(
+                subprocess.Popen,  # no --post-mortem: the IDE's filter asks for it
+                [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
+                 cluster.address], env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True)
+            try:
+                child, _configuration, thread_id = await asyncio.wait_for(
+                    ide.next_child(), 240)
+                [session] = await asyncio.to_thread(hub.get, "/api/sessions")
+                assert (session["reason"], session["function"]) == ("exception", "divide")
+                await child.request("continue", {"threadId": thread_id})
+                await child.request("disconnect", {})
+                await child.close()
+                out, err = await asyncio.to_thread(driver.communicate, timeout=180)
+                assert "failed ZeroDivisionError" in out, err[-3000:]
+            finally:
+                if driver.poll() is None:
+                    driver.kill()
+                    await asyncio.to_thread(driver.wait, 30)
+                await parent.close()
+
+        run(scenario(), timeout=400)
+

@@ -58,6 +58,7 @@ from .report import say
 from .returns import ReturnWatcher
 from .stacks import collect_threads
 
+POST_MORTEM_VARIABLE = "RAYDEBUG_POST_MORTEM"
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 
 
@@ -80,6 +81,7 @@ class Agent:
         self._sessions: dict[str, ParkedThread] = {}
         self._client_attached = False
         self._client_ready = False
+        self._post_mortem_set = False  # RAYDEBUG_POST_MORTEM is ours (an IDE's filter)
         # Cluster breakpoints (issue 17): armed without pydevd; a hit pauses as a session.
         # While a client debugs this process, its pydevd has the same breakpoints (the
         # hub sends them to every child session), so the armed ones stand down.
@@ -128,6 +130,18 @@ class Agent:
             say(f"ignored the hub's breakpoints ({type(error).__name__}: {error})")
             return
         self.breakpoints.arm(wanted)
+        self._post_mortem_for_ide("uncaught" in wanted.exceptions)
+
+    def _post_mortem_for_ide(self, wanted: bool) -> None:
+        """The IDE's "uncaught" exception filter: what ``RAYDEBUG_POST_MORTEM=1`` does,
+        while it is set (Ray's post-mortem hook reads the variable at each task's failure;
+        processes started meanwhile inherit it). A variable the user set stays."""
+        if wanted and POST_MORTEM_VARIABLE not in os.environ:
+            os.environ[POST_MORTEM_VARIABLE] = "1"
+            self._post_mortem_set = True
+        elif not wanted and self._post_mortem_set:
+            os.environ.pop(POST_MORTEM_VARIABLE, None)
+            self._post_mortem_set = False
 
     def _post_logpoint(self, text: str, frame: FrameType) -> None:
         task = live.current_activity().get("task_name")  # a Ray worker's process title
