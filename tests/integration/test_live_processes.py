@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -273,3 +274,62 @@ def test_without_raydebug_live_nothing_links(hub, tmp_path, live):
     assert proc.stdout.readline().strip() == "up"
     time.sleep(0.5)
     assert hub.get("/api/processes") == []
+
+
+def test_a_process_started_before_its_hub_says_so_once_and_links_when_it_comes(tmp_path):
+    with socket.socket() as probe:  # a free port, for the hub that is not there yet
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script = write_script(tmp_path, "early.py", """
+        import sys, time
+        print("up", flush=True)
+        sys.stdin.readline()
+        """)
+    env = {**os.environ, "RAYDEBUG_LIVE": "1", "RAYDEBUG_HUB": f"127.0.0.1:{port}",
+           "RAYDEBUG_TOKEN": "test-token"}
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hub = None
+    try:
+        assert read_line(proc).strip() == "up"
+        time.sleep(1.5)  # a few retries with the hub down
+        hub = start_hub_on(port)
+        (listed,) = wait_processes(hub, lambda ps: len(ps) == 1, timeout=15)
+        assert listed["pid"] == proc.pid
+        _, err = proc.communicate("\n", timeout=30)
+        assert proc.returncode == 0, err
+        assert err.count("cannot reach the hub") == 1, err  # one line, not one per retry
+        assert "Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        if hub is not None:
+            hub.close()
+
+
+def test_the_live_endpoints_follow_the_client_token_and_origin_rules():
+    hub = start_hub("--client-token", "s3cret")
+    try:
+        def ask(method: str, path: str, body: Any = None, **headers: str) -> int:
+            request = urllib.request.Request(
+                f"http://{hub.client_address}{path}", method=method, headers=headers,
+                data=None if body is None else json.dumps(body).encode())
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return int(response.status)
+            except urllib.error.HTTPError as error:
+                return int(error.code)
+
+        bearer = {"Authorization": "Bearer s3cret"}
+        pause = {"selector": ["rank=1"]}
+        for path in ("/api/processes", "/api/stacks"):
+            assert ask("GET", path) == 401
+            assert ask("GET", path, **bearer) == 200
+        assert ask("POST", "/api/pause", pause) == 401
+        assert ask("POST", "/api/pause", pause, **bearer) == 400  # nothing to pause
+        assert ask("POST", "/api/pause", pause, Origin="http://evil.example", **bearer) == 403
+        assert ask("POST", "/api/pause", {"selector": "rank=1"}, **bearer) == 400
+        assert ask("GET", "/api/pause", **bearer) == 405  # POST only, and it says so
+    finally:
+        hub.close()

@@ -53,6 +53,13 @@ def spawner():
     sub = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     return forked.pid, sub.pid
 
+@ray.remote(num_cpus=0)
+class Keeper:
+    def ready(self):
+        return True
+
+keeper = Keeper.remote()
+ray.get(keeper.ready.remote())  # an idle actor: listed with its class
 print("children", *ray.get(spawner.remote()), flush=True)
 refs = [quick.remote(i) for i in range(7)] + [straggler.remote(7)]
 print("results", ray.get(refs), flush=True)
@@ -131,8 +138,12 @@ def test_a_straggler_is_found_paused_and_continued(tmp_path: Path):
 
             entry = until("the straggler's stack", lambda: straggler_entry(port))
             assert entry["process"]["task_name"] == "straggler"
-            nodes = {p["node_id"] for p in get(port, "/api/processes") if p["node_id"]}
+            listed = get(port, "/api/processes")
+            nodes = {p["node_id"] for p in listed if p["node_id"]}
             assert len(nodes) == 2  # the workers of both nodes are linked
+            keepers = [p for p in listed if p["actor_class"] == "Keeper"]
+            assert len(keepers) == 1 and keepers[0]["task_name"] is None  # idle, read now
+            assert not [p for p in listed if p["actor_class"] == "_HubActor"]  # not itself
             status, paused = post(port, "/api/pause", {"selector": ["task=straggler"]})
             assert status == 200 and paused["paused"] == [entry["process"]["id"]], paused
             sessions = until("the pause's sessions", lambda: [

@@ -87,3 +87,15 @@ def test_the_agent_dials_the_published_worker_address_and_pins_its_certificate()
 def test_raydebug_live_0_turns_the_live_link_off(monkeypatch):
     monkeypatch.setenv("RAYDEBUG_LIVE", "0")
     assert ray_integration.runtime_env()["env_vars"]["RAYDEBUG_LIVE"] == "0"
+
+
+def test_raydebug_run_no_live_reaches_the_driver():
+    import subprocess
+    import sys
+
+    code = "import os; print(os.environ.get('RAYDEBUG_LIVE'))"
+    for flags, expected in (((), "None"), (("--no-live",), "0")):
+        shown = subprocess.run([sys.executable, "-m", "raydebug", "run", *flags, "--",
+                                sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=60, check=True)
+        assert shown.stdout.strip() == expected, shown

@@ -69,20 +69,39 @@ def _forget_inherited_agent() -> None:
 _parent_pid = os.getpid()
 
 
-def _remember_parent() -> None:
+def _before_fork() -> None:
     global _parent_pid
     _parent_pid = os.getpid()  # the forking process: its child's parent
+    _link_imported.wait(FORK_WAITS_FOR_IMPORTS)
 
 
-os.register_at_fork(before=_remember_parent, after_in_child=_forget_inherited_agent)
+os.register_at_fork(before=_before_fork, after_in_child=_forget_inherited_agent)
 
 
 def start_live_link(identity: dict[str, Any] | None = None) -> None:
     """Link this process to the hub from now on, in the background (see :mod:`.live`);
-    idempotent, never raises. ``identity``: the integration's fields for its record."""
+    idempotent, never raises. ``identity``: the integration's fields for its record.
+
+    Only the link thread is started here: the agent's modules are imported, and the agent
+    made, on that thread, so that a process's start (a Ray worker's) does not wait for
+    them (~20 ms of imports; docs/design.md#live-link)."""
     live.remember(identity)
     if live.is_live():
         return
+    live.mark_started()
+    # getaddrinfo imports this codec at the first connect; imported there, a fork at that
+    # moment leaves the child a half-imported module ("unknown encoding: idna").
+    import encodings.idna  # noqa: F401
+
+    _link_imported.clear()
+    thread = threading.Thread(target=_run_live_link, name="raydebug-link", daemon=True)
+    thread.pydev_do_not_trace = True  # type: ignore[attr-defined]  # see mark_invisible
+    thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
+    thread.start()
+
+
+def _run_live_link() -> None:
+    """The link thread of a live process: make the agent, then serve its link here."""
     try:
         agent = get_agent()
     except RaydebugError as error:
@@ -91,8 +110,17 @@ def start_live_link(identity: dict[str, Any] | None = None) -> None:
     except Exception as error:  # raydebug must never break the user's program
         say(f"live link off: internal error ({type(error).__name__}: {error})")
         return
-    live.mark_started()
-    agent.link.start()
+    finally:
+        _link_imported.set()
+    agent.link.run_here()
+
+
+# Set while no link thread is importing the agent. A fork in the middle of those imports
+# would leave the child a module lock held by a thread it does not have: its own link thread
+# would wait on it forever. So a fork waits for them (milliseconds, once per process).
+_link_imported = threading.Event()
+_link_imported.set()
+FORK_WAITS_FOR_IMPORTS = 5.0
 
 
 def set_trace(*args: Any, **kwargs: Any) -> None:

@@ -117,7 +117,6 @@ class HubLink:
         self._clock = clock
         self._retry_delays = retry_delays or RETRY_DELAYS
         self._stable_after = STABLE_AFTER if stable_after is None else stable_after
-        self.connects = 0  # control connections made (statistics for tests)
         self._dispatch: dict[type[ControlMessage], Callable[[Any], None]] = {
             OpenChannel: lambda m: self._open_channel(m.channel),
             ClientReady: self._on_client_ready,
@@ -160,6 +159,16 @@ class HubLink:
                 thread.start()
                 self._thread = thread
 
+    def run_here(self) -> None:
+        """Be the link thread: serve the link on the calling thread (invisible to pydevd),
+        for good, unless another thread already does. A live process's link thread
+        (see :func:`raydebug.agent.start_live_link`) calls this."""
+        with self._start_lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.current_thread()
+        self._run()
+
     def post(self, message: ControlMessage) -> None:
         """Queue a message for the hub; sent in order once connected, dropped while not
         (the agent re-registers its live sessions after every reconnect)."""
@@ -199,6 +208,19 @@ class HubLink:
             self._serve(until=self._clock() + delay)
 
     def _connect_control(self) -> bool:
+        """One attempt; True when connected. Never raises: a bug of ours counts as a failed
+        attempt (said once), so the link thread lives on and retries."""
+        try:
+            return self._try_connect_control()
+        except Exception as error:
+            text = f"internal error connecting to the hub ({type(error).__name__}: {error})"
+            if text != self.last_error:
+                say(f"{text}; retrying in the background (pid {os.getpid()})")
+            self.last_error = text
+            self.attempted.set()
+            return False
+
+    def _try_connect_control(self) -> bool:
         try:
             if self._config.discover:
                 self._hub = None  # look it up again: it may have moved since
@@ -219,7 +241,6 @@ class HubLink:
             self._control_stream.receive_data(leftover)
         self._selector.register(sock, selectors.EVENT_READ, "control")
         self._outbox.clear()
-        self.connects += 1
         try:
             registration = self._handler.registration()
             for message in ([registration] if registration else []) \
@@ -340,7 +361,13 @@ class HubLink:
                 handle = self._dispatch.get(type(message))
                 if handle is None:
                     raise RemoteProtocolError(f"unexpected {message.TYPE!r} from the hub")
-                handle(message)
+                try:
+                    handle(message)
+                except (RaydebugError, OSError):
+                    raise  # the hub's fault, or the connection's: handled below, by _serve
+                except Exception as error:  # a bug of ours: the link (and process) go on
+                    say(f"internal error answering the hub's {message.TYPE} "
+                        f"({type(error).__name__}: {error})")
                 if self._control is None:
                     return  # the handler dropped the connection
         except RaydebugError as error:

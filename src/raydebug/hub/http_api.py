@@ -5,6 +5,7 @@
                        ``?max=N&timeout=S`` until at most N do; ``&state=waiting``
                        (or ``attached``) counts and lists only those
 ``GET /api/health``    ``{"status": "ok", ...statistics}``
+``GET /api/processes``, ``GET /api/stacks``, ``POST /api/pause``: see ``Hub._routes``
 
 One request per connection (``Connection: close``); requests are bounded in size and time.
 
@@ -165,6 +166,8 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
                      "<token>' (raydebug commands: --client-token or RAYDEBUG_CLIENT_TOKEN)"})
     elif post is not None:
         await _serve_post(reader, writer, head, post)
+    elif route is None and path in (post_routes or {}):
+        respond(writer, HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"{path} takes POST only"})
     elif route is None:
         respond(writer, HTTPStatus.NOT_FOUND,
                  {"error": f"no such resource {path!r}", "resources": sorted(routes)})

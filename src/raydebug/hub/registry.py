@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,9 +96,15 @@ class Registry:
         return process
 
     async def register_process(self, process: Process, record: dict[str, Any]) -> None:
-        """A live process says what it is (``Register``); listed from now on as such."""
+        """A live process says what it is (``Register``); listed from now on as such.
+
+        The hub's own process (the Ray hub actor's worker, which the job's setup hook links
+        too) is never listed nor asked: pausing it would stop the hub."""
         process.record = dict(record)
         process.live = True
+        if (record.get("host"), record.get("pid")) == (socket.gethostname(), os.getpid()):
+            self._processes.pop(process.id, None)
+            return
         host, pid = record.get("host"), record.get("pid")
         if isinstance(host, str) and isinstance(pid, int):
             self._by_pid[(host, pid)] = process

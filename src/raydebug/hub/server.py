@@ -309,7 +309,6 @@ class Hub:
     def _routes(self) -> dict[str, Any]:
         return {"/api/sessions": self._sessions_route, "/api/health": self._health_route,
                 "/api/processes": self._processes_route, "/api/stacks": self._stacks_route,
-                "/api/pause": self._pause_get_route,
                 "/api/breakpoints": self._breakpoints_route}
 
     def _post_routes(self) -> dict[str, Any]:
@@ -322,11 +321,11 @@ class Hub:
         processes run now is asked of them (``now=0``: not)."""
         now = query.pop("now", "1") != "0"
         selector = parse_selector(f"{k}={v}" for k, v in query.items())
-        processes = await self.queries.select(selector, activity=False)
-        if now:
+        # A term on what runs now asks everyone first; other terms pick before asking.
+        processes = await self.queries.select(selector, activity=now)
+        if now and not selector.needs_activity:
             await self.queries.refresh_activity(processes)
-        views = [self.registry.process_view(p) for p in processes]
-        return [view for view in views if selector.matches(view)]
+        return [self.registry.process_view(p) for p in processes]
 
     async def _stacks_route(self, query: dict[str, str]) -> dict[str, Any]:
         """Every thread's stack of the selected processes (``?KEY=VALUE`` terms,
@@ -350,9 +349,6 @@ class Hub:
         if not processes:
             raise self.queries.no_match(selector)
         return await self.queries.pause(processes)
-
-    async def _pause_get_route(self, query: dict[str, str]) -> dict[str, Any]:
-        raise ValueError('pause with POST /api/pause and {"selector": ["KEY=VALUE", ...]}')
 
     async def _breakpoints_route(self, query: dict[str, str]) -> dict[str, Any]:
         """Every cluster breakpoint (``raydebug break --list``)."""

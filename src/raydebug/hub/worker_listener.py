@@ -9,7 +9,8 @@ connection that does not answer within the handshake timeout is closed (an estab
 may then stay idle: a paused process waits). A worker of another protocol version is
 refused with a message naming both versions.
 Failures are logged with the peer's address and the connection is closed; nothing else on
-the hub is affected.
+the hub is affected. A live process's ``Register`` lands in the registry; its answers
+(``Stacks``, ``Paused``) go to the question waiting for them (:mod:`.processes`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,153 @@
+"""The hub's process records and its questions to them, in memory (hub/registry.py,
+hub/processes.py): lifecycle, views, parents, and fan-outs that one silent process never
+delays."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from raydebug.errors import NoProcessMatchError
+from raydebug.hub.processes import ProcessQueries
+from raydebug.hub.registry import Process, Registry
+from raydebug.protocol.control import CollectStacks, ControlMessage, Pause, Paused, Stacks
+from raydebug.selectors import parse
+from raydebug.session import PausedThread
+
+
+def record(session_id: str) -> PausedThread:
+    return PausedThread(id=session_id, pid=1, host="h", file="f.py", line=1, function="f",
+                        reason="pause")
+
+
+class Answering:
+    """A process's send(): answers each question at once (or never, when ``silent``)."""
+
+    def __init__(self, queries: ProcessQueries, silent: bool = False) -> None:
+        self.queries = queries
+        self.silent = silent
+        self.process: Process | None = None
+        self.asked: list[ControlMessage] = []
+
+    def __call__(self, message: ControlMessage) -> None:
+        self.asked.append(message)
+        if self.silent:
+            return
+        assert self.process is not None
+        answer: Stacks | Paused
+        if isinstance(message, CollectStacks):
+            answer = Stacks(request_id=message.request_id, threads=[{"id": 1, "frames": []}],
+                            now={"task_name": "train"})
+        else:
+            assert isinstance(message, Pause)
+            answer = Paused(request_id=message.request_id)
+        asyncio.get_running_loop().call_soon(self.queries.answer, self.process, answer)
+
+
+async def linked(registry: Registry, queries: ProcessQueries, pid: int, rank: str,
+                 silent: bool = False, **fields: object) -> Process:
+    send = Answering(queries, silent)
+    process = registry.add_process({"pid": pid}, f"peer{pid}", send)
+    send.process = process
+    await registry.register_process(process, {"pid": pid, "host": "node", "argv": ["x"],
+                                              "labels": {"RANK": rank}, **fields})
+    return process
+
+
+def test_a_process_is_paused_while_it_has_sessions_and_gone_when_lost():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        process = await linked(registry, queries, 10, "0")
+        (view,) = registry.processes()
+        assert (view["state"], view["sessions"], view["live"]) == ("running", [], True)
+        await registry.add_session(process, record("s1"))
+        await registry.add_session(process, record("s2"))
+        assert registry.processes()[0]["state"] == "paused"
+        await registry.end_session(process, "s1")
+        assert registry.processes()[0]["state"] == "paused"  # one session left
+        await registry.end_session(process, "s2")
+        assert registry.processes()[0]["state"] == "running"
+        await registry.remove_process(process)
+        assert process.state.value == "gone" and registry.processes() == []
+
+    asyncio.run(scenario())
+
+
+def test_a_child_names_its_linked_parent():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        parent = await linked(registry, queries, 10, "0")
+        await linked(registry, queries, 11, "0", parent_pid=10)
+        await linked(registry, queries, 12, "0", parent_pid=99)  # its parent is not linked
+        parents = {view["pid"]: view["parent"] for view in registry.processes()}
+        assert parents == {10: None, 11: parent.id, 12: None}
+
+    asyncio.run(scenario())
+
+
+def test_a_silent_process_is_listed_unanswered_and_delays_no_one_beyond_the_timeout():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        processes = [await linked(registry, queries, 10 + rank, str(rank), silent=rank == 2)
+                     for rank in range(4)]
+        started = time.monotonic()
+        stacks = await queries.stacks(processes, with_locals=False, timeout=0.3)
+        took = time.monotonic() - started
+        assert 0.25 <= took < 1.0  # one timeout for all, not one each
+        answered = {entry["process"]["labels"]["RANK"]: entry["answered"] for entry in stacks}
+        assert answered == {"0": True, "1": True, "2": False, "3": True}
+        silent = stacks[2]
+        assert silent["threads"] == [] and "no answer within 0.3s" in silent["reason"]
+        assert stacks[0]["process"]["task_name"] == "train"  # what it runs now, as it answered
+
+    asyncio.run(scenario())
+
+
+def test_a_lost_process_fails_its_questions_at_once():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        process = await linked(registry, queries, 10, "0", silent=True)
+        asking = asyncio.ensure_future(queries.stacks([process], False, timeout=5))
+        await asyncio.sleep(0.01)
+        await registry.remove_process(process)
+        queries.lost(process)
+        (entry,) = await asyncio.wait_for(asking, 1)
+        assert entry["answered"] is False and entry["reason"] == "its connection closed"
+
+    asyncio.run(scenario())
+
+
+def test_pause_asks_running_processes_only_and_selectors_that_match_nothing_say_so():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        running = await linked(registry, queries, 10, "0")
+        paused = await linked(registry, queries, 11, "1")
+        await registry.add_session(paused, record("s1"))
+        result = await queries.pause([running, paused])
+        assert result == {"paused": [running.id], "already_paused": [paused.id],
+                          "failed": {}}
+        assert await queries.select(parse(["rank=1"])) == [paused]
+        assert await queries.select(parse(["task=train"])) == []  # not Ray workers: not asked
+        error = queries.no_match(parse(["rank=7"]))
+        assert isinstance(error, NoProcessMatchError)
+        assert str(error) == "no process matches rank=7"
+        assert error.known == [f"{running.id} pid 10 on node running RANK=0",
+                               f"{paused.id} pid 11 on node paused RANK=1"]
+
+    asyncio.run(scenario())
+
+
+def test_task_selectors_ask_ray_processes_what_they_run_now():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        worker = await linked(registry, queries, 10, "0", worker_id="w1")
+        await linked(registry, queries, 11, "1")
+        assert await queries.select(parse(["task=train"])) == [worker]
+
+    asyncio.run(scenario())
