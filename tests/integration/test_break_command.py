@@ -18,10 +18,11 @@ import os, sys
 def step(i):
     return i * 2  # breakpoint line
 
-input()  # the test says when it is linked and armed
-for i in range(5):
-    step(i)
-print("ran", flush=True)
+for _ in range(2):  # breakpoints, then a logpoint on the same line
+    input()  # the test says when it is linked and armed
+    for i in range(5):
+        step(i)
+    print("ran", flush=True)
 input()  # the test says when the breakpoints are cleared
 import time
 from raydebug.agent import get_agent
@@ -67,6 +68,19 @@ def test_break_list_clear(hub: HubProcess, tmp_path: Path):
     assert (session["pid"], session["line"], session["reason"]) == (
         procs[1].pid, line, "breakpoint")
     assert hub.evaluate_and_detach(session["id"], "i") == "3"
+    for proc in procs:
+        assert read_line(proc).strip() == "ran"
+    logged = raydebug(hub, f"{script}:{line}", "--log", "step {i} on {RANK}")
+    assert "log 'step {i} on {RANK}'" in logged.stdout, logged
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("\n")  # the loop again: logging, not pausing
+        proc.stdin.flush()
+    follow = subprocess.run([sys.executable, "-m", "raydebug", "logs", "--hub",
+                             hub.client_address, "--follow", "--timeout", "3"],
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    got = sorted(text.split("] ", 1)[1] for text in follow.stdout.splitlines())
+    assert got == sorted(f"step {i} on {rank}" for i in range(5) for rank in (1, 2)), follow
     for proc in procs:
         assert read_line(proc).strip() == "ran"
     listed = raydebug(hub, "--list")

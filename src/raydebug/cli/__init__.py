@@ -11,7 +11,7 @@ import sys
 import click
 
 from ..errors import RaydebugError
-from .breakpoints import break_command
+from .breakpoints import break_command, logs_command
 from .hub_command import hub
 from .output import error
 from .run_command import run
@@ -48,7 +48,7 @@ def help_command(ctx: click.Context, command: str | None) -> None:
 
 
 for _command in (hub, run, list_command, vscode, attach, hub_address, tunnel,
-                 break_command):
+                 break_command, logs_command):
     cli.add_command(_command)
 
 

@@ -4,7 +4,7 @@
 and as processes start (the hub's ``POST /api/breakpoints``); ``--log MESSAGE`` makes it a
 logpoint. ``--list`` shows every cluster breakpoint, an IDE's included; ``--clear`` removes
 those set from the terminal (an IDE's belong to it). ``raydebug attach --follow`` then takes
-each hit in turn.
+each hit in turn, and ``raydebug logs [--follow]`` prints the logpoints' lines.
 """
 
 from __future__ import annotations
@@ -57,6 +57,32 @@ def format_breakpoints(listing: list[dict[str, Any]]) -> str:
         who = "terminal" if entry.get("client") == "terminal" else "IDE"
         lines.append(f"{text}  [{state}] ({who})")
     return "\n".join(lines)
+
+
+@click.command("logs")
+@HUB_OPTION
+@RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines as they come.")
+@click.option("--timeout", default=0.0, metavar="SECONDS",
+              help="With --follow: stop after this many seconds without a line (0: never).")
+def logs_command(hub: str | None, ray_address: str | None, client_token: str | None,
+                 follow: bool, timeout: float) -> None:
+    """Print the cluster's logpoint lines (the last 1,000 the hub kept), then, with
+    --follow, each new one: ``[task, rank 3, pid 4242] text``."""
+    address = locate_hub(hub, ray_address).address
+    after, first = 0, True
+    while True:
+        wait = 0.0 if first else (timeout or 60.0)  # 60 s: one long poll, then the next
+        answer = get_json(address, f"/api/logpoints?after={after}&timeout={wait:g}",
+                          timeout=wait + 10.0, token=client_token)
+        lines = answer.get("lines") or []
+        for _number, text in lines:
+            click.echo(text, nl=False)
+        after = int(answer.get("last") or after)
+        if not follow or (not first and not lines and timeout):
+            return
+        first = False
 
 
 @click.command("break")

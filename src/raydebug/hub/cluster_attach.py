@@ -30,6 +30,8 @@ The client connection starts a cluster attach and hands it the client as a
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -53,6 +55,7 @@ OFFER_TIMEOUT = 10.0
 # dropped) is offered again, this many times in all.
 OFFER_TRIES = 3
 TELL_INTERVAL = 5.0
+KEPT_LINES = 1000  # logpoint lines the hub keeps for `raydebug logs`
 TERMINAL = "terminal"  # the cluster breakpoints' client that `raydebug break` speaks for
 
 
@@ -101,6 +104,10 @@ class ClusterAttaches:
         self._parents: dict[str, _LiveClusterAttach] = {}
         self.cluster = cluster_breakpoints.ClusterBreakpointSet()
         self._push = push or (lambda wire: None)
+        # The last logpoint lines, numbered, for `raydebug logs` (GET /api/logpoints).
+        self._lines: collections.deque[tuple[int, str]] = collections.deque(maxlen=KEPT_LINES)
+        self._line_count = 0
+        self._new_line = asyncio.Event()
 
     def add(self, host: str | None, say: Callable[[str], None],
             send_event: Callable[[Event], None] | None = None
@@ -169,10 +176,23 @@ class ClusterAttaches:
         self.changed()
         return self.breakpoints_view()
 
+    async def wait_logpoint_lines(self, after: int, timeout: float) -> dict[str, Any]:
+        """``{"lines": [[n, text], ...], "last": n}``: the kept lines numbered after ``after``,
+        waiting up to ``timeout`` seconds for one when there is none yet."""
+        if self._line_count <= after and timeout > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._new_line.wait(), timeout)
+        return {"lines": [[n, text] for n, text in self._lines if n > after],
+                "last": self._line_count}
+
     def logpoint(self, who: str, output: LogpointOutput) -> None:
         """A logpoint's text from the process described by ``who`` (see
         :func:`process_prefix`): an ``output`` event on every parent's debug console."""
         body: dict[str, Any] = {"category": "console", "output": f"[{who}] {output.text}\n"}
+        self._line_count += 1
+        self._lines.append((self._line_count, body["output"]))
+        self._new_line.set()
+        self._new_line = asyncio.Event()
         if output.path and output.line:
             body.update(source={"path": output.path}, line=output.line)
         for parent in self._parents.values():

@@ -309,7 +309,8 @@ class Hub:
     def _routes(self) -> dict[str, Any]:
         return {"/api/sessions": self._sessions_route, "/api/health": self._health_route,
                 "/api/processes": self._processes_route, "/api/stacks": self._stacks_route,
-                "/api/breakpoints": self._breakpoints_route}
+                "/api/breakpoints": self._breakpoints_route,
+                "/api/logpoints": self._logpoints_route}
 
     def _post_routes(self) -> dict[str, Any]:
         """Routes that take a JSON body (``POST``); called with the parsed body."""
@@ -349,6 +350,11 @@ class Hub:
         if not processes:
             raise self.queries.no_match(selector)
         return await self.queries.pause(processes)
+
+    async def _logpoints_route(self, query: dict[str, str]) -> dict[str, Any]:
+        """Logpoint lines numbered after ``after`` (``raydebug logs``); ``timeout`` long-polls."""
+        return await self.cluster_attaches.wait_logpoint_lines(
+            int(query.get("after", "0")), min(float(query.get("timeout", "0")), MAX_LONG_POLL))
 
     async def _breakpoints_route(self, query: dict[str, str]) -> dict[str, Any]:
         """Every cluster breakpoint (``raydebug break --list``)."""
