@@ -63,6 +63,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("_pydevd_bundle.pydevd_comm_constants", "CMD_SET_BREAK"),
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "update_monitor_events"),
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "restart_events"),
+    ("_pydevd_sys_monitoring._pydevd_sys_monitoring", "_thread_local_info"),
     ("PyDB", "apply_files_filter"),
     ("PyDB", "do_wait_suspend"),
     ("PyDB", "get_internal_queue_and_event"),

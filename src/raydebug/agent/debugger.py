@@ -177,6 +177,8 @@ class Debugger:
             pydevd_sys_monitoring.restart_events()
         py_db.set_suspend(thread, CMD_SET_BREAK)
         py_db.do_wait_suspend(thread, frame, "line", None)
+        if sys.version_info >= (3, 12):
+            _skip_pydevd_line_event(frame)
 
     def pausable_threads(self, skip: set[int]) -> list[tuple[threading.Thread, FrameType]]:
         """The Python threads a pause would suspend, with their current frames: every
@@ -266,3 +268,17 @@ class Debugger:
         reset_pydevd_after_fork(self._py_db)
         self._suspensions.restore_after_fork()
         self._py_db = None
+
+
+def _skip_pydevd_line_event(frame: FrameType) -> None:
+    """After a stop in our ``sys.monitoring`` callback (3.12+): pydevd's tool, whose line
+    events on this code an earlier session left on, is called for the same event after ours
+    and would stop at the same line again (a step "ran on" to it, a continue stopped twice).
+    pydevd's own guard against a line seen twice takes it out (``f_disable_next_line_if_match``,
+    compared with ``is``: it works for lines up to 256, Python's cached ints)."""
+    for name in ("_pydevd_sys_monitoring._pydevd_sys_monitoring_cython",
+                 "_pydevd_sys_monitoring._pydevd_sys_monitoring"):
+        local = getattr(sys.modules.get(name), "_thread_local_info", None)
+        if local is not None:
+            local.f_disable_next_line_if_match = (frame.f_code.co_filename, frame.f_lineno)
+
