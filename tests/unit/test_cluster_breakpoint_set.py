@@ -180,6 +180,9 @@ class NoBackend:
     def active(self) -> bool:
         return self.installed
 
+    def forget_after_fork(self) -> None:
+        self.installed = False
+
 
 def test_a_hit_counts_logs_and_pauses_once_per_thread():
     hits: list[int] = []

@@ -280,6 +280,9 @@ class Agent:
         makes an agent of its own). Nothing is sent: the connections are the parent's."""
         self.link.close_inherited()
         self.debugger.reset_after_fork()
+        # The parent's armed callbacks would pause through this abandoned agent: the
+        # child's own agent arms the cluster's set when its link connects.
+        self.breakpoints.forget_after_fork()
 
     # -- LinkHandler: called on the link thread ---------------------------------------------
 

@@ -245,6 +245,15 @@ class ArmedBreakpoints:
             if self._table.by_file or self._table.functions:
                 self._backend.install(self)
 
+    def forget_after_fork(self) -> None:
+        """In a fork child: disarm what the parent armed (another thread of the parent may
+        have held a lock at the fork: fresh ones first)."""
+        self._lock = threading.Lock()
+        self._in_hit = set()
+        self._table = _Table()
+        self._client_path = {}
+        self._backend.forget_after_fork()
+
     def report_loaded(self) -> None:
         """Tell ``on_loaded`` the client paths whose code is loaded here and not told yet
         (modules in ``sys.modules``, and the code of every thread's frames)."""

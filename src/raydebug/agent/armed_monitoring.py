@@ -60,6 +60,10 @@ class MonitoringBackend:
                         self._watch_locked(frame.f_code)
                     frame = frame.f_back
 
+    def forget_after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self.remove()
+
     def remove(self) -> None:
         monitoring: Any = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
         with self._lock:

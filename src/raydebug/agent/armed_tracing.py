@@ -63,6 +63,10 @@ class TracingBackend:
                         armed.note_code_loaded(frame.f_code)
                     frame = frame.f_back
 
+    def forget_after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self.remove()
+
     def remove(self) -> None:
         with self._lock:
             if self._installed is None:

@@ -43,3 +43,7 @@ class Backend(Protocol):
 
     def active(self) -> bool:
         """Whether anything is installed in the interpreter now."""
+
+    def forget_after_fork(self) -> None:
+        """In a fork child: :meth:`remove`, with locks of its own (the parent's threads
+        are gone, and a lock one of them held stays held)."""
