@@ -58,6 +58,13 @@ INTERNALS: list[tuple[str, str]] = [
     ("source:pydevd.PyDB", "thread.stop_reason"),
     # stops and suspensions (agent/debugger.py, agent/suspensions.py, agent/returns.py)
     ("PyDB", "trigger_exception_handler"),
+    # a cluster breakpoint's stop (Debugger.stop_here; the arm itself uses no pydevd)
+    ("PyDB", "set_trace_for_frame_and_parents"),
+    ("PyDB", "set_suspend"),
+    ("_pydevd_bundle.pydevd_comm_constants", "CMD_SET_BREAK"),
+    ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "update_monitor_events"),
+    ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "restart_events"),
+    ("_pydevd_sys_monitoring._pydevd_sys_monitoring", "_thread_local_info"),
     ("PyDB", "apply_files_filter"),
     ("PyDB", "do_wait_suspend"),
     ("PyDB", "get_internal_queue_and_event"),

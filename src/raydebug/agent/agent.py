@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import Any
 
 from ..protocol.control import (
     END_MOVED,
@@ -35,8 +36,10 @@ from ..protocol.control import (
     END_RESUMED,
     END_RETURNED,
     END_TIMEOUT,
+    BreakpointsLoaded,
     CollectStacks,
     ControlMessage,
+    LogpointOutput,
     Pause,
     Paused,
     Register,
@@ -46,14 +49,16 @@ from ..protocol.control import (
 )
 from ..session import REASON_PAUSE, PausedThread
 from . import live
+from .armed_breakpoints import ArmedBreakpoints, BreakpointSet
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
-from .metadata import innermost_frame, record_for_frame
+from .metadata import innermost_frame, process_labels, ray_fields, record_for_frame
 from .report import say
 from .returns import ReturnWatcher
 from .stacks import collect_threads
 
+POST_MORTEM_VARIABLE = "RAYDEBUG_POST_MORTEM"
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 
 
@@ -78,8 +83,18 @@ class Agent:
         self._client_attached = False
         self._client_ready = False
         self._hub_closed: str | None = None  # why the hub went away for good, until a new one
+        self._post_mortem_set = False  # RAYDEBUG_POST_MORTEM is ours (an IDE's filter)
+        # Cluster breakpoints (issue 17): armed without pydevd; a hit pauses as a session.
+        # While a client debugs this process, its pydevd has the same breakpoints (the
+        # hub sends them to every child session), so the armed ones stand down.
+        self.breakpoints = ArmedBreakpoints(
+            on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
+            labels=lambda: {**process_labels(), **live.labels()},
+            remote_root=_remote_root, on_loaded=self._post_loaded,
+            standing_down=lambda: self._client_attached)
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
-                                 on_resumed=self._on_thread_resumed)
+                                 on_resumed=self._on_thread_resumed,
+                                 on_untraced=self.breakpoints.reinstall)
         self.returns = ReturnWatcher(self.debugger.is_suspended, self._on_returned,
                                      self.debugger.returns_to_other_code,
                                      self.debugger.cancel_step)
@@ -94,6 +109,49 @@ class Agent:
         under_client = self._wait_for_client(record)
         if under_client is not None:
             self.debugger.stop_at(frame, under_client=under_client)
+
+    def pause_at_breakpoint(self, frame: FrameType) -> None:
+        """A cluster breakpoint was hit: stop at ``frame``'s current line, before it runs,
+        once a client is ready (reason ``breakpoint``, as a ``breakpoint()``)."""
+        record = record_for_frame(frame)
+        self.returns.follow(record.id, threading.get_ident(), frame)
+        under_client = self._wait_for_client(record)
+        if under_client is not None:
+            self.debugger.stop_here(frame, under_client=under_client)
+            if not self._client_attached:
+                # Resumed by a departing client: pydevd's tracing (which replaced ours
+                # in every thread on 3.10/3.11) stays until the keeper removes it.
+                self.breakpoints.reinstall()
+
+    def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None:
+        """The hub's ``ArmBreakpoints`` (on the link thread): make them this process's
+        cluster breakpoints. A malformed set is said on stderr; the old one stays armed."""
+        try:
+            wanted = BreakpointSet.from_wire(breakpoints)
+        except (KeyError, TypeError, ValueError) as error:
+            say(f"ignored the hub's breakpoints ({type(error).__name__}: {error})")
+            return
+        self.breakpoints.arm(wanted)
+        self._post_mortem_for_ide("uncaught" in wanted.exceptions)
+
+    def _post_mortem_for_ide(self, wanted: bool) -> None:
+        """The IDE's "uncaught" exception filter: what ``RAYDEBUG_POST_MORTEM=1`` does,
+        while it is set (Ray's post-mortem hook reads the variable at each task's failure;
+        processes started meanwhile inherit it). A variable the user set stays."""
+        if wanted and POST_MORTEM_VARIABLE not in os.environ:
+            os.environ[POST_MORTEM_VARIABLE] = "1"
+            self._post_mortem_set = True
+        elif not wanted and self._post_mortem_set:
+            os.environ.pop(POST_MORTEM_VARIABLE, None)
+            self._post_mortem_set = False
+
+    def _post_logpoint(self, text: str, frame: FrameType) -> None:
+        task = live.current_activity().get("task_name")  # a Ray worker's process title
+        self.link.post(LogpointOutput(text=text, path=frame.f_code.co_filename,
+                                      line=frame.f_lineno, task=str(task or "")))
+
+    def _post_loaded(self, paths: list[str]) -> None:
+        self.link.post(BreakpointsLoaded(paths=paths))
 
     def pause_on_exception(self, exc_info: ExcInfo) -> None:
         """Post-mortem: freeze in the frame that raised; return when the client resumes."""
@@ -232,6 +290,9 @@ class Agent:
         makes an agent of its own). Nothing is sent: the connections are the parent's."""
         self.link.close_inherited()
         self.debugger.reset_after_fork()
+        # The parent's armed callbacks would pause through this abandoned agent: the
+        # child's own agent arms the cluster's set when its link connects.
+        self.breakpoints.forget_after_fork()
 
     # -- LinkHandler: called on the link thread ---------------------------------------------
 
@@ -333,3 +394,9 @@ class Agent:
         us ``ClientGone``: registering the session again after that keeps it listed.
         """
         self.link.post(SessionStarted(session=session.record.to_dict()))
+
+
+def _remote_root() -> str | None:
+    """Where Ray's working_dir is on this node, if this process runs in one."""
+    root = ray_fields().get("remote_root")
+    return root if isinstance(root, str) else None

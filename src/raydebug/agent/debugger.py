@@ -42,12 +42,13 @@ class Debugger:
     """pydevd inside this process. Thread-safe; :meth:`ensure_started` is idempotent.
 
     ``on_suspended(ident, frame)`` runs on a thread as it suspends in pydevd,
-    ``on_resumed(ident)`` as it runs again.
+    ``on_resumed(ident)`` as it runs again, ``on_untraced()`` after pydevd's tracing was
+    removed (on the tracing keeper's thread).
     """
 
     def __init__(
         self, on_suspended: Callable[[int, FrameType | None], None],
-        on_resumed: Callable[[int], None]
+        on_resumed: Callable[[int], None], on_untraced: Callable[[], None] | None = None
     ) -> None:
         self._on_suspended = on_suspended
         self._on_resumed = on_resumed
@@ -56,7 +57,7 @@ class Debugger:
         self._py_db: Any = None
         self._start_error: Exception | None = None
         self._suspensions = Suspensions()
-        self._tracing = TracingKeeper(self._start_lock, self._suspensions)
+        self._tracing = TracingKeeper(self._start_lock, self._suspensions, on_untraced)
 
     def ensure_started(self) -> None:
         """Start pydevd if it is not running (the first time takes ~150 ms); idempotent.
@@ -157,6 +158,37 @@ class Debugger:
                 notify_stdin=False,
             )
 
+    def stop_here(self, frame: FrameType, under_client: bool = False) -> None:
+        """Suspend the current thread now, in ``frame`` at its current line, before that line
+        runs (a cluster breakpoint's hit: see :mod:`.armed_breakpoints`); block until resumed.
+
+        What pydevd's own tracer does at a breakpoint (``set_suspend`` + ``do_wait_suspend``),
+        after putting its tracing on ``frame`` and its callers, so that a step afterwards goes
+        on in pydevd. Called from inside a trace function or a ``sys.monitoring`` callback.
+        """
+        import pydevd
+        from _pydevd_bundle.pydevd_comm_constants import CMD_SET_BREAK
+
+        thread = threading.current_thread()
+        self._suspensions.about_to_stop(thread.ident or 0, under_client, frame)
+        with self._start_lock:
+            self._tracing.arm_locked()
+            pydevd.settrace(suspend=False, trace_only_current_thread=True,
+                            patch_multiprocessing=False, notify_stdin=False)
+        py_db = self._py_db
+        py_db.set_trace_for_frame_and_parents(thread.ident, frame)
+        if sys.version_info >= (3, 12):
+            # What pydevd.settrace(suspend=True) does last: lines that pydevd's tool
+            # disabled in an earlier session report to it again (or a step skips them).
+            from _pydevd_sys_monitoring import pydevd_sys_monitoring
+
+            pydevd_sys_monitoring.update_monitor_events(suspend_requested=True)
+            pydevd_sys_monitoring.restart_events()
+        py_db.set_suspend(thread, CMD_SET_BREAK)
+        py_db.do_wait_suspend(thread, frame, "line", None)
+        if sys.version_info >= (3, 12):
+            _skip_pydevd_line_event(frame)
+
     def pausable_threads(self, skip: set[int]) -> list[tuple[threading.Thread, FrameType]]:
         """The Python threads a pause would suspend, with their current frames: every
         thread but raydebug's and pydevd's own, and those in ``skip`` (pydevd started)."""
@@ -245,3 +277,17 @@ class Debugger:
         reset_pydevd_after_fork(self._py_db)
         self._suspensions.restore_after_fork()
         self._py_db = None
+
+
+def _skip_pydevd_line_event(frame: FrameType) -> None:
+    """After a stop in our ``sys.monitoring`` callback (3.12+): pydevd's tool, whose line
+    events on this code an earlier session left on, is called for the same event after ours
+    and would stop at the same line again (a step "ran on" to it, a continue stopped twice).
+    pydevd's own guard against a line seen twice takes it out (``f_disable_next_line_if_match``,
+    compared with ``is``: it works for lines up to 256, Python's cached ints)."""
+    for name in ("_pydevd_sys_monitoring._pydevd_sys_monitoring_cython",
+                 "_pydevd_sys_monitoring._pydevd_sys_monitoring"):
+        local = getattr(sys.modules.get(name), "_thread_local_info", None)
+        if local is not None:
+            local.f_disable_next_line_if_match = (frame.f_code.co_filename, frame.f_lineno)
+

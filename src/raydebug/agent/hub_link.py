@@ -32,6 +32,7 @@ from ..errors import (
 from ..protocol.control import (
     ROLE_CONTROL,
     ROLE_DATA,
+    ArmBreakpoints,
     Challenge,
     ChannelFailed,
     ClientGone,
@@ -75,6 +76,7 @@ class LinkHandler(Protocol):
     def live_sessions(self) -> list[SessionStarted]: ...
     def collect_stacks(self, request: CollectStacks) -> ControlMessage: ...
     def pause(self, request: Pause) -> ControlMessage: ...
+    def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None: ...
     def prepare_client(self) -> None: ...
     def serve_client(self, sock: socket.socket) -> None: ...
     def on_client_attached(self) -> None: ...
@@ -125,6 +127,7 @@ class HubLink:
             CollectStacks: lambda m: self._answer(self._handler.collect_stacks(m)),
             Pause: lambda m: self._answer(self._handler.pause(m)),
             HubClosing: self._on_hub_closing,
+            ArmBreakpoints: lambda m: self._handler.arm_breakpoints(m.breakpoints),
         }
         # Where the hub is; resolved again on every reconnect when discovered through Ray
         # (a restarted hub may have moved).

@@ -25,6 +25,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -54,9 +55,13 @@ class TracingKeeper:
     tracing is never changed while pydevd starts). Thread-safe.
     """
 
-    def __init__(self, lock: threading.Lock, suspensions: Suspensions) -> None:
+    def __init__(self, lock: threading.Lock, suspensions: Suspensions,
+                 on_untraced: Callable[[], None] | None = None) -> None:
         self._lock = lock
         self._suspensions = suspensions
+        # After each removal (lock held; it must not take it): removing pydevd's trace
+        # function removed every other one too (cluster breakpoints' on 3.10/3.11 go back).
+        self._on_untraced = on_untraced or (lambda: None)
         self._py_db: Any = None
         self._traced = False  # pydevd's tracing is installed in the process's threads
         self._untraced = threading.Event()  # set while tracing is off
@@ -120,6 +125,7 @@ class TracingKeeper:
                         if followups:
                             followups.pop(0)
                             remove_tracing(self._py_db)
+                            self._on_untraced()
                         continue
                     followups = []
                     need = self._needs_tracing()
@@ -129,6 +135,7 @@ class TracingKeeper:
                         recheck = RECHECK_SECONDS
                     elif need is None:
                         remove_tracing(self._py_db)
+                        self._on_untraced()
                         self._traced = False
                         self._untraced.set()
                         followups = list(FOLLOWUP_SECONDS)

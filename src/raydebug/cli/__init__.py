@@ -11,6 +11,7 @@ import sys
 import click
 
 from ..errors import RaydebugError
+from .breakpoints import break_command, logs_command
 from .hub_command import hub
 from .live_commands import pause, ps, stacks
 from .output import error
@@ -49,7 +50,7 @@ def help_command(ctx: click.Context, command: str | None) -> None:
 
 
 for _command in (hub, run, list_command, vscode, attach, ps, stacks, pause, hub_address,
-                 tunnel, web):
+                 tunnel, web, break_command, logs_command):
     cli.add_command(_command)
 
 

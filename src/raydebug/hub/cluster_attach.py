@@ -10,7 +10,10 @@ opens a new connection with it, which the hub routes like any other attach.
 
 One child per process at a time: pydevd serves one client per process, and that client
 sees all its paused threads. Breakpoints the user sets on the parent are kept here and sent
-to each child's pydevd right after its attach. The parent has no threads of its own;
+to each child's pydevd right after its attach. They are also the cluster's breakpoints
+(:mod:`.cluster_breakpoints`): pushed to every linked process, which arms them without
+pydevd and pauses as a session when one is hit; a logpoint's text comes back as an
+``output`` event on every parent, prefixed with the process. The parent has no threads of its own;
 ``terminate`` (then ``disconnect``) on it ends the parent only, and no worker is killed.
 
 Children and the per-address connection limit. Every child connection comes from the IDE's
@@ -27,6 +30,8 @@ The client connection starts a cluster attach and hands it the client as a
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -34,7 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import Event, Request
+from ..protocol.control import ArmBreakpoints, LogpointOutput
 from ..session import SessionState
+from . import cluster_breakpoints
 from .client_peer import ClientPeer
 from .registry import HubSession, Registry
 
@@ -48,6 +55,8 @@ OFFER_TIMEOUT = 10.0
 # dropped) is offered again, this many times in all.
 OFFER_TRIES = 3
 TELL_INTERVAL = 5.0
+KEPT_LINES = 1000  # logpoint lines the hub keeps for `raydebug logs`
+TERMINAL = "terminal"  # the cluster breakpoints' client that `raydebug break` speaks for
 
 
 @dataclass
@@ -70,6 +79,7 @@ class _LiveClusterAttach:
     breakpoints: ClusterBreakpoints
     host: str | None  # the client's address
     say: Callable[[str], None]  # a line on the parent's debug console
+    send_event: Callable[[Event], None] = lambda event: None
     told_at: float = float("-inf")
     untold: int = 0  # refusals not said, to keep a flood out of the console
 
@@ -85,19 +95,108 @@ class _LiveClusterAttach:
 
 class ClusterAttaches:
     """Live parents by key, so a child connection can find its parent's breakpoints, and
-    the hub can tell the user about refused connections in the parent's debug console."""
+    the hub can tell the user about refused connections in the parent's debug console.
 
-    def __init__(self) -> None:
+    Also the cluster's breakpoint set (``cluster``), which ``push(wire)`` sends to every
+    linked process each time it changes (the hub's; by default nobody is told)."""
+
+    def __init__(self, push: Callable[[dict[str, Any]], None] | None = None) -> None:
         self._parents: dict[str, _LiveClusterAttach] = {}
+        self.cluster = cluster_breakpoints.ClusterBreakpointSet()
+        self._push = push or (lambda wire: None)
+        # The last logpoint lines, numbered, for `raydebug logs` (GET /api/logpoints).
+        self._lines: collections.deque[tuple[int, str]] = collections.deque(maxlen=KEPT_LINES)
+        self._line_count = 0
+        self._new_line = asyncio.Event()
 
-    def add(self, host: str | None, say: Callable[[str], None]) -> tuple[str, ClusterBreakpoints]:
+    def add(self, host: str | None, say: Callable[[str], None],
+            send_event: Callable[[Event], None] | None = None
+            ) -> tuple[str, ClusterBreakpoints]:
         """Register a parent of a client at ``host``; return its key and its breakpoints."""
         key = secrets.token_hex(8)
         self._parents[key] = _LiveClusterAttach(ClusterBreakpoints(), host, say)
+        if send_event is not None:
+            self._parents[key].send_event = send_event
         return key, self._parents[key].breakpoints
 
     def remove(self, key: str) -> None:
+        """A parent ended: its breakpoints leave the cluster's set."""
         self._parents.pop(key, None)
+        if self.cluster.clear(key):
+            self.changed()
+
+    # -- the cluster's breakpoints ------------------------------------------------------------
+
+    def changed(self) -> None:
+        """The cluster's set changed: every linked process gets it."""
+        self._push(self.cluster.wire())
+
+    def arm_message(self) -> ArmBreakpoints | None:
+        """What a process that just connected is sent, if there are breakpoints."""
+        return None if self.cluster.empty else ArmBreakpoints(breakpoints=self.cluster.wire())
+
+    def loaded(self, paths: list[str]) -> None:
+        """A process has code of these client paths loaded: their breakpoints are verified."""
+        for key, views in self.cluster.loaded(paths).items():
+            parent = self._parents.get(key)
+            if parent is None:
+                continue  # raydebug break's own breakpoints: nobody to tell
+            for view in views:
+                parent.send_event(Event(seq=0, event="breakpoint", body={
+                    "reason": "changed", "breakpoint": view}))
+
+    def breakpoints_view(self) -> dict[str, Any]:
+        """``GET /api/breakpoints``: every line breakpoint of the cluster, whoever set it."""
+        return {"breakpoints": self.cluster.listing()}
+
+    def set_from_terminal(self, body: Any) -> dict[str, Any]:
+        """``POST /api/breakpoints`` (``raydebug break``): ``{"path", "line", "condition"?,
+        "hitCondition"?, "logMessage"?, "localRoot"?}`` adds one (replacing one on the same
+        line), ``{"clear": true}`` removes the terminal's own (an IDE's stay: the IDE owns
+        them). Raises ValueError for any other body."""
+        if not isinstance(body, dict):
+            raise ValueError('the body must be {"path": FILE, "line": N, ...} or '
+                             '{"clear": true}')
+        if body.get("clear") is True:
+            if self.cluster.clear(TERMINAL):
+                self.changed()
+            return self.breakpoints_view()
+        path, line = body.get("path"), body.get("line")
+        if not isinstance(path, str) or not path.startswith("/") \
+                or not isinstance(line, int) or isinstance(line, bool) or line < 1:
+            raise ValueError("a breakpoint needs an absolute path and a line number >= 1")
+        spec = {"line": line, **{key: body[key] for key in ("condition", "hitCondition",
+                                                             "logMessage")
+                                 if isinstance(body.get(key), str) and body[key]}}
+        kept = [b for b in self.cluster.sources_of(TERMINAL).get(path, []) if b["line"] != line]
+        root = body.get("localRoot")
+        self.cluster.set_breakpoints(TERMINAL, {"source": {"path": path},
+                                                "breakpoints": [*kept, spec]},
+                                     root if isinstance(root, str) and root else None)
+        self.changed()
+        return self.breakpoints_view()
+
+    async def wait_logpoint_lines(self, after: int, timeout: float) -> dict[str, Any]:
+        """``{"lines": [[n, text], ...], "last": n}``: the kept lines numbered after ``after``,
+        waiting up to ``timeout`` seconds for one when there is none yet."""
+        if self._line_count <= after and timeout > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._new_line.wait(), timeout)
+        return {"lines": [[n, text] for n, text in self._lines if n > after],
+                "last": self._line_count}
+
+    def logpoint(self, who: str, output: LogpointOutput) -> None:
+        """A logpoint's text from the process described by ``who`` (see
+        :func:`process_prefix`): an ``output`` event on every parent's debug console."""
+        body: dict[str, Any] = {"category": "console", "output": f"[{who}] {output.text}\n"}
+        self._line_count += 1
+        self._lines.append((self._line_count, body["output"]))
+        self._new_line.set()
+        self._new_line = asyncio.Event()
+        if output.path and output.line:
+            body.update(source={"path": output.path}, line=output.line)
+        for parent in self._parents.values():
+            parent.send_event(Event(seq=0, event="output", body=body))
 
     def is_live(self, key: object) -> bool:
         return isinstance(key, str) and key in self._parents
@@ -112,6 +211,17 @@ class ClusterAttaches:
         for parent in self._parents.values():
             if parent.host == host:
                 parent.tell(text)
+
+
+def process_prefix(view: dict[str, Any]) -> str:
+    """``task, rank 3, pid 123`` for a process record (``Registry.process_view``)."""
+    labels = view.get("labels") or {}
+    rank = labels.get("RANK", labels.get("rank"))
+    parts = [str(view["task_name"])] if view.get("task_name") else []
+    if rank is not None:
+        parts.append(f"rank {rank}")
+    parts.append(f"pid {view.get('pid')}")
+    return ", ".join(parts)
 
 
 def child_name(session: HubSession) -> str:
@@ -133,7 +243,11 @@ class ClusterAttach:
         self._registry = registry
         self._parents = parents
         self._attach = attach
-        self._key, self._breakpoints = parents.add(client.peer_host, client.say_now)
+        self._key, self._breakpoints = parents.add(client.peer_host, client.say_now,
+                                                   client.send_event)
+        settings = attach.arguments.get("raydebug")
+        root = settings.get("localRoot") if isinstance(settings, dict) else None
+        self._local_root = root if isinstance(root, str) and root else None
         self._offered: dict[str, _Offer] = {}  # by process id: the last offer to the client
 
     async def run(self) -> None:
@@ -157,8 +271,14 @@ class ClusterAttach:
         """Answer one request on the parent; False when the parent should end."""
         client = self._client
         if request.command in BREAKPOINT_REQUESTS:
-            self._breakpoints.remember(request)
-            client.respond(request, self._breakpoint_body(request))
+            try:
+                body = self._set_cluster_breakpoints(request)
+            except ValueError as error:
+                client.fail(request, str(error))
+                return True
+            self._breakpoints.remember(request)  # for each child's pydevd, as it attaches
+            client.respond(request, body)
+            self._parents.changed()
         elif request.command == "threads":
             client.respond(request, {"threads": []})
         elif request.command == "terminate":
@@ -176,15 +296,14 @@ class ClusterAttach:
                                  "one of its child sessions")
         return True
 
-    @staticmethod
-    def _breakpoint_body(request: Request) -> dict[str, Any]:
-        if request.command == "setExceptionBreakpoints":
-            return {}
-        wanted = request.arguments.get("breakpoints") or []
-        # Not verified yet: they are verified in each process as its child attaches.
-        return {"breakpoints": [{"verified": False, "line": b.get("line"),
-                                 "message": "set in each paused process as it attaches"}
-                                for b in wanted]}
+    def _set_cluster_breakpoints(self, request: Request) -> dict[str, Any]:
+        """The response body; raises ValueError for arguments that name no file or line."""
+        cluster = self._parents.cluster
+        if request.command == "setBreakpoints":
+            return cluster.set_breakpoints(self._key, request.arguments, self._local_root)
+        if request.command == "setFunctionBreakpoints":
+            return cluster.set_function_breakpoints(self._key, request.arguments)
+        return cluster.set_exception_breakpoints(self._key, request.arguments)
 
     async def _offer_children(self) -> None:
         """Send startDebugging for every paused process not yet offered, as they come, at

@@ -28,6 +28,7 @@ from typing import Any
 from .. import state_file, tls, web
 from ..errors import ClientRefusedError, ConfigurationError, RaydebugError
 from ..protocol import DapConnection, Event, Request, Response, encode_message, frame
+from ..protocol.control import ArmBreakpoints
 from ..selectors import parse as parse_selector
 from ..session import SessionState
 from .client_admission import ClientAdmission
@@ -101,10 +102,11 @@ class Hub:
                 "an SSH tunnel, or set --client-token (env RAYDEBUG_CLIENT_TOKEN).")
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.channels = PendingChannels()
-        self.cluster_attaches = ClusterAttaches()
+        self.cluster_attaches = ClusterAttaches(push=self._push_breakpoints)
         self.queries = ProcessQueries(self.registry)
         self.workers = WorkerListener(self.config.token, self.registry, self.channels,
-                                      self.config.handshake_timeout, self.queries)
+                                      self.config.handshake_timeout, self.queries,
+                                      self.cluster_attaches)
         self.worker_limit = PeerLimit(self.config.max_worker_connections, "worker",
                                       "--max-worker-connections")
         self.client_limit = PeerLimit(self.config.max_client_connections, "client",
@@ -300,13 +302,22 @@ class Hub:
             if sniff(data) is not None:
                 return data
 
+    def _push_breakpoints(self, wire: dict[str, Any]) -> None:
+        """The cluster's breakpoints changed: every linked process arms the new set."""
+        message = ArmBreakpoints(breakpoints=wire)
+        for process in self.registry.all_processes():
+            process.send(message)
+
     def _routes(self) -> dict[str, Any]:
         """The HTTP route table (see :mod:`.http_api` for its keys and handlers)."""
         routes: dict[str, Any] = {"/api/sessions": self._sessions_route,
                                   "/api/health": self._health_route,
                                   "/api/processes": self._processes_route,
                                   "/api/stacks": self._stacks_route,
+                                  "/api/breakpoints": self._breakpoints_route,
+                                  "/api/logpoints": self._logpoints_route,
                                   "POST /api/pause": self._pause_post_route,
+                                  "POST /api/breakpoints": self._set_breakpoints_route,
                                   "WEBSOCKET /dap": self._dap_websocket}
         routes.update({path: self._page_file_route(path) for path in web.page_files()})
         return routes
@@ -376,6 +387,18 @@ class Hub:
 
     async def _pause_post_route(self, query: dict[str, str], body: Any) -> dict[str, Any]:
         return await self._pause_route(body)
+    async def _logpoints_route(self, query: dict[str, str]) -> dict[str, Any]:
+        """Logpoint lines numbered after ``after`` (``raydebug logs``); ``timeout`` long-polls."""
+        return await self.cluster_attaches.wait_logpoint_lines(
+            int(query.get("after", "0")), min(float(query.get("timeout", "0")), MAX_LONG_POLL))
+
+    async def _breakpoints_route(self, query: dict[str, str]) -> dict[str, Any]:
+        """Every cluster breakpoint (``raydebug break --list``)."""
+        return self.cluster_attaches.breakpoints_view()
+
+    async def _set_breakpoints_route(self, query: dict[str, str], body: Any) -> dict[str, Any]:
+        """Add a cluster breakpoint, or clear the terminal's (``raydebug break``)."""
+        return self.cluster_attaches.set_from_terminal(body)
 
     async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
         minimum = int(query.get("min", "0"))

@@ -31,11 +31,13 @@ from ..errors import (
 )
 from ..protocol.control import (
     ROLE_CONTROL,
+    BreakpointsLoaded,
     ChannelFailed,
     ControlMessage,
     ControlStream,
     Hello,
     Identify,
+    LogpointOutput,
     Paused,
     Refused,
     Register,
@@ -46,6 +48,7 @@ from ..protocol.control import (
 )
 from ..protocol.handshake import HubHandshake
 from ..session import PausedThread
+from .cluster_attach import ClusterAttaches, process_prefix
 from .net import peer_name, read_next, set_nodelay, vouch_for_this_connection
 from .processes import ProcessQueries
 from .registry import Process, Registry
@@ -123,9 +126,11 @@ class PendingChannels:
 class WorkerListener:
     def __init__(self, token: str, registry: Registry, channels: PendingChannels,
                  handshake_timeout: float = 10.0,
-                 queries: ProcessQueries | None = None) -> None:
+                 queries: ProcessQueries | None = None,
+                 cluster: ClusterAttaches | None = None) -> None:
         self._token = token
         self._registry = registry
+        self._cluster = cluster or ClusterAttaches()  # cluster breakpoints: arm, verify, log
         self.queries = queries or ProcessQueries(registry)
         self._channels = channels
         self._handshake_timeout = handshake_timeout
@@ -209,6 +214,8 @@ class WorkerListener:
             raise RemoteProtocolError("expected an identify message first on a control "
                                       "connection")
         process = self._registry.add_process(identify.process, peer, send)
+        if (arm := self._cluster.arm_message()) is not None:
+            send(arm)  # the cluster's breakpoints, from the process's start
         log.info("worker %s: process %s (pid %s) connected", peer, process.id,
                  identify.process.get("pid"))
         try:
@@ -239,6 +246,13 @@ class WorkerListener:
             await self._registry.register_process(process, message.process)
         elif isinstance(message, (Stacks, Paused)):
             self.queries.answer(process, message)
+        elif isinstance(message, BreakpointsLoaded):
+            self._cluster.loaded(message.paths)
+        elif isinstance(message, LogpointOutput):
+            view = self._registry.process_view(process)
+            if message.task:
+                view["task_name"] = message.task  # what it ran when it logged
+            self._cluster.logpoint(process_prefix(view), message)
         else:
             raise RemoteProtocolError(f"unexpected {message.TYPE!r} on a control connection")
 

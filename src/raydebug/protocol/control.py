@@ -26,6 +26,9 @@ A *control* connection (one per process) then carries session bookkeeping both w
     hub   -> agent   HubClosing(reason)         the hub goes away for good: every pause goes on
     agent -> hub     ChannelFailed(channel, reason)
     hub   -> agent   Refused(reason)            a session it cannot take (--max-sessions)
+    hub   -> agent   ArmBreakpoints(breakpoints)   the cluster's breakpoint set (replaces it)
+    agent -> hub     BreakpointsLoaded(paths)   code of these client paths is loaded here
+    agent -> hub     LogpointOutput(text, path, line, task)   a logpoint's text (no pause)
 
 A *live* process (``RAYDEBUG_LIVE``: linked from its start, see docs/design.md#live-link)
 also says, after Identify on every (re)connect, what the hub lists about it, and answers
@@ -170,6 +173,30 @@ class ChannelFailed(ControlMessage):
 
 
 @dataclass(frozen=True)
+class ArmBreakpoints(ControlMessage):
+    """The cluster's breakpoints (``raydebug.agent.armed_breakpoints.BreakpointSet`` wire
+    form: ``sources``, ``functions``, ``exceptions``); an empty one disarms."""
+
+    TYPE: ClassVar[str] = "arm_breakpoints"
+    breakpoints: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BreakpointsLoaded(ControlMessage):
+    TYPE: ClassVar[str] = "breakpoints_loaded"
+    paths: list[str]  # the client's paths, as ArmBreakpoints named them
+
+
+@dataclass(frozen=True)
+class LogpointOutput(ControlMessage):
+    TYPE: ClassVar[str] = "logpoint_output"
+    text: str
+    path: str = ""  # the file as the process sees it
+    line: int = 0
+    task: str = ""  # what the process ran at that moment (a Ray task's name), if known
+
+
+@dataclass(frozen=True)
 class Register(ControlMessage):
     """A live process's record, sent after Identify on every (re)connect: the fields of a
     process the hub lists (``pid``, ``host``, ``argv``, ``labels``, ``since``,
@@ -225,8 +252,11 @@ _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
                 OpenChannel, ClientReady, ClientGone, ChannelFailed, Register, CollectStacks,
                 Stacks, Pause, Paused, HubClosing)
 }
+_MESSAGE_TYPES.update({cls.TYPE: cls for cls in (ArmBreakpoints, BreakpointsLoaded,
+                                                  LogpointOutput)})
 _JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,
                "list[Any]": list}
+_JSON_TYPES["list[str]"] = list
 
 
 def decode_control(body: bytes) -> ControlMessage:
@@ -249,6 +279,9 @@ def decode_control(body: bytes) -> ControlMessage:
         kind = _JSON_TYPES[str(spec.type)]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a {kind.__name__}")
+        if str(spec.type) == "list[str]" and isinstance(value, list) and not all(
+                isinstance(item, str) for item in value):
+            raise RemoteProtocolError(f"{cls.TYPE}.{spec.name} must be a list of strings")
         kwargs[spec.name] = value
     try:
         return cls(**kwargs)

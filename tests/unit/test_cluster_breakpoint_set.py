@@ -1,0 +1,204 @@
+"""In memory: the cluster's breakpoint set (what IDE parents set, merged, verified when a
+process loads the file), how a parent answers and pushes it, and the agent's arm and its
+evaluation of conditions, hit counts and logpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import pytest
+
+from raydebug.agent.armed_breakpoints import (
+    ArmedBreakpoints,
+    BreakpointSet,
+    format_log_message,
+    hit_condition_met,
+    local_names,
+)
+from raydebug.errors import RemoteProtocolError
+from raydebug.hub.cluster_attach import ClusterAttach, ClusterAttaches, process_prefix
+from raydebug.hub.cluster_breakpoints import UNVERIFIED, ClusterBreakpointSet
+from raydebug.hub.registry import Registry
+from raydebug.protocol import Event, Request
+from raydebug.protocol.control import (
+    ArmBreakpoints,
+    BreakpointsLoaded,
+    LogpointOutput,
+    decode_control,
+    encode_control,
+)
+
+
+def test_each_client_replaces_its_own_file_and_the_set_is_every_clients():
+    book = ClusterBreakpointSet()
+    first = book.set_breakpoints("ide", {"source": {"path": "/me/job.py"}, "breakpoints": [
+        {"line": 3}, {"line": 7, "condition": "i == 2"}]}, local_root="/me")
+    assert [(b["line"], b["verified"], b["message"]) for b in first["breakpoints"]] == [
+        (3, False, UNVERIFIED), (7, False, UNVERIFIED)]
+    book.set_breakpoints("cli", {"source": {"path": "/me/job.py"},
+                                 "breakpoints": [{"line": 9, "logMessage": "x={x}"}]})
+    again = book.set_breakpoints("ide", {"source": {"path": "/me/job.py"}, "breakpoints": [
+        {"line": 7, "condition": "i == 2"}]}, local_root="/me")
+    assert again["breakpoints"][0]["id"] == first["breakpoints"][1]["id"]  # unchanged: same id
+    wire = book.wire()
+    assert [(s["path"], s["localRoot"], [b["line"] for b in s["breakpoints"]])
+            for s in wire["sources"]] == [("/me/job.py", "/me", [7]), ("/me/job.py", None, [9])]
+    assert BreakpointSet.from_wire(wire).sources[1].breakpoints[0].log_message == "x={x}"
+
+    changed = book.loaded(["/me/job.py"])
+    assert {key: [b["line"] for b in views] for key, views in changed.items()} == {
+        "ide": [7], "cli": [9]}
+    assert all(view["verified"] and "message" not in view
+               for views in changed.values() for view in views)
+    assert book.loaded(["/me/job.py"]) == {}  # told once
+    assert book.clear("ide") and not book.clear("ide")
+    assert [s["path"] for s in book.wire()["sources"]] == ["/me/job.py"]
+    book.set_breakpoints("cli", {"source": {"path": "/me/job.py"}, "breakpoints": []})
+    assert book.empty
+
+
+@pytest.mark.parametrize("arguments", [
+    {"breakpoints": [{"line": 1}]},
+    {"source": {"path": "/a.py"}, "breakpoints": [{"line": "1"}]},
+    {"source": {"path": "/a.py"}, "breakpoints": [{"line": True}]},
+])
+def test_bad_breakpoints_are_a_clear_error(arguments: dict[str, Any]):
+    with pytest.raises(ValueError, match="setBreakpoints"):
+        ClusterBreakpointSet().set_breakpoints("ide", arguments)
+
+
+class ScriptedParent:
+    """What a ClusterAttach sees of its client (see test_children_and_limits)."""
+
+    def __init__(self, requests: list[Request]) -> None:
+        self.peer_host = "127.0.0.1"
+        self.responses: list[tuple[str, Any]] = []
+        self.events: list[Event] = []
+        self._incoming: asyncio.Queue[Request] = asyncio.Queue()
+        for request in requests:
+            self._incoming.put_nowait(request)
+
+    def respond(self, request: Request, body: dict[str, Any] | None = None) -> None:
+        self.responses.append((request.command, body))
+
+    def fail(self, request: Request, text: str) -> None:
+        self.responses.append((request.command, f"failed: {text}"))
+
+    def send_event(self, event: Event) -> None:
+        self.events.append(event)
+
+    def send_request(self, request: Request) -> None:
+        pass
+
+    def say_now(self, text: str) -> None:
+        pass
+
+    async def next_client_message(self) -> Request:
+        return await self._incoming.get()
+
+
+def test_a_parent_pushes_its_breakpoints_is_told_when_verified_and_takes_them_away():
+    pushed: list[dict[str, Any]] = []
+    parents = ClusterAttaches(push=pushed.append)
+    path = "/home/me/job.py"
+    client = ScriptedParent([
+        Request(seq=2, command="setBreakpoints", arguments={
+            "source": {"path": path}, "breakpoints": [{"line": 4, "hitCondition": "3"}]}),
+        Request(seq=3, command="setBreakpoints", arguments={"breakpoints": []}),
+    ])
+    attach = Request(seq=1, command="attach", arguments={"raydebug": {"localRoot": "/home/me"}})
+    parent = ClusterAttach(client, Registry(), parents, attach)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        running = asyncio.ensure_future(parent.run())
+        while len(client.responses) < 3:
+            await asyncio.sleep(0)
+        assert [c for c, _ in client.responses] == ["attach", "setBreakpoints",
+                                                    "setBreakpoints"]
+        assert client.responses[2][1].startswith("failed: setBreakpoints needs source.path")
+        assert pushed[-1]["sources"][0]["localRoot"] == "/home/me"
+        arm = parents.arm_message()
+        assert isinstance(arm, ArmBreakpoints) and arm.breakpoints == pushed[-1]
+        parents.loaded([path])
+        [event] = [e for e in client.events if e.event == "breakpoint"]
+        assert event.body["breakpoint"]["verified"] and event.body["reason"] == "changed"
+        parents.logpoint(process_prefix({"task_name": "f", "labels": {"RANK": "3"},
+                                         "pid": 12}),
+                         LogpointOutput(text="x=1", path=path, line=4))
+        [output] = [e for e in client.events if e.event == "output"]
+        assert output.body["output"] == "[f, rank 3, pid 12] x=1\n"
+        client._incoming.put_nowait(Request(seq=4, command="disconnect"))
+        await asyncio.wait_for(running, 5)
+        assert pushed[-1]["sources"] == [] and parents.arm_message() is None
+
+    asyncio.run(scenario())
+
+
+def test_the_new_control_messages_round_trip_and_are_checked():
+    for message in (ArmBreakpoints(breakpoints={"sources": []}),
+                    BreakpointsLoaded(paths=["/a.py"]),
+                    LogpointOutput(text="hi", path="/a.py", line=3)):
+        body = encode_control(message).split(b"\r\n\r\n", 1)[1]
+        assert decode_control(body) == message
+    with pytest.raises(RemoteProtocolError, match="list of strings"):
+        decode_control(b'{"type": "breakpoints_loaded", "paths": [1]}')
+
+
+def test_hit_conditions_and_log_messages():
+    assert [hit_condition_met("3", n) for n in (2, 3, 4)] == [False, True, False]
+    assert [hit_condition_met(">= 2", n) for n in (1, 2, 3)] == [False, True, True]
+    assert [hit_condition_met("%2", n) for n in (1, 2, 3, 4)] == [False, True, False, True]
+    with pytest.raises(ValueError, match="hit condition"):
+        hit_condition_met("often", 1)
+    values = {"x": 1, "d": {"k": 2}}
+    assert format_log_message("x={x} {{x}} d={d['k']} bad={y}",
+                              lambda e: eval(e, {}, values)) == (
+        "x=1 {x} d=2 bad=<Error: NameError: name 'y' is not defined>")
+
+
+def test_paths_map_to_the_working_dir_and_stay_for_functions_shipped_by_value():
+    source = BreakpointSet.from_wire({"sources": [{"path": "/home/me/pkg/job.py",
+                                                   "localRoot": "/home/me",
+                                                   "breakpoints": [{"line": 1}]}]}).sources[0]
+    assert local_names(source, "/tmp/ray/working_dir_files/_ray_pkg_ab") == {
+        "/home/me/pkg/job.py", "/tmp/ray/working_dir_files/_ray_pkg_ab/pkg/job.py"}
+    assert local_names(source, None) == {"/home/me/pkg/job.py"}
+
+
+class NoBackend:
+    def __init__(self) -> None:
+        self.installed = False
+
+    def install(self, armed: ArmedBreakpoints) -> None:
+        self.installed = True
+
+    def remove(self) -> None:
+        self.installed = False
+
+    def active(self) -> bool:
+        return self.installed
+
+    def forget_after_fork(self) -> None:
+        self.installed = False
+
+
+def test_a_hit_counts_logs_and_pauses_once_per_thread():
+    hits: list[int] = []
+    logs: list[str] = []
+    backend = NoBackend()
+    armed = ArmedBreakpoints(on_hit=lambda frame: hits.append(frame.f_locals["i"]),
+                             on_log=lambda text, frame: logs.append(text),
+                             labels=lambda: {"rank": "1"}, backend=backend)
+    here = sys._getframe().f_code.co_filename
+    armed.arm(BreakpointSet.from_wire({"sources": [{"path": here, "breakpoints": [
+        {"line": 1, "condition": "RANK == '1' and i > 0", "hitCondition": "%2"},
+        {"line": 1, "logMessage": "i={i} rank={rank}"},
+        {"line": 1, "condition": "undefined_name"}]}]}))
+    assert backend.installed
+    for i in range(5):  # noqa: B007 (the conditions read i in this frame)
+        armed.on_line(sys._getframe(), 1)
+    assert hits == [2, 4] and logs == [f"i={i} rank=1" for i in range(5)]
+    armed.disarm()
+    assert not backend.installed and armed.files == frozenset()
