@@ -2,6 +2,15 @@
 
 ``breakpoint()`` with ``PYTHONBREAKPOINT=raydebug.set_trace`` pauses and registers a session
 with the hub named by ``RAYDEBUG_HUB``; any DAP client connected to the hub can debug it.
+
+Packages: ``protocol`` (sans-IO), ``agent`` (inside debugged processes), ``hub``, ``client``,
+``terminal`` (``raydebug attach``), ``cli`` (the command), ``web`` (the page),
+``integrations`` (Ray). Modules shared by several: ``session`` (what a session and a process
+are, their state tables), ``errors`` (every exception), ``selectors`` (KEY=VALUE process
+selectors), ``stack_tree`` (stacks merged across processes), ``views`` and
+``views_processes`` (rendering for the terminal), ``state_file`` (this machine's hub and
+tunnel records), ``tls`` (certificates and pinning), ``tunnel`` (``raydebug tunnel``'s SSH),
+``hub_options`` (``RAYDEBUG_HUB_ARGS``); ``__main__`` runs the command.
 """
 
 from __future__ import annotations

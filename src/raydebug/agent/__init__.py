@@ -9,12 +9,15 @@ it drops the agent it inherited (whose link thread did not survive the fork, and
 sockets are its parent's connections to the hub) and makes its own at its first pause.
 
 Modules: ``agent`` (what a pause does, the bookkeeping of this process's sessions),
-``config`` (settings from the environment), ``link`` (the connection to the hub) and
+``config`` (settings from the environment), ``discovery`` (how the hub is found; an
+integration installs its own), ``hub_link`` (the connection to the hub) and
 ``relay`` (a TLS channel's one owning thread), ``live`` (a process linked from its start)
 and ``stacks`` (its threads' stacks, read without pausing), ``metadata`` (what a session
 says about itself), ``returns`` (a paused function that returned), ``report`` (the one
 line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
-driver's own pdb, whose prompt other threads print around). pydevd is reached only through
+driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`` (the
+cluster's breakpoints armed without pydevd: ``armed_monitoring`` on 3.12+, ``armed_tracing``
+on 3.10/3.11, ``armed_watch`` what both see of the armed set). pydevd is reached only through
 ``debugger`` (the facade), which runs it with ``pydevd_start`` (in-process, no listener),
 ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who is suspended, held pauses),
 ``tracing_keeper`` (tracing follows need) and ``pydevd_fork`` (a fork child's reset).

@@ -1,6 +1,11 @@
 """The ``raydebug`` command. Each command parses its options, calls the code that does the
 work, and hands plain data to :mod:`raydebug.views` to render.
 
+Commands by module: ``hub_command`` (hub, hub-address), ``run_command`` (run),
+``sessions`` (list, attach, vscode), ``live_commands`` (ps, stacks, pause), ``breakpoints``
+(break, logs), ``web_command`` (web), ``tunnel_command`` (tunnel). Shared: ``locate``
+(which hub), ``options`` (common options), ``output`` (errors and colour).
+
 A :class:`~raydebug.errors.RaydebugError` becomes one red line on stderr and exit status 1.
 """
 

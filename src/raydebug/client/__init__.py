@@ -1,1 +1,1 @@
-"""Clients of the hub: a DAP client library and the HTTP API."""
+"""Clients of the hub: a DAP client library (``dap``) and the HTTP API (``hub_api``)."""

@@ -1,13 +1,16 @@
 """The hub: an asyncio server on the head node that lists sessions and routes debuggers.
 
 ``server`` holds all the hub's state on one :class:`Hub` and accepts connections. Workers:
-``workers`` (their control and data connections), ``registry`` (processes and their
-sessions). A DAP client: ``client_connection`` (attach: the adapter before it, choosing a
-session, opening the channel), ``relay`` (the two pumps after it, under
+``worker_listener`` (their control and data connections), ``registry`` (processes and
+their sessions), ``processes`` (asking live processes for stacks and pauses). A DAP
+client: ``client_connection`` (attach: the adapter before it, choosing a session, opening
+the channel), ``relay`` (the two pumps after it, under
 ``raydebug.protocol.proxy_policy``), ``client_stream`` and ``channel_stream`` (the two byte
 streams as messages), ``cluster_attach`` (one attach showing every paused process as a child
-session, seeing the client through ``client_peer``). Around them: ``net``, ``tls_server``,
-``client_admission``, ``peer_owner``, ``http_api``.
+session, seeing the client through ``client_peer``) and ``cluster_breakpoints`` (the
+breakpoints a cluster attach sets in every process). Around them: ``net``, ``tls_server``,
+``client_admission``, ``peer_owner``, ``http_api`` (HTTP on h11) and ``websocket`` (the
+page's DAP over a WebSocket).
 """
 
 from .server import Hub, HubConfig

@@ -3,9 +3,10 @@
 Nothing here imports sockets, threads, asyncio or ray: it turns bytes into messages and
 messages into bytes, so that the blocking agent and the asyncio hub share one implementation.
 ``framing`` and ``messages`` (DAP's base protocol), ``connection`` (one DAP endpoint),
-``worker`` and ``handshake`` (the agent <-> hub channel), ``proxy_policy`` (what the hub
+``control`` and ``handshake`` (the agent <-> hub channel), ``proxy_policy`` (what the hub
 forwards, rewrites, answers or refuses between a client and pydevd) with ``outstanding``
-(the requests pydevd has not answered yet).
+(the requests pydevd has not answered yet), ``paths`` (a client's localRoot <-> the
+worker's paths).
 """
 
 from .connection import DapConnection, mentions
