@@ -10,7 +10,14 @@ import time
 from raydebug.errors import NoProcessMatchError
 from raydebug.hub.processes import ProcessQueries
 from raydebug.hub.registry import Process, Registry
-from raydebug.protocol.control import CollectStacks, ControlMessage, Pause, Paused, Stacks
+from raydebug.protocol.control import (
+    CollectStacks,
+    ControlMessage,
+    ControlStream,
+    Pause,
+    Paused,
+    Stacks,
+)
 from raydebug.selectors import parse
 from raydebug.session import PausedThread
 
@@ -29,7 +36,13 @@ class Answering:
         self.process: Process | None = None
         self.asked: list[ControlMessage] = []
 
-    def __call__(self, message: ControlMessage) -> None:
+    def __call__(self, message: ControlMessage | bytes) -> None:
+        if isinstance(message, bytes):  # encoded once, for many processes
+            stream = ControlStream()
+            stream.receive_data(message)
+            decoded = stream.next_event()
+            assert isinstance(decoded, ControlMessage)
+            message = decoded
         self.asked.append(message)
         if self.silent:
             return

@@ -340,16 +340,19 @@ class Hub:
             return Reply(body=body, content_type=content_type)
         return page_file
 
-    async def _processes_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
+    async def _processes_route(self, query: dict[str, str]) -> Reply:
         """Every linked process (``?KEY=VALUE`` selector terms filter them); what Ray
-        processes run now is asked of them (``now=0``: not)."""
+        processes run now is asked of them (``now=0``: not; those that do not answer in
+        time are listed with their last answer, ``activity_stale``). ``argv`` is bounded
+        (``argv=1``: whole)."""
         now = query.pop("now", "1") != "0"
+        full_argv = query.pop("argv", "0") == "1"
         selector = parse_selector(f"{k}={v}" for k, v in query.items())
         # A term on what runs now asks everyone first; other terms pick before asking.
         processes = await self.queries.select(selector, activity=now)
         if now and not selector.needs_activity:
             await self.queries.refresh_activity(processes)
-        return [self.registry.process_view(p) for p in processes]
+        return Reply(body=self.registry.processes_json(processes, full_argv))
 
     async def _stacks_route(self, query: dict[str, str]) -> dict[str, Any]:
         """Every thread's stack of the selected processes (``?KEY=VALUE`` terms,
