@@ -10,6 +10,7 @@ to the process and marks all its sessions attached.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -90,6 +91,19 @@ class Process:
         return None
 
 
+# One encoder for all (``json.dumps`` with separators builds a new one at each call).
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
+@functools.lru_cache(maxsize=4096)
+def _changing_tail(state: str, stale: bool, task_name: str | None,
+                   actor_class: str | None) -> str:
+    """The end of a listed record: these few values repeat across thousands of processes
+    (one task name for most of a job), so each combination is encoded once."""
+    return (f'"state":"{state}","activity_stale":{"true" if stale else "false"},'
+            f'"task_name":{_encode(task_name)},"actor_class":{_encode(actor_class)}}}')
+
+
 def listed_argv(argv: list[str], limit: int = LISTED_ARGV_CHARS) -> list[str]:
     """``argv``'s first words while they fit in ``limit`` characters (at least the first,
     cut to ``limit``), then ``"…"`` when any were left out: the program and its script
@@ -133,6 +147,7 @@ class Registry:
         process.record = dict(record)
         process.live = True
         process.static_json.clear()
+        process.static_json[False] = self._static_json(process, False)  # for the listings
         if (record.get("host"), record.get("pid")) == (socket.gethostname(), os.getpid()):
             self._processes.pop(process.id, None)
             return
@@ -189,17 +204,23 @@ class Registry:
             static = process.static_json.get(full_argv)
             if static is None:
                 static = process.static_json[full_argv] = self._static_json(process, full_argv)
-            parent_pid = process.record.get("parent_pid")
-            parent = self._by_pid.get((process.reported("host"), parent_pid)) \
-                if isinstance(parent_pid, int) else None
-            changing = {"state": process.state.value, "sessions": list(process.sessions),
-                        "parent": parent.id if parent is not None and parent is not process
-                        else None,
-                        "activity_stale": process.now_stale}
-            for name in ACTIVITY_FIELDS:
-                changing[name] = process.reported(name)
-            parts.append(static + json.dumps(changing, separators=(",", ":"))[1:].encode())
+            parts.append(static + self._changing_json(process))
         return b"[" + b",".join(parts) + b"]"
+
+    def _changing_json(self, process: Process) -> bytes:
+        """``"state":...}``: the fields of ``process``'s record that change, closing the
+        object :meth:`_static_json` opened. Written out by hand: ``json.dumps`` of a small
+        dict costs more than all of this, 10,000 times a listing."""
+        parent_pid, host = process.record.get("parent_pid"), process.record.get("host")
+        parent = self._by_pid.get((host, parent_pid)) \
+            if isinstance(parent_pid, int) and isinstance(host, str) else None
+        parent_id = f'"{parent.id}"' if parent is not None and parent is not process \
+            else "null"  # (ids are "p" and digits)
+        sessions = _encode(list(process.sessions)) if process.sessions else "[]"
+        return (f'"sessions":{sessions},"parent":{parent_id},'
+                + _changing_tail(process.state.value, process.now_stale,
+                                 process.reported("task_name"),
+                                 process.reported("actor_class"))).encode()
 
     @staticmethod
     def _static_json(process: Process, full_argv: bool) -> bytes:
@@ -215,7 +236,7 @@ class Registry:
         fixed["argv"] = argv if full_argv else listed_argv(argv)
         if fixed["since"] is None:
             fixed["since"] = process.connected_at
-        return json.dumps(fixed, separators=(",", ":"))[:-1].encode() + b","
+        return _encode(fixed)[:-1].encode() + b","
 
     # -- sessions ---------------------------------------------------------------------------
 
