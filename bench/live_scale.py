@@ -360,15 +360,27 @@ def measure_pause(scale: LiveScale, indexes: list[int]) -> dict[str, Any]:
     return {"listed": listed.summary(), "cli": cli_pause}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure_ps(scale: LiveScale, count: int, repeats: int) -> dict[str, Any]:
     """``raydebug ps --json`` (the hub asks every Ray process what it runs now), and the
-    listing alone over HTTP (``now=0``)."""
+    listing alone over HTTP (``now=0``); with the CPU the hub and the generator (which
+    shares the machine, and answers for all 10,000) spent on each asked listing."""
     cli_sample, http_sample, asked_sample = core.Sample(), core.Sample(), core.Sample()
+    hub_cpu, generator_cpu, stale = core.Sample(), core.Sample(), core.Sample()
     for _ in range(repeats):
         seconds, out = cli(scale, "ps", "--json")
         assert len(json.loads(out)) >= count
         cli_sample.values.append(seconds)
+        before = cpu_seconds(scale.hub.proc.pid), cpu_seconds(scale.generator.pid)
         seconds, listing = http_time(scale, "/api/processes")
+        hub_cpu.values.append(cpu_seconds(scale.hub.proc.pid) - before[0])
+        generator_cpu.values.append(cpu_seconds(scale.generator.pid) - before[1])
+        stale.values.append(sum(1 for p in listing if p.get("activity_stale")))
         assert len(listing) >= count
         asked_sample.values.append(seconds)
         seconds, listing = http_time(scale, "/api/processes?now=0")
@@ -380,7 +392,9 @@ def measure_ps(scale: LiveScale, count: int, repeats: int) -> dict[str, Any]:
         assert len(out.splitlines()) >= count + 2
         table_sample.values.append(seconds)
     return {"cli": cli_sample.summary(), "http": asked_sample.summary(),
-            "http_listing": http_sample.summary(), "table": table_sample.summary()}
+            "http_listing": http_sample.summary(), "table": table_sample.summary(),
+            "hub_cpu": hub_cpu.summary(), "generator_cpu": generator_cpu.summary(),
+            "stale": stale.summary()}
 
 
 def run(stacked: int = 1000, total: int = 10_000, real: int = 3,
@@ -445,6 +459,10 @@ def table(results: dict[str, Any]) -> str:
         (f"ps among {total}: GET /api/processes", ms(results["ps"]["http"]), "n/a", "-"),
         (f"ps among {total}: GET /api/processes?now=0", ms(results["ps"]["http_listing"]),
          "n/a", "-"),
+        ("  CPU in it: hub / load generator", f"{ms(results['ps']['hub_cpu'])} / "
+         f"{ms(results['ps']['generator_cpu'])}", "n/a", "-"),
+        ("  listed with activity_stale", f"{results['ps']['stale']['median']:.0f}", "n/a",
+         "-"),
         (f"pause one among {total} -> session listed", ms(results["pause"]["listed"]),
          "n/a", "<= 300 ms"),
         (f"pause one among {total}: raydebug pause", f"{results['pause']['cli'] * 1000:.0f} ms",

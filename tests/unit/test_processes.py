@@ -5,12 +5,20 @@ delays."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from raydebug.errors import NoProcessMatchError
 from raydebug.hub.processes import ProcessQueries
-from raydebug.hub.registry import Process, Registry
-from raydebug.protocol.control import CollectStacks, ControlMessage, Pause, Paused, Stacks
+from raydebug.hub.registry import Process, Registry, listed_argv
+from raydebug.protocol.control import (
+    CollectStacks,
+    ControlMessage,
+    ControlStream,
+    Pause,
+    Paused,
+    Stacks,
+)
 from raydebug.selectors import parse
 from raydebug.session import PausedThread
 
@@ -29,7 +37,13 @@ class Answering:
         self.process: Process | None = None
         self.asked: list[ControlMessage] = []
 
-    def __call__(self, message: ControlMessage) -> None:
+    def __call__(self, message: ControlMessage | bytes) -> None:
+        if isinstance(message, bytes):  # encoded once, for many processes
+            stream = ControlStream()
+            stream.receive_data(message)
+            decoded = stream.next_event()
+            assert isinstance(decoded, ControlMessage)
+            message = decoded
         self.asked.append(message)
         if self.silent:
             return
@@ -149,5 +163,69 @@ def test_task_selectors_ask_ray_processes_what_they_run_now():
         worker = await linked(registry, queries, 10, "0", worker_id="w1")
         await linked(registry, queries, 11, "1")
         assert await queries.select(parse(["task=train"])) == [worker]
+
+    asyncio.run(scenario())
+
+
+def test_a_listing_is_the_views_with_argv_bounded_and_whole_on_request():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        long_argv = ["python", "-u", "worker.py"] + [f"--flag-{i}={'x' * 40}" for i in range(30)]
+        parent = await linked(registry, queries, 10, "0", worker_id="w1", argv=long_argv)
+        child = await linked(registry, queries, 11, "1", parent_pid=10)
+        await registry.add_session(child, record("s1"))
+        await queries.refresh_activity([parent, child])
+        listed = json.loads(registry.processes_json([parent, child]))
+        whole = json.loads(registry.processes_json([parent, child], full_argv=True))
+        for view, bounded, full in zip(registry.processes(), listed, whole, strict=True):
+            assert bounded.pop("activity_stale") is False
+            assert {**view, "argv": None} == {**bounded, "argv": None}
+            assert full["argv"] == view["argv"]
+        assert listed[0]["task_name"] == "train" and listed[1]["parent"] == parent.id
+        assert listed[1]["sessions"] == ["s1"] and listed[1]["state"] == "paused"
+        assert listed[0]["argv"][:3] == ["python", "-u", "worker.py"]
+        assert listed[0]["argv"][-1] == "…" and len(" ".join(listed[0]["argv"])) <= 170
+        assert listed[1]["argv"] == ["x"]
+
+    asyncio.run(scenario())
+
+
+def test_listed_argv_keeps_the_first_words_that_fit():
+    assert listed_argv(["a", "b"], 10) == ["a", "b"]
+    assert listed_argv(["aaaa", "bbbb", "cccc"], 10) == ["aaaa", "bbbb", "…"]
+    assert listed_argv(["a" * 20, "b"], 10) == ["a" * 10, "…"]
+    assert listed_argv([], 10) == []
+
+
+def test_a_listing_waits_its_bound_then_lists_late_ones_stale_with_their_last_answer():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        quick = await linked(registry, queries, 10, "0", worker_id="w0")
+        slow = await linked(registry, queries, 11, "1", worker_id="w1")
+        await queries.refresh_activity([quick, slow])
+        assert slow.now == {"task_name": "train"} and not slow.now_stale
+        slow.send.silent = True  # type: ignore[attr-defined]
+        started = time.monotonic()
+        await queries.refresh_activity([quick, slow], timeout=0.2)
+        assert 0.15 < time.monotonic() - started < 1.0  # the bound, not more
+        listed = {p["id"]: p for p in json.loads(registry.processes_json([quick, slow]))}
+        assert listed[quick.id]["activity_stale"] is False
+        assert listed[slow.id]["activity_stale"] is True
+        assert listed[slow.id]["task_name"] == "train"  # its last answer
+        # Asked again while its question is unanswered: not asked twice, and its late
+        # answer still lands.
+        asked = len(slow.send.asked)  # type: ignore[attr-defined]
+        await queries.refresh_activity([slow], timeout=0.05)
+        assert len(slow.send.asked) == asked  # type: ignore[attr-defined]
+        (question,) = slow.send.asked[-1:]  # type: ignore[attr-defined]
+        queries.answer(slow, Stacks(request_id=question.request_id, now={"task_name": "eval"}))
+        assert slow.now == {"task_name": "eval"} and not slow.now_stale
+        # A lost process is no longer waited for.
+        waiting = asyncio.create_task(queries.refresh_activity([slow], timeout=5))
+        await asyncio.sleep(0)
+        queries.lost(slow)
+        await asyncio.wait_for(waiting, 1)
 
     asyncio.run(scenario())

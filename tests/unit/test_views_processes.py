@@ -154,3 +154,4 @@ def test_selector_terms_travel_as_the_hubs_query():
         "?rank=0-3&host=node+2&locals=1"
     assert selector_query(["RAYDEBUG_LABEL=a=b"]) == "?RAYDEBUG_LABEL=a%3Db"
     assert processes_path(["task=f"], now=False) == "/api/processes?task=f&now=0"
+    assert processes_path(["rank=1"], full_argv=True) == "/api/processes?rank=1&argv=1"

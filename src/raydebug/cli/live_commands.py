@@ -94,9 +94,12 @@ def _console() -> Any:
 @CLIENT_TOKEN_OPTION
 @click.option("--json", "as_json", is_flag=True,
               help="Print the process records as JSON (one line, as the hub sent them).")
+@click.option("--argv", "full_argv", is_flag=True,
+              help="Each process's whole command line (listed: its first words, ~160 "
+                   "characters).")
 @SELECTOR
 def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_json: bool,
-       selector: tuple[str, ...]) -> None:
+       full_argv: bool, selector: tuple[str, ...]) -> None:
     """List the live processes: every process raydebug links (under `raydebug run`, or
     with RAYDEBUG_LIVE=1), running or paused, with its sessions and what it runs now."""
     _check_terms(selector)
@@ -106,14 +109,15 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
         # The hub's answer is the JSON asked for: passed on as it came (one line), since
         # decoding and encoding again 10,000 records would take most of the time.
         raw = _ask(location, lambda: hub_api.request_raw(
-            location.address, hub_api.processes_path(selector), token=client_token))
+            location.address, hub_api.processes_path(selector, full_argv=full_argv),
+            token=client_token))
         if not (selector and raw.strip() == b"[]"):
             sys.stdout.buffer.write(raw.rstrip() + b"\n")
             sys.stdout.flush()
             return
     else:
         found = _ask(location, lambda: hub_api.processes(location.address, selector,
-                                                         client_token))
+                                                         client_token, full_argv=full_argv))
     from ..views_processes import brief_process, processes_table
 
     if selector and not found:

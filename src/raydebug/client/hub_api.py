@@ -88,19 +88,23 @@ def selector_query(selector: Sequence[str], **extra: str) -> str:
 
 
 def processes(hub: str, selector: Sequence[str] = (), token: str | None = None,
-              timeout: float = 10.0, now: bool = True) -> list[dict[str, Any]]:
+              timeout: float = 10.0, now: bool = True,
+              full_argv: bool = False) -> list[dict[str, Any]]:
     """The hub's live processes (the contract's process records) that ``selector``
     matches (none: an empty list). ``now``: the hub asks the Ray processes what they run
     now (``task_name``); without, it answers from what it has."""
-    answer = get_json(hub, processes_path(selector, now), timeout, token)
+    answer = get_json(hub, processes_path(selector, now, full_argv), timeout, token)
     if not isinstance(answer, list):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/processes")
     return answer
 
 
-def processes_path(selector: Sequence[str] = (), now: bool = True) -> str:
-    """The path of :func:`processes`' question (for :func:`request_raw`)."""
-    return "/api/processes" + selector_query(selector, **({} if now else {"now": "0"}))
+def processes_path(selector: Sequence[str] = (), now: bool = True,
+                   full_argv: bool = False) -> str:
+    """The path of :func:`processes`' question (for :func:`request_raw`); ``full_argv``:
+    each ``argv`` whole (the hub bounds it in a listing)."""
+    extra = ({} if now else {"now": "0"}) | ({"argv": "1"} if full_argv else {})
+    return "/api/processes" + selector_query(selector, **extra)
 
 
 def stacks(hub: str, selector: Sequence[str] = (), with_locals: bool = False,

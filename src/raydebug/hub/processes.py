@@ -8,6 +8,13 @@ process that does not answer in time (its GIL held by C code, its link gone) is 
 not answering, with the reason, and never delays the others beyond it. Late answers find no
 future and are dropped. Nothing here changes state: a pause's sessions arrive as
 ``SessionStarted``, through the registry, like any other.
+
+What Ray processes run now, for a listing, is asked differently, since a listing of 10,000
+must not wait for the slowest of them nor pile questions on them: one *round* asks, with one
+request id and one encoded message written to every process that has no question of an
+earlier round still unanswered, and waits for the answers under a short bound
+(``ACTIVITY_WAIT``). A process that misses it is listed with its last answer, marked
+``activity_stale``; its answer, when it comes, still updates what the next listing shows.
 """
 
 from __future__ import annotations
@@ -17,13 +24,21 @@ import itertools
 from typing import Any
 
 from ..errors import NoProcessMatchError
-from ..protocol.control import CollectStacks, ControlMessage, Pause, Paused, Stacks
+from ..protocol.control import (
+    CollectStacks,
+    ControlMessage,
+    Pause,
+    Paused,
+    Stacks,
+    encode_control,
+)
 from ..selectors import Selector
 from ..session import ProcessState
 from .registry import Process, Registry
 
 DEFAULT_TIMEOUT = 2.0
-ACTIVITY_TIMEOUT = 0.5  # for what Ray processes run now, in a listing
+ACTIVITY_TIMEOUT = 0.15  # for what Ray processes run now, in a listing (then: last answers)
+REASK_AFTER = 5.0  # seconds: a listing question unanswered this long is asked again
 MAX_TIMEOUT = 30.0
 KNOWN_SHOWN = 20  # processes named in a "matches nothing" answer
 
@@ -36,10 +51,22 @@ class ProcessQueries:
         self._ids = itertools.count(1)
         # request id -> who was asked, and the future its answer resolves
         self._waiting: dict[int, tuple[Process, asyncio.Future[ControlMessage]]] = {}
+        # listing rounds: request id -> the processes asked that have not answered yet
+        self._rounds: dict[int, _Round] = {}
+        # process -> (round id, when) of its unanswered listing question
+        self._asked: dict[Process, tuple[int, float]] = {}
 
     def answer(self, process: Process, message: Stacks | Paused) -> None:
         """``process``'s answer; nothing when its question timed out already (or was not
         asked of that process)."""
+        round_ = self._rounds.get(message.request_id)
+        if round_ is not None and isinstance(message, Stacks):
+            round_.answered(process, message)
+            if self._asked.get(process, (0, 0.0))[0] == message.request_id:
+                del self._asked[process]
+            if not round_.pending:
+                del self._rounds[message.request_id]
+            return
         asked = self._waiting.get(message.request_id)
         if asked is None or asked[0] is not process:
             return
@@ -52,6 +79,12 @@ class ProcessQueries:
         for asked, future in list(self._waiting.values()):
             if asked is process and not future.done():
                 future.set_exception(LookupError("its connection closed"))
+        round_id, _ = self._asked.pop(process, (0, 0.0))
+        round_ = self._rounds.get(round_id)
+        if round_ is not None:
+            round_.forget(process)
+            if not round_.pending:
+                del self._rounds[round_id]
 
     # -- fan-outs -----------------------------------------------------------------------------
 
@@ -61,6 +94,8 @@ class ProcessQueries:
         processes = self._registry.all_processes()
         if activity and selector.needs_activity:
             await self.refresh_activity(processes)
+        if not selector.terms:
+            return processes
         return [p for p in processes if selector.matches(self._registry.process_view(p))]
 
     def no_match(self, selector: Selector) -> NoProcessMatchError:
@@ -73,10 +108,31 @@ class ProcessQueries:
     async def refresh_activity(self, processes: list[Process],
                                timeout: float = ACTIVITY_TIMEOUT) -> None:
         """Ask the live Ray processes among ``processes`` what they run now (the answer
-        lands in ``Process.now``)."""
-        asked = [p for p in processes if p.reported("worker_id")]
-        await self._ask_all(asked, lambda rid: CollectStacks(request_id=rid, frames=False),
-                            timeout)
+        lands in ``Process.now``), waiting ``timeout`` at most: those that answer later
+        keep their earlier answer, with ``Process.now_stale``, until theirs comes."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        round_id = next(self._ids)
+        message = encode_control(CollectStacks(request_id=round_id, frames=False))
+        waiting: set[Process] = set()
+        rounds: set[int] = set()
+        for process in processes:
+            if process.state is ProcessState.GONE or not process.reported("worker_id"):
+                continue
+            process.now_stale = True
+            earlier, when = self._asked.get(process, (0, 0.0))
+            if earlier in self._rounds and started - when < REASK_AFTER:
+                rounds.add(earlier)  # asked already: wait for that answer, ask no more
+                continue
+            self._asked[process] = (round_id, started)
+            waiting.add(process)
+            process.send(message)
+        if waiting:
+            self._rounds[round_id] = _Round(waiting, loop.create_future())
+            rounds.add(round_id)
+        if rounds:
+            done = [self._rounds[r].all_answered for r in rounds]
+            await asyncio.wait(done, timeout=min(max(timeout, 0.0), MAX_TIMEOUT))
 
     async def stacks(self, processes: list[Process], with_locals: bool,
                      timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
@@ -141,8 +197,28 @@ class ProcessQueries:
                 answer = future.result()
                 if isinstance(answer, Stacks):
                     process.now = dict(answer.now)
+                    process.now_stale = False
                 results.append(answer)
         return results
+
+
+class _Round:
+    """One listing question: the processes that have not answered it yet."""
+
+    def __init__(self, pending: set[Process], all_answered: asyncio.Future[None]) -> None:
+        self.pending = pending
+        self.all_answered = all_answered
+
+    def answered(self, process: Process, message: Stacks) -> None:
+        if process in self.pending:
+            process.now = dict(message.now)
+            process.now_stale = False
+            self.forget(process)
+
+    def forget(self, process: Process) -> None:
+        self.pending.discard(process)
+        if not self.pending and not self.all_answered.done():
+            self.all_answered.set_result(None)
 
 
 def _brief(view: dict[str, Any]) -> str:

@@ -199,9 +199,10 @@ class WorkerListener:
 
     async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                              stream: ControlStream, peer: str) -> None:
-        def send(message: ControlMessage) -> None:
+        def send(message: ControlMessage | bytes) -> None:
+            """Send ``message``, or bytes already encoded (one question to many)."""
             if not writer.is_closing():
-                writer.write(encode_control(message))
+                writer.write(message if isinstance(message, bytes) else encode_control(message))
 
         # The agent says who it is only once the hub proved itself (argv may hold secrets).
         try:
