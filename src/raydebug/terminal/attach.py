@@ -252,14 +252,20 @@ class AttachCommand:
             host, port = parse_address(self.hub, "--hub")
             remote.connect(host, port)
             try:
-                remote.attach(str(session["id"]), self.client_token)
+                remote.attach(str(session["id"]), self.client_token,
+                              on_slow=lambda: self.terminal.write(_not_stopped_yet(session)))
+            except KeyboardInterrupt:
+                self.terminal.write(f"stopped waiting for session {session['id']}; "
+                                    "its process runs on")
+                raise
             except (RaydebugError, TimeoutError) as error:
+                # str(): a TimeoutError says nothing of itself, and is true all the same.
+                why = str(error) or ("it did not stop in time (a thread blocked in C stops "
+                                     "only when it returns to Python)")
                 if wanted:
-                    raise RaydebugError(f"cannot attach to {session['id']}: "
-                                        f"{error or 'no answer in time'}") from None
+                    raise RaydebugError(f"cannot attach to {session['id']}: {why}") from None
                 # Taken by another client, or gone, since we looked: choose again.
-                self.terminal.write(render.error(
-                    f"cannot attach to {session['id']}: {error or 'no answer in time'}"))
+                self.terminal.write(render.error(f"cannot attach to {session['id']}: {why}"))
                 return None
             debugger = TerminalDebugger(remote, session, self.terminal.write,
                                         colour=self.terminal.colour,
@@ -298,6 +304,15 @@ class AttachCommand:
             outcome = debugger.execute(line)
             if outcome is not Outcome.STOPPED:
                 return outcome
+
+
+def _not_stopped_yet(session: dict[str, Any]) -> str:
+    """Why attaching to ``session`` waits: its thread has not stopped (yet)."""
+    where = f" in {session['source']}" if session.get("source") else ""
+    at = (f" at {session.get('file')}:{session.get('line')}" if session.get("file") else "")
+    return (f"session {session['id']} has not stopped yet: its thread waits{where}{at}, "
+            "and a thread blocked in C stops only when it returns to Python "
+            "(Ctrl-C stops waiting; the process runs on)")
 
 
 def _line_buffer() -> str:

@@ -29,6 +29,8 @@ from ..protocol import Event
 
 T = TypeVar("T")
 
+SLOW_ATTACH = 2.0  # seconds without the first stop before attaching says why it waits
+
 
 @dataclass(frozen=True)
 class Stop:
@@ -185,12 +187,30 @@ class Remote:
         self.capabilities = self.call(client.initialize())
 
     def attach(self, session_id: str, client_token: str | None,
-               timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Attach to the session; returns once the first stop is recorded in :attr:`stops`."""
+               timeout: float = DEFAULT_TIMEOUT,
+               on_slow: Callable[[], None] | None = None) -> None:
+        """Attach to the session; returns once the first stop is recorded in :attr:`stops`.
+
+        A paused thread blocked in C stops only when it returns to Python, maybe never:
+        ``on_slow`` is called once when the stop has not come after :data:`SLOW_ATTACH`
+        seconds, so that the user is told why nothing happens. Ctrl-C (KeyboardInterrupt)
+        stops waiting at any moment."""
         raydebug: dict[str, Any] = {"session": session_id}
         if client_token:
             raydebug["token"] = client_token
-        self.call(self._attach(raydebug, timeout), timeout + 1)
+        future = asyncio.run_coroutine_threadsafe(
+            asyncio.wait_for(self._attach(raydebug, timeout), timeout + 1), self._loop)
+        try:
+            if on_slow is not None:
+                concurrent.futures.wait([future], SLOW_ATTACH)
+                if not future.done():
+                    on_slow()
+            future.result()
+        except KeyboardInterrupt:
+            # Cancelled, its task ends quietly: left to fail when the connection closes,
+            # asyncio would print "Task exception was never retrieved" and a traceback.
+            future.cancel()
+            raise
 
     async def _attach(self, raydebug: dict[str, Any], timeout: float) -> None:
         client = self.client
