@@ -154,3 +154,20 @@ def test_selector_terms_travel_as_the_hubs_query():
         "?rank=0-3&host=node+2&locals=1"
     assert selector_query(["RAYDEBUG_LABEL=a=b"]) == "?RAYDEBUG_LABEL=a%3Db"
     assert processes_path(["task=f"], now=False) == "/api/processes?task=f&now=0"
+
+
+def test_a_ray_worker_s_command_is_not_the_start_of_a_long_path():
+    """Ray starts every worker as `.../ray/_private/workers/default_worker.py --node-ip-...`:
+    cut at the column's width that is the same useless prefix on every line."""
+    worker = {"id": "p2", "pid": 11415, "node_ip": "127.0.0.1", "state": "running",
+              "task_name": "stuck", "argv": [
+                  "/work/venv/lib/python3.11/site-packages/ray/_private/workers/"
+                  "default_worker.py", "--node-ip-address=127.0.0.1", "--worker-id=7386"]}
+    driver = {"id": "p1", "pid": 11274, "node_ip": "127.0.0.1", "state": "running",
+              "argv": ["/srv/project/jobs/train.py", "--epochs", "3"]}
+    for width in (120, 60):
+        text = render(processes_table([driver, worker], width=width), width)
+        rows = text.splitlines()[2:]
+        assert rows[1].rstrip().endswith("ray worker"), text
+        assert "site-packages" not in text, text
+        assert "train.py" in rows[0], text  # the script's name before its directory
