@@ -275,6 +275,9 @@ def hub_banner(client: str, worker: str, token: str, cert: str | None = None) ->
         f"  export PYTHONBREAKPOINT=raydebug.set_trace RAYDEBUG_HUB={worker} "
         f"RAYDEBUG_TOKEN={token}{pin}\n"
         f"Then attach a DAP client to {client}, or run: raydebug list --hub {client}\n"
+        # Without it a process reaches the hub only at its first breakpoint(): `ps`,
+        # `stacks` and `pause` (what a hang needs) would list nothing.
+        f"Add RAYDEBUG_LIVE=1 to link them from their start (raydebug ps, stacks, pause)\n"
     )
 
 

@@ -171,3 +171,14 @@ def test_a_ray_worker_s_command_is_not_the_start_of_a_long_path():
         assert rows[1].rstrip().endswith("ray worker"), text
         assert "site-packages" not in text, text
         assert "train.py" in rows[0], text  # the script's name before its directory
+
+
+def test_the_hub_s_banner_says_how_processes_link_for_ps():
+    """A newcomer exports what `raydebug hub` prints; a hang then needs `ps` and `pause`,
+    which list only processes started with RAYDEBUG_LIVE=1."""
+    from raydebug.views import hub_banner
+
+    banner = hub_banner("127.0.0.1:5678", "127.0.0.1:5679", "tok")
+    assert banner.splitlines()[0] == "raydebug hub ready: clients 127.0.0.1:5678 workers " \
+                                     "127.0.0.1:5679"
+    assert "RAYDEBUG_LIVE=1" in banner and "raydebug ps" in banner
