@@ -69,6 +69,9 @@ class Stops:
     # event; its allThreadsStopped is not believed (a replayed stop says true regardless).
     stopped_threads: set[int] = field(default_factory=set)
     ended: str | None = None  # why the session ended, once it has
+    # Told (on the loop thread) why, the moment the session ends: the prompt may be waiting
+    # for a line that no command is coming to read.
+    on_ended: Callable[[str], None] | None = None
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
     def on_stopped(self, event: Event) -> None:
@@ -106,9 +109,12 @@ class Stops:
 
     def on_end(self, reason: str) -> None:
         with self._changed:
-            if self.ended is None:
+            first = self.ended is None
+            if first:
                 self.ended = reason
             self._changed.notify_all()
+        if first and self.on_ended is not None:
+            self.on_ended(reason)
 
     def wait(self, newer_than: int, timeout: float | None = None,
              ends_seen: int | None = None) -> Stop | SessionEnd | None:
