@@ -9,6 +9,7 @@ import json
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -80,6 +81,14 @@ def _reason(session: dict[str, Any]) -> str:
     return str(session.get("exception") or session.get("reason", ""))
 
 
+def _threads(sessions: list[dict[str, Any]]) -> list[str]:
+    """Each session's thread name where its process has several sessions (a paused
+    threaded actor: the same task and pid on every line), else nothing."""
+    per_process = Counter((s.get("host"), s.get("pid")) for s in sessions)
+    return [str(s.get("thread") or "") if per_process[(s.get("host"), s.get("pid"))] > 1
+            else "" for s in sessions]
+
+
 def session_columns(sessions: list[dict[str, Any]], now: float | None = None
                     ) -> list[Column]:
     """The columns of ``raydebug list`` in order, without those empty for every session
@@ -91,6 +100,7 @@ def session_columns(sessions: list[dict[str, Any]], now: float | None = None
         Column("task" if ray else "function", [_what(s) for s in sessions], 12),
         Column("node", [str(s.get("node_ip") or s.get("host") or "") for s in sessions], 9),
         Column("pid", [str(s.get("pid", "")) for s in sessions], 7),
+        Column("thread", _threads(sessions), 8),
         Column("where", [_where(s) for s in sessions], 14, short_path),
         Column("reason", [_reason(s) for s in sessions], 10),
         Column("age", [format_age(float(s.get("since", 0)), now) for s in sessions], 6),
@@ -105,7 +115,7 @@ def session_columns(sessions: list[dict[str, Any]], now: float | None = None
 
 
 # The order in which columns give way when even their narrowest does not fit.
-_DROP_FIRST = ("labels", "job", "state", "age", "node", "reason")
+_DROP_FIRST = ("labels", "job", "state", "age", "node", "thread", "reason")
 _GAP = 2  # spaces between columns; 1 below 80 columns, where every character counts
 
 
@@ -275,6 +285,9 @@ def hub_banner(client: str, worker: str, token: str, cert: str | None = None) ->
         f"  export PYTHONBREAKPOINT=raydebug.set_trace RAYDEBUG_HUB={worker} "
         f"RAYDEBUG_TOKEN={token}{pin}\n"
         f"Then attach a DAP client to {client}, or run: raydebug list --hub {client}\n"
+        # Without it a process reaches the hub only at its first breakpoint(): `ps`,
+        # `stacks` and `pause` (what a hang needs) would list nothing.
+        f"Add RAYDEBUG_LIVE=1 to link them from their start (raydebug ps, stacks, pause)\n"
     )
 
 

@@ -21,6 +21,7 @@ No printing and no I/O here, so tests compare rendered text.
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 RANK_LABELS = ("RANK", "rank")
+RAY_WORKER_MAIN = "ray/_private/workers/default_worker.py"  # every Ray worker's argv[0]
 HOW_TO_LINK = "processes link when started under `raydebug run` or with RAYDEBUG_LIVE=1"
 ODD_STYLE = "bold red"
 MAX_LOCALS_SHOWN = 10  # local names shown under one frame; then "… N more"
@@ -65,6 +67,17 @@ def _task(process: Mapping[str, Any]) -> str:
     return str(process.get("task_name") or process.get("actor_class") or "")
 
 
+def _command(process: Mapping[str, Any]) -> str:
+    """The command line, its program by name only (a cut cell keeps what tells processes
+    apart); a Ray worker's is Ray's own long one, the same for all: ``ray worker``."""
+    argv = [str(a) for a in process.get("argv") or []]
+    if not argv:
+        return ""
+    if argv[0].replace("\\", "/").endswith(RAY_WORKER_MAIN):
+        return "ray worker"
+    return " ".join([posixpath.basename(argv[0]) or argv[0], *argv[1:]])
+
+
 def process_columns(processes: Sequence[Mapping[str, Any]], now: float | None = None
                     ) -> list[Column]:
     """The columns of ``raydebug ps`` in order, without those empty for every process, and
@@ -83,8 +96,7 @@ def process_columns(processes: Sequence[Mapping[str, Any]], now: float | None = 
                        for p in processes], 6),
         Column("job", [str(p.get("job_id") or "") for p in processes] if len(jobs) > 1
                else [], 8),
-        Column("command", [" ".join(str(a) for a in p.get("argv") or []) for p in processes],
-               12),
+        Column("command", [_command(p) for p in processes], 12),
         Column("labels", [_other_labels(p) for p in processes], 10),
     ]
     return [c for c in columns if any(c.cells)]

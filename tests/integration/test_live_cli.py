@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import pexpect
 import pytest
 from test_cli import on_a_terminal  # a pseudo-terminal of a given width
 
@@ -214,3 +215,28 @@ def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
         assert any(" spin " in line and "← 1 process here: rank 0" in line for line in lines)
         assert "did not answer: 1 process: rank 1: no answer within 1s" in \
             " ".join(line.strip() for line in lines), shown.stdout
+
+
+def test_attach_to_a_thread_blocked_in_c_says_why_it_waits_and_ctrl_c_leaves(
+        ranks: HubProcess):
+    """The hang a user pauses is a thread blocked in C (rank 3's lock): its session is listed
+    at once, but the thread stops only when it returns to Python. `raydebug attach` says so
+    instead of a silent minute, and Ctrl-C leaves with one line, no asyncio traceback."""
+    from test_terminal import Attach
+
+    assert raydebug(ranks, "pause", "rank=3").returncode == 0
+    (session,) = ranks.wait_sessions(1)
+    term = Attach(ranks, session["id"], columns=60)
+    try:
+        term.expect("has not stopped yet")
+        term.expect("Ctrl-C stops waiting")
+        term.child.sendintr()
+        term.child.expect(pexpect.EOF)
+        shown = str(term.child.before)
+        term.child.close()
+        assert f"stopped waiting for session {session['id']}" in shown, shown
+        assert "Traceback" not in shown and "never retrieved" not in shown, shown
+        assert term.child.exitstatus == 130
+    finally:
+        term.close()
+    ranks.wait_sessions(0)  # the client left: the pause is over, rank 3 waits on as before

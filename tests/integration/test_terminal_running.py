@@ -236,3 +236,21 @@ def test_continue_in_one_thread_leaves_the_other_stopped(hub: HubProcess,
     assert term.do("p value").strip() == "'BETA'"
     term.child.sendline("c")
     assert "work() returned; the process runs on" in exits_cleanly(term)
+
+
+def test_a_process_that_dies_while_the_prompt_waits_is_said_at_once(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    """`ray stop` (or a kill) while the user reads the code at the prompt: the prompt says
+    so then, above itself, not only when the next command is typed."""
+    script = write_script(tmp_path, "job.py", LOOP)
+    proc = hub.spawn(script)
+    hub.wait_sessions(1)
+    term = start_attach(hub, attach)
+    term.expect(PROMPT)
+    term.child.send("p i")  # typed, not yet sent: drawn again under the notice
+    proc.kill()
+    proc.wait(10)
+    term.expect("session ")
+    term.expect(PROMPT + "p i")
+    term.child.sendline("")
+    assert "detached" not in exits_cleanly(term)

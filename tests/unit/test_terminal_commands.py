@@ -172,6 +172,13 @@ def test_header_says_where_breakpoint_was_called_and_where_the_arrow_is():
     assert render.session_header(session, 47)[1] == "breakpoint() at /job.py:47"
 
 
+def test_a_paused_process_is_not_said_to_be_at_a_breakpoint():
+    """`raydebug pause` stops a thread wherever it runs: no breakpoint() was called, and the
+    line listed when it was paused (a loop's body) is not where the arrow is now."""
+    session = {"id": "a", "pid": 1, "file": "/job.py", "line": 22, "reason": "pause"}
+    assert render.session_header(session, 20)[1] == "paused by raydebug pause"
+
+
 def test_an_actor_method_is_named_once():
     header = render.session_header({"id": "a", "pid": 1, "actor_class": "Trainer",
                                     "task_name": "Trainer.update", "node_ip": "10.0.0.2"})

@@ -189,3 +189,15 @@ def test_quit_detaches_and_kill_needs_the_hubs_leave():
     assert debugger.execute("q") is Outcome.QUIT
     assert debuggee.requests == [("disconnect", {"terminateDebuggee": False})]
     assert said[-1] == "session s1 detached; the process runs on"
+
+
+def test_a_session_whose_thread_has_not_stopped_says_whose_stop_it_shows():
+    """`raydebug pause` of a process whose main thread is blocked in C: attaching to that
+    thread's session finds only another thread stopped. The prompt is that thread's: said,
+    not shown under the first session's name as if it were its stop."""
+    debuggee = ScriptedDebuggee()
+    said: list[str] = []
+    blocked = dict(SESSION, thread="Blocked", reason="pause")
+    TerminalDebugger(debuggee, blocked, said.append).start()
+    assert any("thread Blocked has not stopped" in line and "thread 1 (MainThread)" in line
+               for line in said), said

@@ -179,3 +179,16 @@ def test_list_json_is_one_session_per_line_and_round_trips():
     assert text.splitlines()[1:-1] == [json.dumps(s) + "," for s in sessions[:-1]] + [
         json.dumps(sessions[-1])]
     assert views.sessions_json([]) == "[]"
+
+
+@pytest.mark.parametrize("width", [120, 60])
+def test_the_threads_of_one_paused_process_are_told_apart(width: int):
+    """`raydebug pause` of a threaded actor: one session per thread, the same task, node and
+    pid on every line; only the thread says which is the main loop and which a call."""
+    threads = [dict(SESSION, id=f"s{n}", reason="pause", exception=None, labels={},
+                    thread=name) for n, name in enumerate(("MainThread", "Dummy-1"))]
+    text = render(views.sessions_table(threads, now=1075.0, width=width), width)
+    assert "thread" in text.splitlines()[1], text
+    assert "MainThread" in text and "Dummy-1" in text, text
+    single = render(views.sessions_table([dict(SESSION, thread="MainThread")], now=1075.0))
+    assert "MainThread" not in single  # one session a process: nothing to tell apart

@@ -155,3 +155,31 @@ def test_selector_terms_travel_as_the_hubs_query():
     assert selector_query(["RAYDEBUG_LABEL=a=b"]) == "?RAYDEBUG_LABEL=a%3Db"
     assert processes_path(["task=f"], now=False) == "/api/processes?task=f&now=0"
     assert processes_path(["rank=1"], full_argv=True) == "/api/processes?rank=1&argv=1"
+
+
+def test_a_ray_worker_s_command_is_not_the_start_of_a_long_path():
+    """Ray starts every worker as `.../ray/_private/workers/default_worker.py --node-ip-...`:
+    cut at the column's width that is the same useless prefix on every line."""
+    worker = {"id": "p2", "pid": 11415, "node_ip": "127.0.0.1", "state": "running",
+              "task_name": "stuck", "argv": [
+                  "/work/venv/lib/python3.11/site-packages/ray/_private/workers/"
+                  "default_worker.py", "--node-ip-address=127.0.0.1", "--worker-id=7386"]}
+    driver = {"id": "p1", "pid": 11274, "node_ip": "127.0.0.1", "state": "running",
+              "argv": ["/srv/project/jobs/train.py", "--epochs", "3"]}
+    for width in (120, 60):
+        text = render(processes_table([driver, worker], width=width), width)
+        rows = text.splitlines()[2:]
+        assert rows[1].rstrip().endswith("ray worker"), text
+        assert "site-packages" not in text, text
+        assert "train.py" in rows[0], text  # the script's name before its directory
+
+
+def test_the_hub_s_banner_says_how_processes_link_for_ps():
+    """A newcomer exports what `raydebug hub` prints; a hang then needs `ps` and `pause`,
+    which list only processes started with RAYDEBUG_LIVE=1."""
+    from raydebug.views import hub_banner
+
+    banner = hub_banner("127.0.0.1:5678", "127.0.0.1:5679", "tok")
+    assert banner.splitlines()[0] == "raydebug hub ready: clients 127.0.0.1:5678 workers " \
+                                     "127.0.0.1:5679"
+    assert "RAYDEBUG_LIVE=1" in banner and "raydebug ps" in banner

@@ -49,6 +49,7 @@ class Terminal:
                        and os.environ.get("TERM") != "dumb")
         self._lock = threading.Lock()
         self._at_line_start = True
+        self._prompt: str | None = None  # shown, and input() waits for a line
         self.completer: Any = None
         self._history = state_file.path().parent / "attach_history"
         if self.interactive:
@@ -62,6 +63,16 @@ class Terminal:
             sys.stdout.flush()
             self._at_line_start = True
 
+    def announce_at_prompt(self, line: str) -> bool:
+        """Say ``line`` (from another thread) above the prompt if one waits for a line on
+        this terminal, drawing it again with what was typed so far; False if none does."""
+        with self._lock:
+            if self._prompt is None:
+                return False
+            sys.stdout.write(f"\r\x1b[K{line}\n{self._prompt}{_typed()}")
+            sys.stdout.flush()
+            return True
+
     def write_output(self, text: str, category: str) -> None:
         """The debuggee's output, as it arrives (pieces of lines included)."""
         stream = sys.stderr if category == "stderr" else sys.stdout
@@ -74,12 +85,15 @@ class Terminal:
         """One line; None at end of input (Ctrl-D). Ctrl-C starts the line again."""
         while self.interactive:
             try:
+                self._prompt = prompt
                 return input(prompt)
             except EOFError:
                 self.write("")
                 return None
             except KeyboardInterrupt:  # as in pdb: a fresh prompt, nothing repeated
                 self.write("")
+            finally:
+                self._prompt = None
         with self._lock:
             sys.stdout.write(prompt)
             sys.stdout.flush()
@@ -179,6 +193,7 @@ class AttachCommand:
         self.wait_timeout = wait_timeout
         self.terminal = terminal or Terminal()
         self._visited: set[str] = set()
+        self._end_announced = False  # the session's end was said at the prompt already
 
     def run(self, session_id: str | None) -> int:
         try:
@@ -248,18 +263,25 @@ class AttachCommand:
             self.terminal.write(render.switch_banner(len(self._visited),
                                                      self.terminal.width()))
         remote = Remote(self.terminal.write_output)
+        remote.stops.on_ended = lambda reason: self._announce_end(session, reason)
         try:
             host, port = parse_address(self.hub, "--hub")
             remote.connect(host, port)
             try:
-                remote.attach(str(session["id"]), self.client_token)
+                remote.attach(str(session["id"]), self.client_token,
+                              on_slow=lambda: self.terminal.write(_not_stopped_yet(session)))
+            except KeyboardInterrupt:
+                self.terminal.write(f"stopped waiting for session {session['id']}; "
+                                    "its process runs on")
+                raise
             except (RaydebugError, TimeoutError) as error:
+                # str(): a TimeoutError says nothing of itself, and is true all the same.
+                why = str(error) or ("it did not stop in time (a thread blocked in C stops "
+                                     "only when it returns to Python)")
                 if wanted:
-                    raise RaydebugError(f"cannot attach to {session['id']}: "
-                                        f"{error or 'no answer in time'}") from None
+                    raise RaydebugError(f"cannot attach to {session['id']}: {why}") from None
                 # Taken by another client, or gone, since we looked: choose again.
-                self.terminal.write(render.error(
-                    f"cannot attach to {session['id']}: {error or 'no answer in time'}"))
+                self.terminal.write(render.error(f"cannot attach to {session['id']}: {why}"))
                 return None
             debugger = TerminalDebugger(remote, session, self.terminal.write,
                                         colour=self.terminal.colour,
@@ -284,11 +306,19 @@ class AttachCommand:
         return next((s for s in sessions if s.get("process") == attached.get("process")
                      and s.get("thread") == thread), None)
 
+    def _announce_end(self, session: dict[str, Any], reason: str) -> None:
+        """The session ended (``ray stop``, a kill) while the prompt may wait for a line
+        that no command will read: say it now, not at the next command."""
+        self._end_announced = self.terminal.announce_at_prompt(
+            f"session {session['id']}: {reason} (Enter leaves)")
+
     def _prompt_loop(self, debugger: TerminalDebugger) -> Outcome:
+        self._end_announced = False
         while True:
             if debugger.remote.stops.ended is not None:
-                self.terminal.write(f"session {debugger.session['id']}: "
-                                    f"{debugger.remote.stops.ended}")
+                if not self._end_announced:
+                    self.terminal.write(f"session {debugger.session['id']}: "
+                                        f"{debugger.remote.stops.ended}")
                 return Outcome.ENDED
             debugger.announce_other_stops()
             line = self.terminal.read()
@@ -300,7 +330,24 @@ class AttachCommand:
                 return outcome
 
 
+def _not_stopped_yet(session: dict[str, Any]) -> str:
+    """Why attaching to ``session`` waits: its thread has not stopped (yet)."""
+    where = f" in {session['source']}" if session.get("source") else ""
+    at = (f" at {session.get('file')}:{session.get('line')}" if session.get("file") else "")
+    return (f"session {session['id']} has not stopped yet: its thread waits{where}{at}, "
+            "and a thread blocked in C stops only when it returns to Python "
+            "(Ctrl-C stops waiting; the process runs on)")
+
+
 def _line_buffer() -> str:
     import readline
 
     return readline.get_line_buffer()
+
+
+def _typed() -> str:
+    """What was typed at the prompt so far; nothing without readline."""
+    try:
+        return _line_buffer()
+    except Exception:  # no readline, or libedit without it
+        return ""

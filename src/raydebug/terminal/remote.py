@@ -29,6 +29,8 @@ from ..protocol import Event
 
 T = TypeVar("T")
 
+SLOW_ATTACH = 2.0  # seconds without the first stop before attaching says why it waits
+
 
 @dataclass(frozen=True)
 class Stop:
@@ -67,6 +69,9 @@ class Stops:
     # event; its allThreadsStopped is not believed (a replayed stop says true regardless).
     stopped_threads: set[int] = field(default_factory=set)
     ended: str | None = None  # why the session ended, once it has
+    # Told (on the loop thread) why, the moment the session ends: the prompt may be waiting
+    # for a line that no command is coming to read.
+    on_ended: Callable[[str], None] | None = None
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
     def on_stopped(self, event: Event) -> None:
@@ -104,9 +109,12 @@ class Stops:
 
     def on_end(self, reason: str) -> None:
         with self._changed:
-            if self.ended is None:
+            first = self.ended is None
+            if first:
                 self.ended = reason
             self._changed.notify_all()
+        if first and self.on_ended is not None:
+            self.on_ended(reason)
 
     def wait(self, newer_than: int, timeout: float | None = None,
              ends_seen: int | None = None) -> Stop | SessionEnd | None:
@@ -185,12 +193,30 @@ class Remote:
         self.capabilities = self.call(client.initialize())
 
     def attach(self, session_id: str, client_token: str | None,
-               timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Attach to the session; returns once the first stop is recorded in :attr:`stops`."""
+               timeout: float = DEFAULT_TIMEOUT,
+               on_slow: Callable[[], None] | None = None) -> None:
+        """Attach to the session; returns once the first stop is recorded in :attr:`stops`.
+
+        A paused thread blocked in C stops only when it returns to Python, maybe never:
+        ``on_slow`` is called once when the stop has not come after :data:`SLOW_ATTACH`
+        seconds, so that the user is told why nothing happens. Ctrl-C (KeyboardInterrupt)
+        stops waiting at any moment."""
         raydebug: dict[str, Any] = {"session": session_id}
         if client_token:
             raydebug["token"] = client_token
-        self.call(self._attach(raydebug, timeout), timeout + 1)
+        future = asyncio.run_coroutine_threadsafe(
+            asyncio.wait_for(self._attach(raydebug, timeout), timeout + 1), self._loop)
+        try:
+            if on_slow is not None:
+                concurrent.futures.wait([future], SLOW_ATTACH)
+                if not future.done():
+                    on_slow()
+            future.result()
+        except KeyboardInterrupt:
+            # Cancelled, its task ends quietly: left to fail when the connection closes,
+            # asyncio would print "Task exception was never retrieved" and a traceback.
+            future.cancel()
+            raise
 
     async def _attach(self, raydebug: dict[str, Any], timeout: float) -> None:
         client = self.client

@@ -94,6 +94,10 @@ def session_header(session: dict[str, Any], stopped_line: int | None = None) -> 
              + (f", job {session['job_id']}" if session.get("job_id") else "")]
     if session.get("reason") == "exception":
         lines.append(f"post-mortem: {session.get('exception') or 'an exception'}")
+    elif session.get("reason") == "pause":
+        # No breakpoint() was called, and the line listed at the pause may be behind the
+        # arrow already (a loop goes round): the frame line that follows says where it is.
+        lines.append("paused by raydebug pause")
     else:
         line = session.get("line")
         next_line = (f", next line {stopped_line}"

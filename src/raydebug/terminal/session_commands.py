@@ -20,11 +20,13 @@ class SessionCommands(DebuggerContext):
     def start(self) -> None:
         """Show the header and where the session is stopped (after attach)."""
         stop = self.remote.stops.last
-        self._select_session_thread(stop)
+        elsewhere = self._select_session_thread(stop)
         self._refresh_stack()
         line = int(self.frames[0].get("line", 0)) if self.frames else None
         for text in render.session_header(self.session, line):
             self.write(text)
+        if elsewhere:
+            self.write(elsewhere)
         self._show_stop(context=2)
         self._stops_announced = self.remote.stops.count
 
@@ -46,15 +48,26 @@ class SessionCommands(DebuggerContext):
             self.write(f"(stopped too: thread {', '.join(map(str, sorted(self._others_stopped)))}"
                        "; `thread N` switches)")
 
-    def _select_session_thread(self, stop: Stop | None) -> None:
+    def _select_session_thread(self, stop: Stop | None) -> str:
+        """Choose the session's thread, else the first stop's; what to say when that is
+        another thread ("" when not)."""
         wanted = self.session.get("thread")
         threads = self.remote.request("threads")["threads"]
         by_name = [t["id"] for t in threads
                    if t.get("name") == wanted and self.remote.stops.is_stopped(t["id"])]
         if by_name:
             self.thread_id = by_name[0]
-        elif stop is not None:
-            self.thread_id = stop.thread_id
+            return ""
+        if stop is None:
+            return ""
+        self.thread_id = stop.thread_id
+        name = next((t.get("name") for t in threads if t["id"] == stop.thread_id), "")
+        if not wanted or name == wanted:
+            return ""
+        # A paused thread blocked in C (a Ray worker's main loop, a lock) stops only when it
+        # returns to Python: the process's stop is another thread's.
+        return (f"(thread {wanted} has not stopped (blocked in C?); this is thread "
+                f"{stop.thread_id} ({name}) of the same process: `threads` lists them)")
 
     def do_threads(self, arg: str) -> None:
         threads = self.remote.request("threads")["threads"]
