@@ -179,7 +179,7 @@ def test_a_restarted_hub_gets_every_process_back(tmp_path):
     first = start_hub()
     try:
         procs = spawn_ranks(first, tmp_path)
-        wait_processes(first, lambda ps: len(ps) == 4)
+        before = wait_processes(first, lambda ps: len(ps) == 4)
         port = first.worker[1]
         first.proc.kill()
         first.proc.wait(timeout=10)
@@ -188,6 +188,8 @@ def test_a_restarted_hub_gets_every_process_back(tmp_path):
         try:
             back = wait_processes(second, lambda ps: len(ps) == 4, timeout=15)
             assert sorted(p["pid"] for p in back) == sorted(p.pid for p in procs)
+            # the same process keeps its id: a script that kept one still names it
+            assert {p["pid"]: p["id"] for p in back} == {p["pid"]: p["id"] for p in before}
             assert time.monotonic() - restarted < 10
         finally:
             second.close()

@@ -75,3 +75,17 @@ def test_unknown_ids_name_the_known_ones_and_limits_hold():
             await registry.add_session(intruder, record("known", 1))
 
     asyncio.run(scenario())
+
+
+def test_a_process_id_names_its_host_and_pid_whichever_hub_gave_it():
+    def add(registry: Registry, host: str, pid: int) -> str:
+        return registry.add_process({"host": host, "pid": pid}, "peer", lambda m: None).id
+
+    first, second = Registry(), Registry()  # a hub, and the same hub restarted
+    kept = add(first, "n1", 10)
+    assert add(second, "n1", 10) == kept
+    assert len({kept, add(first, "n1", 11), add(first, "n2", 10)}) == 3
+    again = add(first, "n1", 10)  # a reconnect before the old connection was seen to drop
+    assert again.startswith(f"{kept}-")
+    ids = [process.id for process in first.all_processes()]
+    assert len(ids) == len(set(ids)) == 4

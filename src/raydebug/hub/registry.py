@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -135,9 +136,20 @@ class Registry:
 
     def add_process(self, info: dict[str, Any], peer: str,
                     send: Callable[[ControlMessage | bytes], None]) -> Process:
-        process = Process(id=f"p{next(self._process_ids)}", info=info, peer=peer, send=send)
+        process = Process(id=self._process_id(info), info=info, peer=peer, send=send)
         self._processes[process.id] = process
         return process
+
+    def _process_id(self, info: dict[str, Any]) -> str:
+        """``p`` and 8 hex digits of its host and pid: the same process has the same id
+        after a hub restart (a script that kept it still names it); a number is appended in
+        the unlikely case that the digits of two live processes collide."""
+        digest = hashlib.blake2b(f"{info.get('host')}\0{info.get('pid')}".encode(),
+                                 digest_size=4).hexdigest()
+        candidate = f"p{digest}"
+        while candidate in self._processes:
+            candidate = f"p{digest}-{next(self._process_ids)}"
+        return candidate
 
     async def register_process(self, process: Process, record: dict[str, Any]) -> None:
         """A live process says what it is (``Register``); listed from now on as such.
