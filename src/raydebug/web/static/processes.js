@@ -102,7 +102,7 @@ export class Processes {
         el("h2", {}, key, el("span", { class: "count" }, ` (${members.length})`)),
         el("div", { class: "table-wrap" }, el("table", {},
           el("thead", {}, el("tr", {}, ...["PID", "Rank", "State", "Running", "Age", "Sessions"]
-            .map((name) => el("th", { scope: "col" }, name)))),
+            .map((name) => el("th", { scope: "col", class: headerClass(name) }, name)))),
           el("tbody", {}, ...members.sort((a, b) => rank(a) - rank(b) || a.pid - b.pid)
             .map((process) => this.processRow(process))))))));
   }
@@ -114,8 +114,7 @@ export class Processes {
       el("td", { class: "num" }, process.pid),
       el("td", { class: "num" }, process.labels?.RANK ?? ""),
       el("td", { class: `state-${process.state}` }, process.state),
-      el("td", {}, process.task_name || process.actor_class
-        || basename((process.argv || [])[0] || "")),
+      el("td", {}, process.task_name || process.actor_class || program(process.argv || [])),
       el("td", { class: "num" }, age(process.since)),
       el("td", {}, ...sessions.flatMap((link, index) => (index ? [", ", link] : [link]))));
   }
@@ -198,7 +197,7 @@ export class Processes {
       el("p", {}, node.label || ""),
       el("div", { class: "table-wrap" }, el("table", { "aria-label": "Processes in this group" },
         el("thead", {}, el("tr", {}, ...["PID", "Rank", "Node", "State", "Sessions"].map((name) =>
-          el("th", { scope: "col" }, name)))),
+          el("th", { scope: "col", class: headerClass(name) }, name)))),
         el("tbody", {}, ...processes.map((process) => el("tr", {},
           el("td", { class: "num" }, process.pid ?? ""),
           el("td", { class: "num" }, process.labels?.RANK ?? ""),
@@ -239,4 +238,18 @@ export class Processes {
       this.showError(error);
     }
   }
+}
+
+// Numbers are right-aligned (class num), and so are their columns' headers.
+function headerClass(name) {
+  return ["PID", "Rank", "Age"].includes(name) ? "num" : "";
+}
+
+// What an idle process runs: a Ray worker between tasks is "ray worker (idle)", not the
+// name of Ray's worker script; another program is its script's name.
+function program(argv) {
+  const first = basename(argv[0] || "");
+  if (first === "default_worker.py") return "ray worker (idle)";
+  const script = argv.find((word, index) => index > 0 && word.endsWith(".py"));
+  return script && first.startsWith("python") ? basename(script) : first;
 }
