@@ -1,9 +1,12 @@
 """The page against a hub with a client token, in a real headless Chromium, on a plain
 process (Ray adds nothing here): the token taken from the link and kept where scripts cannot
-read it, or asked for once; a breakpoint set from the gutter is hit; the output is shown."""
+read it, or asked for once; a breakpoint set from the gutter is the cluster's, and is hit;
+the output is shown."""
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,13 @@ for i in range(3):
     step(i)
 print("done", flush=True)
 """
+
+
+def cluster_breakpoints(hub: Any) -> list[dict[str, Any]]:
+    request = urllib.request.Request(f"http://{hub.client_address}/api/breakpoints",
+                                     headers={"Authorization": "Bearer s3cret"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return list(json.loads(response.read())["breakpoints"])
 
 
 def current_line(browser: Any) -> str:
@@ -78,7 +88,18 @@ def test_the_token_link_the_login_and_a_gutter_breakpoint(tmp_path: Path):
             browser.find_element(By.ID, "btn-continue").click()  # i == 1: it stops again
             wait_for(browser, lambda: "step 1" in browser.find_element(By.ID, "output").text
                      and current_line(browser) == "return value", 30, "the output, stopped")
-            browser.find_element(By.ID, "btn-detach").click()  # breakpoints go: runs to the end
+            # The gutter's breakpoint is the cluster's (every linked process arms it) ...
+            assert [(b["path"], b["line"], b["client"]) for b in cluster_breakpoints(hub)] \
+                == [(str(tmp_path / "loop.py"), 3, "web page")]
+            def gutter_3() -> Any:  # the source is drawn again at every stop
+                return browser.find_element(By.CSS_SELECTOR, "#source li[data-line='3'] .gutter")
+
+            assert gutter_3().get_attribute("aria-pressed") == "true"
+            gutter_3().click()  # ... until the gutter takes it back
+            wait_for(browser, lambda: gutter_3().get_attribute("aria-pressed") == "false", 10,
+                     "the breakpoint unmarked")
+            wait_for(browser, lambda: not cluster_breakpoints(hub), 10, "the cluster's gone")
+            browser.find_element(By.ID, "btn-detach").click()  # no breakpoint: runs to the end
         code, out, _ = finish(proc)
         assert code == 0 and "done" in out
     finally:

@@ -224,10 +224,15 @@ class ArmedBreakpoints:
             self._client_path = client_path
             self._reported &= set(client_path.values())
             self._table = _Table(by_file, frozenset(breakpoints.functions))
-            if by_file or breakpoints.functions:
-                self._backend.install(self)
-            else:
+            if not (by_file or breakpoints.functions):
                 self._backend.remove()
+            elif self._standing_down() and getattr(self._backend, "shares_trace_function",
+                                                   False):
+                # A debugger serves this process and its tracer is in every thread: ours
+                # would replace it. Installed once that tracing is removed (reinstall).
+                pass
+            else:
+                self._backend.install(self)
         self.report_loaded()
 
     def disarm(self) -> None:

@@ -32,6 +32,8 @@ TOOL_IDS = (3, 4)
 class MonitoringBackend:
     """See the module docstring. Thread-safe (install/remove under one lock)."""
 
+    shares_trace_function = False  # a sys.monitoring tool of our own, beside pydevd's
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tool: int | None = None

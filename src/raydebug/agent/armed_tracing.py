@@ -44,6 +44,10 @@ TraceFunction = Callable[[FrameType, str, Any], Any]
 class TracingBackend:
     """See the module docstring. Thread-safe (install/remove under one lock)."""
 
+    # Ours and pydevd's are the same per-thread trace function: installed while pydevd
+    # traces, ours would replace its tracer (its breakpoints and steps would be lost).
+    shares_trace_function = True
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._installed: TraceFunction | None = None

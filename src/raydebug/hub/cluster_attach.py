@@ -57,6 +57,7 @@ OFFER_TRIES = 3
 TELL_INTERVAL = 5.0
 KEPT_LINES = 1000  # logpoint lines the hub keeps for `raydebug logs`
 TERMINAL = "terminal"  # the cluster breakpoints' client that `raydebug break` speaks for
+WEB_PAGE = "web page"  # and the one the web page's gutter speaks for
 
 
 @dataclass
@@ -153,14 +154,21 @@ class ClusterAttaches:
         """``POST /api/breakpoints`` (``raydebug break``): ``{"path", "line", "condition"?,
         "hitCondition"?, "logMessage"?, "localRoot"?}`` adds one (replacing one on the same
         line), ``{"clear": true}`` removes the terminal's own (an IDE's stay: the IDE owns
-        them). Raises ValueError for any other body."""
+        them, and so do the web page's), and the web page's gutter sends a file's whole set
+        as DAP's ``setBreakpoints`` arguments: ``{"source": {"path"}, "breakpoints": [...]}``.
+        Raises ValueError for any other body."""
         if not isinstance(body, dict):
             raise ValueError('the body must be {"path": FILE, "line": N, ...} or '
                              '{"clear": true}')
         if body.get("clear") is True:
-            if self.cluster.clear(TERMINAL):
+            cleared = [self.cluster.clear(owner) for owner in (TERMINAL, WEB_PAGE)]
+            if any(cleared):
                 self.changed()
             return self.breakpoints_view()
+        if isinstance(body.get("source"), dict):
+            answer = self.cluster.set_breakpoints(WEB_PAGE, body)
+            self.changed()
+            return {**self.breakpoints_view(), "set": answer.get("breakpoints", [])}
         path, line = body.get("path"), body.get("line")
         if not isinstance(path, str) or not path.startswith("/") \
                 or not isinstance(line, int) or isinstance(line, bool) or line < 1:

@@ -2,9 +2,12 @@
 // Source comes from the worker (a `source` request, or linecache through `evaluate`), so
 // code that exists only on the worker's node shows too.
 
+import { getJson, postJson } from "./api.js";
 import { DapSocket } from "./dap.js";
 import { basename, decodeBase64Repr, el, sessionName } from "./format.js";
 import { Tree } from "./tree.js";
+
+const WEB_PAGE = "web page"; // the hub's name for the page's cluster breakpoints
 
 const MAX_OUTPUT = 200_000; // characters kept in the output panel
 
@@ -90,6 +93,7 @@ export class Debugger {
     try {
       await dap.connect();
       await dap.attach(id);
+      await this.syncBreakpoints((await getJson("/api/breakpoints")).breakpoints || []);
     } catch (error) {
       if (this.dap === dap) this.ended(`cannot attach: ${error.message}`);
     }
@@ -273,6 +277,10 @@ export class Debugger {
     box.querySelector(".current")?.scrollIntoView({ block: "center" });
   }
 
+  // The gutter's breakpoints are the cluster's (the hub arms them in every linked process,
+  // as an IDE's on its cluster session): the page owns its own lines, and this process's
+  // pydevd gets every cluster breakpoint of each file while the page debugs it (an attached
+  // process leaves breakpoints to its debugger).
   async toggleBreakpoint(path, line, gutter) {
     const marks = this.breakpoints.get(path) || new Set();
     if (marks.has(line)) marks.delete(line);
@@ -280,16 +288,35 @@ export class Debugger {
     this.breakpoints.set(path, marks);
     gutter.setAttribute("aria-pressed", marks.has(line) ? "true" : "false");
     try {
-      const { breakpoints } = await this.dap.request("setBreakpoints", {
+      const answer = await postJson("/api/breakpoints", {
         source: { path }, breakpoints: [...marks].map((number) => ({ line: number })),
       });
-      const unverified = (breakpoints || []).filter((b) => b.verified === false);
-      for (const breakpoint of unverified) {
+      await this.syncBreakpoints(answer.breakpoints || [], [path]);
+    } catch (error) {
+      this.consoleLine(`setBreakpoints: ${error.message}`, "error");
+    }
+  }
+
+  // `listing`: the hub's cluster breakpoints (GET /api/breakpoints). Marks the page's own,
+  // and sets every file's in this process (`also`: files to set even with none left).
+  async syncBreakpoints(listing, also = []) {
+    const byPath = new Map(also.map((path) => [path, []]));
+    for (const breakpoint of listing) {
+      if (!byPath.has(breakpoint.path)) byPath.set(breakpoint.path, []);
+      byPath.get(breakpoint.path).push(breakpoint);
+    }
+    for (const [path, breakpoints] of byPath) {
+      this.breakpoints.set(path, new Set(breakpoints.filter((b) => b.client === WEB_PAGE)
+        .map((b) => b.line)));
+      const answer = await this.dap.request("setBreakpoints", {
+        source: { path }, breakpoints: breakpoints.map((b) => ({ line: b.line,
+          condition: b.condition || undefined, hitCondition: b.hitCondition || undefined,
+          logMessage: b.logMessage || undefined })),
+      });
+      for (const breakpoint of (answer.breakpoints || []).filter((b) => b.verified === false)) {
         this.consoleLine(`breakpoint at line ${breakpoint.line}: ${breakpoint.message || "not set"}`,
           "error");
       }
-    } catch (error) {
-      this.consoleLine(`setBreakpoints: ${error.message}`, "error");
     }
   }
 
