@@ -246,8 +246,7 @@ class Agent:
         """
         self.debugger.ensure_started()
         with self._lock:
-            for ident in [i for i, r in self._pause_requests.items() if not r.thread.is_alive()]:
-                del self._pause_requests[ident]  # ended before it stopped
+            self._forget_abandoned_pauses_locked()  # a thread asked again if a resume cancelled
             busy = {s.thread_ident for s in self._sessions.values()} | set(self._pause_requests)
         targets = self.debugger.pausable_threads(skip=busy)
         identity = live.session_identity()
@@ -299,7 +298,8 @@ class Agent:
 
     def _forget_abandoned_pauses_locked(self) -> None:
         """Forget the pause requests pydevd no longer holds (a resume of every thread
-        cancelled them): never listed, they end without a word to the hub."""
+        cancelled them, or the thread ended): never listed, they end without a word to
+        the hub."""
         for ident, request in list(self._pause_requests.items()):
             if not (request.thread.is_alive()
                     and self.debugger.is_asked_to_pause(request.thread)):
