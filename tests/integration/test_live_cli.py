@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import pexpect
 import pytest
 from test_cli import on_a_terminal  # a pseudo-terminal of a given width
 
