@@ -94,6 +94,22 @@ def by_rank(processes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {p["labels"].get("RANK"): p for p in processes}
 
 
+async def inspect_and_continue(hub: HubProcess, session_id: str) -> tuple[dict[str, Any], str]:
+    """Attach to a paused `spin`, check `total > 0` in its top frame, continue, detach;
+    returns the `stopped` event's body and the top frame's name."""
+    client = await hub.dap()
+    stopped = await client.attach(session_id)
+    frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+    value = await client.request("evaluate", {
+        "expression": "total > 0", "frameId": frames["stackFrames"][0]["id"],
+        "context": "repl"})
+    assert value["result"] == "True"
+    await client.request("continue", {"threadId": stopped.body["threadId"]})
+    await client.request("disconnect", {})
+    await client.close()
+    return stopped.body, frames["stackFrames"][0]["name"]
+
+
 def test_ranks_are_listed_stacked_and_paused_on_demand(hub, tmp_path):
     procs = spawn_ranks(hub, tmp_path)
     processes = wait_processes(hub, lambda ps: len(ps) == 4)
@@ -132,21 +148,8 @@ def test_ranks_are_listed_stacked_and_paused_on_demand(hub, tmp_path):
     assert listed["1"]["state"] == "paused" and listed["1"]["sessions"] == [session["id"]]
     assert listed["0"]["state"] == "running"
 
-    async def inspect_and_continue() -> None:
-        client = await hub.dap()
-        stopped = await client.attach(session["id"])
-        assert stopped.body["reason"] == "pause"
-        frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
-        assert frames["stackFrames"][0]["name"] == "spin"
-        value = await client.request("evaluate", {
-            "expression": "total > 0", "frameId": frames["stackFrames"][0]["id"],
-            "context": "repl"})
-        assert value["result"] == "True"
-        await client.request("continue", {"threadId": stopped.body["threadId"]})
-        await client.request("disconnect", {})
-        await client.close()
-
-    run(inspect_and_continue())
+    stopped, top = run(inspect_and_continue(hub, session["id"]))
+    assert stopped["reason"] == "pause" and top == "spin"
     hub.wait_sessions(0)
     # Untraced again once the client left (tracing follows need).
     assert read_line(procs[1]).split() == ["started", str(procs[1].pid)]
@@ -382,19 +385,7 @@ def test_pause_under_sys_monitoring(hub, tmp_path, version):
     (session,) = hub.wait_sessions(1)
     assert session["function"] == "spin" and session["reason"] == "pause"
 
-    async def inspect_and_continue() -> None:
-        client = await hub.dap()
-        stopped = await client.attach(session["id"])
-        frames = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
-        value = await client.request("evaluate", {
-            "expression": "total > 0", "frameId": frames["stackFrames"][0]["id"],
-            "context": "repl"})
-        assert value["result"] == "True"
-        await client.request("continue", {"threadId": stopped.body["threadId"]})
-        await client.request("disconnect", {})
-        await client.close()
-
-    run(inspect_and_continue())
+    run(inspect_and_continue(hub, session["id"]))
     hub.wait_sessions(0)
     deadline = time.monotonic() + 10
     while True:
