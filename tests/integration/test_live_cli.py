@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import pexpect
 import pytest
 from test_cli import on_a_terminal  # a pseudo-terminal of a given width
 
@@ -217,26 +216,17 @@ def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
             " ".join(line.strip() for line in lines), shown.stdout
 
 
-def test_attach_to_a_thread_blocked_in_c_says_why_it_waits_and_ctrl_c_leaves(
-        ranks: HubProcess):
-    """The hang a user pauses is a thread blocked in C (rank 3's lock): its session is listed
-    at once, but the thread stops only when it returns to Python. `raydebug attach` says so
-    instead of a silent minute, and Ctrl-C leaves with one line, no asyncio traceback."""
-    from test_terminal import Attach
-
-    assert raydebug(ranks, "pause", "rank=3").returncode == 0
-    (session,) = ranks.wait_sessions(1)
-    term = Attach(ranks, session["id"], columns=60)
-    try:
-        term.expect("has not stopped yet")
-        term.expect("Ctrl-C stops waiting")
-        term.child.sendintr()
-        term.child.expect(pexpect.EOF)
-        shown = str(term.child.before)
-        term.child.close()
-        assert f"stopped waiting for session {session['id']}" in shown, shown
-        assert "Traceback" not in shown and "never retrieved" not in shown, shown
-        assert term.child.exitstatus == 130
-    finally:
-        term.close()
-    ranks.wait_sessions(0)  # the client left: the pause is over, rank 3 waits on as before
+def test_pausing_a_thread_blocked_in_c_lists_no_session_and_says_why(ranks: HubProcess):
+    """The hang a user pauses is a thread blocked in C (rank 3's lock): it stops only when it
+    returns to Python, so it is no session (an attach would wait for nothing). `raydebug
+    pause` says so in one line, and where to see what it waits on."""
+    listed = json.loads(raydebug(ranks, "ps", "--json", "rank=3").stdout)
+    done = raydebug(ranks, "pause", "--wait", "1", "rank=3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        f"paused {listed[0]['id']}: no thread has stopped yet (a thread blocked in C stops "
+        f"when it returns to Python; raydebug stacks pid={listed[0]['pid']} shows where "
+        "each waits)\n"), done.stdout
+    assert ranks.get("/api/sessions") == []
+    (entry,) = ranks.get("/api/stacks?rank=3&timeout=5")["processes"]
+    assert entry["threads"][0]["frames"][-1]["function"] == "wait_for"
