@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -83,6 +84,19 @@ def test_ps_json_lists_the_four_running_processes(ranks: HubProcess):
 
     only = json.loads(raydebug(ranks, "ps", "--json", "rank=1-2").stdout)
     assert sorted(p["labels"]["RANK"] for p in only) == ["1", "2"]
+
+
+def test_raydebug_commands_run_where_live_is_exported_do_not_list_themselves(ranks: HubProcess):
+    # The hub's banner tells users to export these in the shell they then run `ps` from; the
+    # command's own link would register while it asks (it did: `ps` listed itself).
+    script = Path(sys.executable).with_name("raydebug")
+    for command in ([str(script)], RAYDEBUG):
+        done = subprocess.run([*command, "ps", "--json", "--hub", ranks.client_address],
+                              capture_output=True, text=True, timeout=TIMEOUT,
+                              env=ranks.env(RAYDEBUG_LIVE="1"))
+        assert done.returncode == 0, done.stderr
+        listed = {p["pid"] for p in json.loads(done.stdout)}
+        assert listed == {w.pid for w in ranks.workers}, done.stdout
 
 
 @pytest.mark.parametrize("columns", [120, 80, 60])
