@@ -129,7 +129,7 @@ class Agent:
     def pause_at_breakpoint(self, frame: FrameType) -> None:
         """A cluster breakpoint was hit: stop at ``frame``'s current line, before it runs,
         once a client is ready (reason ``breakpoint``, as a ``breakpoint()``)."""
-        record = record_for_frame(frame)
+        record = record_for_frame(frame, cluster_breakpoint=True)
         self.returns.follow(record.id, threading.get_ident(), frame)
         under_client = self._wait_for_client(record)
         if under_client is not None:
