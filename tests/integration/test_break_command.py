@@ -74,6 +74,9 @@ def test_break_list_clear(hub: HubProcess, tmp_path: Path):
         assert read_line(proc).strip() == "ran"
     logged = raydebug(hub, f"{script}:{line}", "--log", "step {i} on {RANK}")
     assert "log 'step {i} on {RANK}'" in logged.stdout, logged
+    # One breakpoint a line, as in an IDE: the conditional one made way, and it is said.
+    assert logged.stdout.splitlines()[-1] == (
+        f'(replaced {script}:{line} if RANK == "2" and i == 3  [verified] (terminal))'), logged
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.write("\n")  # the loop again: logging, not pausing
