@@ -161,6 +161,26 @@ def _set_everywhere(trace: TraceFunction | None) -> None:
                                   ctypes.py_object(None))
 
 
+def set_in_threads(trace: TraceFunction | None, idents: set[int]) -> bool:
+    """Make ``trace`` the trace function of the threads ``idents`` only (the current one
+    directly, others through the helper library); False when some could not be reached."""
+    set_trace = _raw_settrace()
+    current = threading.get_ident()
+    if current in idents:
+        set_trace(trace)
+    others = idents - {current}
+    if not others:
+        return True
+    lib = _helper_library()
+    if lib is None:
+        return False
+    for ident in others:
+        lib.AttachDebuggerTracing(ctypes.c_int(0), ctypes.py_object(set_trace),
+                                  ctypes.py_object(trace), ctypes.c_uint(ident),
+                                  ctypes.py_object(None))
+    return True
+
+
 _helper: list[Any] = []  # [library or None], loaded once
 
 
