@@ -1,0 +1,198 @@
+"""Cluster breakpoints on Python 3.10/3.11 served by rewritten code (armed_code), on the real
+interpreters: no trace function anywhere while armed, hits in modules imported before and
+after arming, conditions, hit counts, logpoints, the originals back on clearing, and the
+trace fallbacks (a frame of the file already running, a source that changed since import)
+still stopping at every hit.
+
+Each scenario arms the set in-process (as the hub's ``ArmBreakpoints`` would) with a recorder
+for ``on_hit`` and prints one JSON line of what it saw; pausing through pydevd and stepping
+after a rewritten stop are shown by test_armed_breakpoints.py (also on 3.10/3.11).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_python_versions import PYTHONS, SOURCE, interpreter
+
+from helpers import TIMEOUT, line_of, venv_with_debugpy, write_script
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+TARGET = """
+def work(n):
+    total = 0
+    for i in range(n):
+        total += i  # logpoint line
+        doubled = i * 2  # breakpoint line
+    return total
+
+def make_adder(k):
+    def add(x):
+        return x + k  # inner line
+    return add
+"""
+
+LATER = """
+def later(a):
+    b = a + 1  # later line
+    return b
+"""
+
+SCENARIO = """
+import json, sys, threading
+sys.path.insert(0, sys.argv[2])
+from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
+import target
+
+lines = json.loads(sys.argv[1])
+hits, logs, out = [], [], {}
+arm = ArmedBreakpoints(on_hit=lambda f: hits.append([f.f_code.co_name, f.f_lineno,
+                                                     f.f_locals.get("i")]),
+                       on_log=lambda text, f: logs.append(text))
+
+def bp_set(extra=()):
+    return BreakpointSet.from_wire({"sources": [
+        {"path": target.__file__, "breakpoints": [
+            {"line": lines["breakpoint"], "condition": "i % 2 == 1"},
+            {"line": lines["logpoint"], "logMessage": "i={i}"},
+            {"line": lines["inner"], "hitCondition": "2"}]},
+        {"path": sys.argv[2] + "/later.py", "breakpoints": [{"line": lines["later"]}]},
+        *extra]})
+
+traces = {}
+started, go = threading.Event(), threading.Event()
+def bystander():  # a thread that exists before arming
+    started.set(); go.wait(10); traces["thread"] = repr(sys.gettrace())
+thread = threading.Thread(target=bystander); thread.start(); started.wait(10)
+
+original, adder = target.work.__code__, target.make_adder(1)
+arm.arm(bp_set())
+go.set(); thread.join(10)
+traces.update(main=repr(sys.gettrace()), threading=repr(threading.gettrace()))
+out["traces"] = traces
+target.work(4)
+adder(1); target.make_adder(2)(5)  # made before and after arming: the second hit counts
+import later
+later.later(1)
+out.update(modes=arm.modes(), hits=list(hits), logs=logs)
+arm.disarm()
+out["restored"] = target.work.__code__ is original and "__raydebug_line__" not in str(
+    adder.__code__.co_names)
+out["after"] = [repr(sys.gettrace()), arm.modes()]
+hits.clear(); target.work(4); out["hits_after"] = hits
+print(json.dumps(out), flush=True)
+"""
+
+RUNNING = """
+import json, sys, threading, time
+sys.path.insert(0, sys.argv[2])
+from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
+import target, spin
+
+lines = json.loads(sys.argv[1])
+hits, out = [], {}
+arm = ArmedBreakpoints(on_hit=lambda f: hits.append([f.f_code.co_name, f.f_lineno]),
+                       on_log=lambda text, f: None)
+inside, go, thread_trace = threading.Event(), threading.Event(), []
+def run_spin():
+    spin.spin(inside, go)
+    thread_trace.append(repr(sys.gettrace()))  # the spinning frame returned: nothing left
+thread = threading.Thread(target=run_spin); thread.start(); inside.wait(10)
+# spin() is running the original code: it is traced on its thread until it returns.
+arm.arm(BreakpointSet.from_wire({"sources": [
+    {"path": spin.__file__, "breakpoints": [{"line": lines["spin"]}]}]}))
+out["main_trace"] = repr(sys.gettrace())
+go.set(); thread.join(10)
+out["thread_trace"] = thread_trace
+out["modes_running"] = arm.modes()
+spin.spin(None, None)  # rewritten now
+# The source of target.py changed on disk after its import: traced instead, still stopping.
+with open(target.__file__) as f: text = f.read()
+with open(target.__file__, "w") as f: f.write("\\n" + text)
+arm.arm(BreakpointSet.from_wire({"sources": [
+    {"path": spin.__file__, "breakpoints": [{"line": lines["spin"]}]},
+    {"path": target.__file__, "breakpoints": [{"line": lines["breakpoint"]}]}]}))
+out["modes_changed"] = arm.modes()
+out["traced"] = sys.gettrace() is not None
+target.work(2)
+out["hits"] = hits
+arm.disarm()
+out["cleared"] = repr(sys.gettrace())
+print(json.dumps(out), flush=True)
+"""
+
+SPIN = """
+def spin(inside, go):
+    for round in range(3):
+        if inside is not None and round == 0:
+            inside.set(); go.wait(10)
+        x = round  # spin line
+    return x
+"""
+
+VERSIONS = ["3.10", "3.11"]
+
+
+def python_of(version: str, venvs: pytest.TempPathFactory | None = None) -> str:
+    """The interpreter; with ``venvs``, in a venv with debugpy (whose helper library sets
+    another thread's trace function)."""
+    if version == "3.11":
+        return sys.executable
+    found = interpreter(version) if version in PYTHONS else None
+    if found is None:
+        pytest.skip(f"Python {version} is not installed")
+    return venv_with_debugpy(found, venvs.mktemp(f"venv{version}")) if venvs else str(found)
+
+
+def run_scenario(python: str, script: str, code_dir: Path, lines: dict[str, int]
+                 ) -> dict[str, object]:
+    done = subprocess.run([python, "-c", script, json.dumps(lines), str(code_dir)],
+                          capture_output=True, text=True, timeout=TIMEOUT,
+                          env={"PYTHONPATH": str(SOURCE), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_rewritten_code_stops_logs_counts_and_leaves_no_trace_function(
+        tmp_path: Path, version: str) -> None:
+    target = write_script(tmp_path, "target.py", TARGET)
+    later = write_script(tmp_path, "later.py", LATER)
+    lines = {"breakpoint": line_of(target, "breakpoint line"),
+             "logpoint": line_of(target, "logpoint line"),
+             "inner": line_of(target, "inner line"), "later": line_of(later, "later line")}
+    out = run_scenario(python_of(version), SCENARIO, tmp_path, lines)
+    assert out["traces"] == {"thread": "None", "main": "None", "threading": "None"}, out
+    assert out["modes"] == {str(target): "rewrite", str(later): "rewrite"}, out
+    assert out["hits"] == [["work", lines["breakpoint"], 1], ["work", lines["breakpoint"], 3],
+                           ["add", lines["inner"], None], ["later", lines["later"], None]]
+    assert out["logs"] == ["i=0", "i=1", "i=2", "i=3"]
+    assert out["restored"] is True
+    assert out["after"] == ["None", {}]
+    assert out["hits_after"] == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_running_frames_and_changed_sources_are_traced_and_still_stop(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, version: str) -> None:
+    target = write_script(tmp_path, "target.py", TARGET)
+    spin = write_script(tmp_path, "spin.py", SPIN)
+    lines = {"breakpoint": line_of(target, "breakpoint line"), "spin": line_of(spin, "spin line")}
+    out = run_scenario(python_of(version, tmp_path_factory), RUNNING, tmp_path, lines)
+    assert out["main_trace"] == "None", out  # only the spinning thread was traced
+    assert out["thread_trace"] == ["None"], out
+    assert out["modes_running"] == {str(spin): "rewrite"}, out
+    assert out["modes_changed"] == {
+        str(spin): "rewrite", str(target): "trace: its source changed since it was loaded"}
+    
+    assert out["traced"] is True
+    spin_hits = [["spin", lines["spin"]]] * 3  # the running frame's 3 rounds, traced
+    assert out["hits"] == spin_hits + [["spin", lines["spin"]]] * 3 + [
+        ["work", lines["breakpoint"]]] * 2, out
+    assert out["cleared"] == "None"
