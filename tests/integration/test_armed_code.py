@@ -190,7 +190,7 @@ def test_running_frames_and_changed_sources_are_traced_and_still_stop(
     assert out["modes_running"] == {str(spin): "rewrite"}, out
     assert out["modes_changed"] == {
         str(spin): "rewrite", str(target): "trace: its source changed since it was loaded"}
-    
+
     assert out["traced"] is True
     spin_hits = [["spin", lines["spin"]]] * 3  # the running frame's 3 rounds, traced
     assert out["hits"] == spin_hits + [["spin", lines["spin"]]] * 3 + [

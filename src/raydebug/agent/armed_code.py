@@ -44,8 +44,14 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from types import AsyncGeneratorType, CodeType, CoroutineType, FrameType, FunctionType
-from types import GeneratorType
+from types import (
+    AsyncGeneratorType,
+    CodeType,
+    CoroutineType,
+    FrameType,
+    FunctionType,
+    GeneratorType,
+)
 from typing import Any
 
 from .armed_rewrite import HOOK_NAME, Plan, Unsupported, make_plan
@@ -115,7 +121,7 @@ class CodeRewriteBackend:
                 return  # again after a session: nothing of ours was replaced
             self._armed, self._signature, self._watched = armed, signature, frozenset(lines)
             _active = self
-            setattr(builtins, HOOK_NAME, _line_hook)  # noqa: B010 (a name only rewritten code uses)
+            setattr(builtins, HOOK_NAME, _line_hook)  # a name only rewritten code uses
             if armed.functions:  # any function may be one: only a trace function sees them all
                 self._apply({}, {name: "function breakpoints" for name in lines}, armed)
                 return
@@ -314,8 +320,8 @@ class _RunningFrames:
         """Trace ``running`` (thread -> frames) instead of what was; False if a thread
         could not be reached (then nothing is left set)."""
         gone = set(self._pending) - set(running)
-        for frames in self._pending.values():
-            for frame in frames:
+        for pending in self._pending.values():
+            for frame in pending:
                 if getattr(frame.f_trace, "raydebug_armed", False):
                     frame.f_trace = None
         self._pending = {}

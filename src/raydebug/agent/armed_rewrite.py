@@ -115,7 +115,7 @@ def _pair(original: CodeType, rewritten: CodeType,
     inner_rewritten = [c for c in rewritten.co_consts if isinstance(c, CodeType)]
     if [key(c) for c in inner] != [key(c) for c in inner_rewritten]:
         raise Unsupported(f"the rewritten code of {original.co_name} does not pair up")
-    for a, b in zip(inner, inner_rewritten):
+    for a, b in zip(inner, inner_rewritten, strict=True):
         _pair(a, b, out)
 
 
