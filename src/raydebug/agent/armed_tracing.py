@@ -1,5 +1,10 @@
 """Cluster breakpoints on Python 3.10/3.11: a trace function, only while breakpoints exist.
 
+Since :mod:`.armed_code` rewrites the code of the files with breakpoints, this backend serves
+only what rewriting cannot (a file without source, function breakpoints, ...: its module
+docstring), on those files only; ``RAYDEBUG_ARMED_BACKEND=trace`` makes it serve all.
+:func:`set_in_threads` sets a trace function on chosen threads (armed_code's running frames).
+
 Theory of operation. Python before 3.12 has one way to see a line run: the thread's trace
 function. While the process has breakpoints, every thread gets ours (present threads and new
 ones); on each call it looks at the frame's ``co_filename`` and returns None at once for code
