@@ -62,9 +62,17 @@ def key(code: CodeType) -> CodeKey:
 
 
 def same_code(a: CodeType, b: CodeType) -> bool:
-    """Whether ``a`` and ``b`` are the same compilation (bytecode, names, line table)."""
+    """Whether ``a`` and ``b`` are the same compilation (bytecode, names, constants, line
+    table; nested code by its name and first line)."""
     return (a.co_code == b.co_code and a.co_names == b.co_names
-            and a.co_varnames == b.co_varnames and a.co_linetable == b.co_linetable)
+            and a.co_varnames == b.co_varnames and a.co_linetable == b.co_linetable
+            and _constants(a) == _constants(b))
+
+
+def _constants(code: CodeType) -> tuple[object, ...]:
+    # By type and repr: 0.0 == -0.0 and 1 == True, but they are other programs.
+    return tuple(key(c) if isinstance(c, CodeType) else (type(c), repr(c))
+                 for c in code.co_consts)
 
 
 def make_plan(filename: str, source: str, lines: frozenset[int]) -> Plan:
