@@ -5,8 +5,9 @@ trace fallbacks (a frame of the file already running, a source that changed sinc
 still stopping at every hit.
 
 Each scenario arms the set in-process (as the hub's ``ArmBreakpoints`` would) with a recorder
-for ``on_hit`` and prints one JSON line of what it saw; pausing through pydevd and stepping
-after a rewritten stop are shown by test_armed_breakpoints.py (also on 3.10/3.11).
+for ``on_hit`` and prints one JSON line of what it saw. A stop in rewritten code through a
+real hub steps in and continues in pydevd (``next`` after such a stop: test_armed_breakpoints.py,
+also on 3.10/3.11).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_armed_breakpoints import next_line, python_for
 from test_python_versions import PYTHONS, SOURCE, interpreter
 
-from helpers import TIMEOUT, line_of, venv_with_debugpy, write_script
+from helpers import TIMEOUT, HubProcess, line_of, run, venv_with_debugpy, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -196,3 +198,73 @@ def test_running_frames_and_changed_sources_are_traced_and_still_stop(
     assert out["hits"] == spin_hits + [["spin", lines["spin"]]] * 3 + [
         ["work", lines["breakpoint"]]] * 2, out
     assert out["cleared"] == "None"
+
+
+STEPPED = """
+def helper(x):
+    y = x + 1  # helper line
+    return y
+
+def work(n):
+    total = 0
+    for i in range(n):
+        total += helper(i)  # breakpoint line
+    return total
+"""
+
+STEPPING_WORKER = """
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from raydebug.agent import get_agent
+import stepped
+
+agent = get_agent()
+agent.link.start()
+agent.arm_breakpoints(json.loads(sys.argv[1]))
+print("modes", *sorted(set(agent.breakpoints.modes().values())), repr(sys.gettrace()),
+      flush=True)
+print("done", stepped.work(3), flush=True)
+"""
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_stop_in_rewritten_code_steps_in_and_continues_in_pydevd(
+        hub: HubProcess, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        version: str) -> None:
+    code_dir = tmp_path / "code"
+    code_dir.mkdir()
+    stepped = write_script(code_dir, "stepped.py", STEPPED)
+    script = write_script(tmp_path, "worker.py", STEPPING_WORKER)
+    stop_line, helper_line = line_of(stepped, "breakpoint line"), line_of(stepped, "helper line")
+    breakpoints = {"sources": [{"path": str(stepped), "breakpoints": [
+        {"line": stop_line, "condition": "i == 1"}]}]}
+    proc = subprocess.Popen([python_for(version, tmp_path_factory), str(script),
+                             json.dumps(breakpoints), str(code_dir)],
+                            env=hub.env(PYTHONPATH=str(SOURCE)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, bufsize=0)
+    hub.workers.append(proc)  # type: ignore[arg-type]  # stopped by pid at teardown
+    assert next_line(proc).split() == ["modes", "rewrite", "None"]
+
+    async def step_in_and_continue() -> None:
+        [session] = hub.wait_sessions(1, timeout=60, state="waiting")
+        client = await hub.dap()
+        stopped = await client.attach(session["id"], timeout=60)
+        thread = stopped.body["threadId"]
+        frames = await client.request("stackTrace", {"threadId": thread})
+        assert [(f["name"], f["line"]) for f in frames["stackFrames"][:1]] == [
+            ("work", stop_line)]  # the hook's own frame is not shown
+        await client.request("stepIn", {"threadId": thread})
+        await client.wait_event("stopped", timeout=30)
+        frames = await client.request("stackTrace", {"threadId": thread})
+        top = frames["stackFrames"][0]
+        assert (top["name"], top["line"]) == ("helper", helper_line), top
+        value = await client.request("evaluate", {"expression": "x", "frameId": top["id"],
+                                                  "context": "repl"})
+        assert value["result"] == "1"
+        await client.request("continue", {"threadId": thread})
+        await client.request("disconnect", {})
+        await client.close()
+
+    run(step_in_and_continue(), timeout=120)
+    out, err = proc.communicate(timeout=60)
+    assert out.decode().split() == ["done", "6"], err.decode()[-3000:]
