@@ -122,7 +122,15 @@ arm.arm(BreakpointSet.from_wire({"sources": [
 out["modes_changed"] = arm.modes()
 out["traced"] = sys.gettrace() is not None
 target.work(2)
-out["hits"] = hits
+out["hits"] = list(hits)
+# A loop's head cannot be served by a call: the file is traced once loaded (spin is).
+hits.clear()
+arm.arm(BreakpointSet.from_wire({"sources": [
+    {"path": spin.__file__, "breakpoints": [{"line": lines["loop"]}]},
+    {"path": sys.argv[2] + "/unloaded.py", "breakpoints": [{"line": 2}]}]}))
+out["modes_loop"] = arm.modes()
+spin.spin(None, None)
+out["loop_hits"] = len(hits)
 arm.disarm()
 out["cleared"] = repr(sys.gettrace())
 print(json.dumps(out), flush=True)
@@ -185,7 +193,9 @@ def test_running_frames_and_changed_sources_are_traced_and_still_stop(
         tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, version: str) -> None:
     target = write_script(tmp_path, "target.py", TARGET)
     spin = write_script(tmp_path, "spin.py", SPIN)
-    lines = {"breakpoint": line_of(target, "breakpoint line"), "spin": line_of(spin, "spin line")}
+    write_script(tmp_path, "unloaded.py", "def f():\n    for i in range(3):\n        pass\n")
+    lines = {"breakpoint": line_of(target, "breakpoint line"), "spin": line_of(spin, "spin line"),
+             "loop": line_of(spin, "for round")}
     out = run_scenario(python_of(version, tmp_path_factory), RUNNING, tmp_path, lines)
     assert out["main_trace"] == "None", out  # only the spinning thread was traced
     assert out["thread_trace"] == ["None"], out
@@ -197,6 +207,10 @@ def test_running_frames_and_changed_sources_are_traced_and_still_stop(
     spin_hits = [["spin", lines["spin"]]] * 3  # the running frame's 3 rounds, traced
     assert out["hits"] == spin_hits + [["spin", lines["spin"]]] * 3 + [
         ["work", lines["breakpoint"]]] * 2, out
+    assert out["modes_loop"] == {
+        str(spin): f"trace: line {lines['loop']} is a loop's head",
+        str(tmp_path / "unloaded.py"): "trace once loaded: line 2 is a loop's head"}, out
+    assert out["loop_hits"] >= 3  # each round (a trace function's count)
     assert out["cleared"] == "None"
 
 

@@ -95,7 +95,8 @@ class CodeRewriteBackend:
         self._tracing = tracing or TracingBackend()
         self._armed: Watched | None = None
         self._signature: object = None
-        self._plans: dict[str, Plan | None] = {}  # rewritten files (None: no source here)
+        self._plans: dict[str, Plan | None] = {}  # rewritten files (None: see _why_not)
+        self._why_not: dict[str, str] = {}  # why a None plan's file is traced once loaded
         self._traced: dict[str, str] = {}  # traced files, and why
         self._rewriting: frozenset[str] = frozenset()  # what the builtin serves
         self._watched: frozenset[str] = frozenset()
@@ -126,18 +127,24 @@ class CodeRewriteBackend:
                 self._apply({}, {name: "function breakpoints" for name in lines}, armed)
                 return
             plans: dict[str, Plan | None] = {}
-            traced: dict[str, str] = {}
+            why_not: dict[str, str] = {}
             for name, wanted in lines.items():
                 old = self._plans.get(name)
                 if old is not None and old.lines == wanted:
                     plans[name] = old  # the same code: frames running it need nothing
                     continue
+                # Traced only once code of it is loaded here (a client's path that is not
+                # on this node, a file of another process's job cost nothing).
                 source = _source(name)
                 try:
                     plans[name] = make_plan(name, source, wanted) if source else None
                 except Unsupported as error:
-                    traced[name] = str(error)
-            self._apply(plans, traced, armed)
+                    plans[name] = None
+                    why_not[name] = str(error)
+                if plans[name] is None:
+                    why_not.setdefault(name, "no source here")
+            self._why_not = why_not
+            self._apply(plans, {}, armed)
         _wrap_imports(True)
         for follower in list(_followers):
             follower(self.adopt)
@@ -148,6 +155,7 @@ class CodeRewriteBackend:
                 return
             self._apply({}, {}, None)
             self._armed, self._signature, self._watched = None, None, frozenset()
+            self._why_not = {}
         _wrap_imports(False)
         for follower in list(_followers):
             follower(None)
@@ -162,9 +170,12 @@ class CodeRewriteBackend:
         self.remove()
 
     def modes(self) -> dict[str, str]:
-        """Each watched file: ``rewrite`` (also before its code is loaded) or ``trace: why``."""
+        """Each watched file: ``rewrite`` (also before its code is loaded), ``trace: why``, or
+        ``trace once loaded: why`` (nothing of it is loaded yet)."""
         with self._lock:
-            modes = {name: REWRITE for name in self._plans}
+            modes = {name: REWRITE if plan is not None
+                     else f"{TRACE} once loaded: {self._why_not.get(name, 'no source here')}"
+                     for name, plan in self._plans.items()}
             modes.update({name: f"{TRACE}: {why}" for name, why in self._traced.items()})
             return modes
 
@@ -191,7 +202,7 @@ class CodeRewriteBackend:
             plan = self._plans[name]
             rewritten = plan.rewritten_for(code) if plan is not None else None
             if rewritten is None:
-                self._fall_back(name, "no source here" if plan is None
+                self._fall_back(name, self._why_not.get(name, "no source here") if plan is None
                                 else "its source is not the shipped code's")
                 return
             self._originals.setdefault(function, code)
@@ -237,7 +248,7 @@ class CodeRewriteBackend:
                 rewritten = (plan.rewritten_for(self._original(function.__code__))
                              if plan is not None else None)
                 if rewritten is None:
-                    traced[name] = ("no source here" if plan is None
+                    traced[name] = (self._why_not.get(name, "no source here") if plan is None
                                     else "its source changed since it was loaded")
                 else:
                     swaps.append((function, rewritten))
