@@ -351,6 +351,13 @@ class _RunningFrames:
         return False
 
     def _local(self, frame: FrameType, event: str, arg: Any) -> None:
+        # An exception here would reach the user's code (and end the thread's tracing).
+        try:
+            self._event(frame, event)
+        except Exception as error:
+            say(f"a breakpoint failed ({type(error).__name__}: {error})")
+
+    def _event(self, frame: FrameType, event: str) -> None:
         backend = self._backend
         armed = backend._armed
         if armed is None:
@@ -361,13 +368,13 @@ class _RunningFrames:
                     and line not in backend.hooked_lines(frame.f_code)):
                 armed.on_line(frame, line)
         elif event == "return":
-            pending = self._pending.get(threading.get_ident())
+            ident = threading.get_ident()
+            pending = self._pending.get(ident)  # follow() may replace the dict meanwhile
             if pending is not None:
                 pending.discard(frame)
-                if not pending:
-                    del self._pending[threading.get_ident()]
-                    if not backend._tracing.active():  # else the fallback's, in every thread
-                        _remove_myself(frame, event, arg)
+                if not pending and self._pending.pop(ident, None) is not None \
+                        and not backend._tracing.active():  # else the fallback's, everywhere
+                    _remove_myself(frame, event, None)
 
 
 def _calls_untraced(frame: FrameType, event: str, arg: Any) -> None:
