@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from raydebug.agent.armed_rewrite import HOOK_NAME, Unsupported, make_plan
+from raydebug.agent.armed_rewrite import HOOK_NAME, make_plan
+from raydebug.errors import NotRewritableError
 
 SOURCE = textwrap.dedent("""
     def f(x):
@@ -44,9 +45,9 @@ def test_a_call_before_each_breakpoint_line_once_per_run_of_its_statement() -> N
 
 
 def test_loop_heads_and_continuation_lines_are_refused() -> None:
-    with pytest.raises(Unsupported, match="loop"):
+    with pytest.raises(NotRewritableError, match="loop"):
         make_plan("/m.py", SOURCE, frozenset({5}))
-    with pytest.raises(Unsupported, match="no statement begins"):
+    with pytest.raises(NotRewritableError, match="no statement begins"):
         make_plan("/m.py", SOURCE, frozenset({11}))
     assert run_rewritten({1, 8}) == []  # no code there (blank, the def's line at import)
 

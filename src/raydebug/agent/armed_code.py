@@ -54,7 +54,8 @@ from types import (
 )
 from typing import Any
 
-from .armed_rewrite import HOOK_NAME, Plan, Unsupported, make_plan
+from ..errors import NotRewritableError
+from .armed_rewrite import HOOK_NAME, Plan, make_plan
 from .armed_tracing import TracingBackend, set_in_threads
 from .armed_watch import Watched
 from .report import say
@@ -138,7 +139,7 @@ class CodeRewriteBackend:
                 source = _source(name)
                 try:
                     plans[name] = make_plan(name, source, wanted) if source else None
-                except Unsupported as error:
+                except NotRewritableError as error:
                     plans[name] = None
                     why_not[name] = str(error)
                 if plans[name] is None:
@@ -218,7 +219,7 @@ class CodeRewriteBackend:
             try:
                 plan = make_plan(path, importlib.util.decode_source(source),
                                  frozenset(armed.lines_of(path)))
-            except Unsupported as error:
+            except NotRewritableError as error:
                 self._fall_back(path, str(error))
                 return None
             self._plans[path] = plan

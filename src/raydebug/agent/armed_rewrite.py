@@ -10,7 +10,7 @@ pair up constant by constant (:class:`Plan`); a nested function's rewritten code
 parent's constants, so functions a rewritten function makes later are rewritten too.
 
 Lines the rewrite cannot serve exactly as a trace function would, raised as
-:class:`Unsupported` (the caller traces that file instead): a line with code that no
+:class:`NotRewritableError` (the caller traces that file instead): a line with code that no
 statement begins (a continuation line of a multi-line expression, a decorator, ``except``),
 and a loop's head (``for``/``while``: a trace function sees it once per iteration).
 A line with no code at all (a comment, a docstring) never stops either way and is left out.
@@ -23,14 +23,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import CodeType
 
+from ..errors import NotRewritableError
+
 HOOK_NAME = "__raydebug_line__"  # put into builtins by armed_code
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 CodeKey = tuple[str, int, "str | None"]
-
-
-class Unsupported(Exception):
-    """This file's breakpoints cannot be served by rewritten code (the message says why)."""
 
 
 @dataclass
@@ -77,25 +75,25 @@ def _constants(code: CodeType) -> tuple[object, ...]:
 
 def make_plan(filename: str, source: str, lines: frozenset[int]) -> Plan:
     """Compile ``source`` (the file ``filename``) for breakpoints on ``lines``; raises
-    :class:`Unsupported` (with a SyntaxError, too, as its cause)."""
+    :class:`NotRewritableError` (with a SyntaxError, too, as its cause)."""
     try:
         original = compile(source, filename, "exec", dont_inherit=True)
         tree = ast.parse(source, filename)
     except (SyntaxError, ValueError) as error:
-        raise Unsupported(f"its source does not compile ({error})") from error
+        raise NotRewritableError(f"its source does not compile ({error})") from error
     wanted = _check_lines(tree, original, lines)
     _InsertCalls(wanted).visit(tree)
     try:
         rewritten = compile(tree, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
-        raise Unsupported(f"its rewritten source does not compile ({error})") from error
+        raise NotRewritableError(f"its rewritten source does not compile ({error})") from error
     plan = Plan(filename, lines, rewritten)
     _pair(original, rewritten, plan.pairs)
     return plan
 
 
 def _check_lines(tree: ast.Module, original: CodeType, lines: frozenset[int]) -> frozenset[int]:
-    """The lines to put a call on; raises Unsupported for a line a call cannot serve."""
+    """The lines to put a call on; raises NotRewritableError for a line a call cannot serve."""
     with_code = {line for code in _walk(original) for _, _, line in code.co_lines()
                  if line is not None}
     starts = {node.lineno for node in ast.walk(tree) if isinstance(node, ast.stmt)}
@@ -103,9 +101,9 @@ def _check_lines(tree: ast.Module, original: CodeType, lines: frozenset[int]) ->
     wanted = lines & with_code
     for line in sorted(wanted):
         if line in loops:
-            raise Unsupported(f"line {line} is a loop's head")
+            raise NotRewritableError(f"line {line} is a loop's head")
         if line not in starts:
-            raise Unsupported(f"line {line} has code that no statement begins")
+            raise NotRewritableError(f"line {line} has code that no statement begins")
     return frozenset(wanted)
 
 
@@ -122,7 +120,7 @@ def _pair(original: CodeType, rewritten: CodeType,
     inner = [c for c in original.co_consts if isinstance(c, CodeType)]
     inner_rewritten = [c for c in rewritten.co_consts if isinstance(c, CodeType)]
     if [key(c) for c in inner] != [key(c) for c in inner_rewritten]:
-        raise Unsupported(f"the rewritten code of {original.co_name} does not pair up")
+        raise NotRewritableError(f"the rewritten code of {original.co_name} does not pair up")
     for a, b in zip(inner, inner_rewritten, strict=True):
         _pair(a, b, out)
 
