@@ -54,7 +54,7 @@ from raydebug.protocol.control import (
     Welcome,
     encode_control,
 )
-from raydebug.protocol.framing import frame
+from raydebug.protocol.framing import NeedData, frame
 from raydebug.protocol.handshake import AgentHandshake
 from scale import ARGV, CONNECT_CONCURRENCY, raise_fd_limit
 
@@ -135,6 +135,39 @@ def pause_session(index: int) -> dict[str, Any]:
             "actor_class": "Trainer", "task_name": "Trainer.train_step"}
 
 
+class Answering(asyncio.Protocol):
+    """One link's answers to the hub, as the agent's link thread gives them."""
+
+    def __init__(self, generator: Generator, index: int) -> None:
+        self.generator, self.index = generator, index
+        self.stream = ControlStream()
+        self.pending = bytearray()  # bytes received before the transport was handed over
+        self.transport: asyncio.WriteTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        self.transport = transport
+        if self.pending:
+            self.data_received(bytes(self.pending))
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport is None:
+            self.pending += data
+            return
+        self.stream.receive_data(data)
+        while not isinstance(message := self.stream.next_event(), NeedData):
+            if isinstance(message, CollectStacks):
+                stuck = self.index % STRAGGLER_EVERY == 7
+                self.transport.write(self.generator.answer(message, stuck))
+            elif isinstance(message, Pause):
+                self.transport.write(encode_control(SessionStarted(
+                    session=pause_session(self.index))))
+                self.transport.write(encode_control(Paused(request_id=message.request_id)))
+
+    def eof_received(self) -> bool | None:
+        return False  # the transport closes
+
+
 class Generator:
     """Live links, each answering the hub's questions as the agent's link thread does."""
 
@@ -166,32 +199,15 @@ class Generator:
                 key: record[key] for key in ("pid", "host", "argv", "python")})))
             writer.write(encode_control(Register(process=record)))
             await writer.drain()
-        stream = ControlStream()
-        buffered = handshake.take_buffered()
-        if buffered:  # b"" would mean the end of the stream
-            stream.receive_data(buffered)
-        task = asyncio.create_task(self.serve(index, reader, writer, stream))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        # From here on the connection is served by callbacks (a Protocol), not a task per
+        # link: a task's wake-up per message made the generator spend as much CPU as the
+        # hub on the machine they share, where real workers answer on their own cores.
+        answering = Answering(self, index)
+        answering.data_received(handshake.take_buffered() + bytes(reader._buffer))
+        writer.transport.set_protocol(answering)
+        answering.connection_made(writer.transport)
         self.writers.append(writer)
         return True
-
-    async def serve(self, index: int, reader: asyncio.StreamReader,
-                    writer: asyncio.StreamWriter, stream: ControlStream) -> None:
-        """Answer the hub until it closes the connection (or we do)."""
-        try:
-            while (message := await read_next(reader, stream.receive_data,
-                                              stream.next_event)) is not None:
-                if isinstance(message, CollectStacks):
-                    stuck = index % STRAGGLER_EVERY == 7
-                    writer.write(self.answer(message, stuck))
-                elif isinstance(message, Pause):
-                    writer.write(encode_control(SessionStarted(session=pause_session(index))))
-                    writer.write(encode_control(Paused(request_id=message.request_id)))
-        except (OSError, ConnectionError):
-            pass
-        finally:
-            writer.close()
 
     def answer(self, question: CollectStacks, stuck: bool) -> bytes:
         """The framed ``Stacks`` answer, the bytes :func:`encode_control` gives, with the
