@@ -148,14 +148,29 @@ if mode != "plain":
 
 
 def timed_hook(mode=mode):
-    # raydebug's own setup hook (none in plain), timed on the worker's main thread
+    # raydebug's own setup hook (none in plain), timed on the worker's main thread, and in
+    # it the live link's part: the ids it reads and start_live_link
     import json, os, time
     start = time.perf_counter()
+    live_part = [0.0]
     if mode != "plain":
-        from raydebug.integrations.ray import setup_worker
+        import raydebug.agent
+        from raydebug.integrations.ray import setup_worker, worker_hooks
+
+        def timed(function):
+            def call(*args, **kwargs):
+                began = time.perf_counter()
+                try:
+                    return function(*args, **kwargs)
+                finally:
+                    live_part[0] += (time.perf_counter() - began) * 1000
+            return call
+
+        raydebug.agent.start_live_link = timed(raydebug.agent.start_live_link)
+        worker_hooks.live_identity = timed(worker_hooks.live_identity)
         setup_worker()
     os.environ["BENCH_HOOK"] = json.dumps({"ms": (time.perf_counter() - start) * 1000,
-                                           "end": time.time()})
+                                           "live_ms": live_part[0], "end": time.time()})
 
 
 env["worker_process_setup_hook"] = timed_hook
@@ -179,7 +194,8 @@ class Probe:
 
     def report(self):
         hook = json.loads(os.environ["BENCH_HOOK"])
-        return {"hook_ms": hook["ms"], "hook_to_ready_ms": (self.ready - hook["end"]) * 1000,
+        return {"hook_ms": hook["ms"], "live_part_ms": hook["live_ms"],
+                "hook_to_ready_ms": (self.ready - hook["end"]) * 1000,
                 "link_cpu_at_ready_ms": self.link_cpu}
 
 
@@ -249,6 +265,7 @@ def interleaved_starts(cluster: Any, rounds: int) -> dict[str, Any]:
         "hook_ms": {mode: median_ci(series(mode, "hook_ms")) for mode in MODES},
         "hook_extra_ms_live_vs_off": paired(series("live", "hook_ms"),
                                             series("off", "hook_ms")),
+        "live_part_ms": median_ci(series("live", "live_part_ms")),
         "hook_to_ready_ms": {mode: median_ci(series(mode, "hook_to_ready_ms"))
                              for mode in MODES},
         "hook_to_ready_extra_ms_live_vs_off": paired(series("live", "hook_to_ready_ms"),
@@ -394,6 +411,8 @@ def start_table(results: dict[str, Any]) -> str:
         ("  plain / off / live", " / ".join(ms(start["start_ms"][m]) for m in MODES), "-"),
         ("in the worker: setup hook, live - off", ci(start["hook_extra_ms_live_vs_off"]),
          "<= +10 ms"),
+        ("  in it: the link's part (ids, start_live_link)", ms(start["live_part_ms"]),
+         "<= 10 ms"),
         ("  setup hook plain / off / live",
          " / ".join(ms(start["hook_ms"][m]) for m in MODES), "-"),
         ("  hook end -> actor __init__, live - off",

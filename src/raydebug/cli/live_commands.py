@@ -92,11 +92,12 @@ def _print_table(console: Any, table: Any) -> None:
     from rich.text import Text
 
     parts = list(table.renderables) if isinstance(table, Group) else []
-    if len(parts) < 2 or not all(isinstance(part, Text) for part in parts):
+    texts = [part for part in parts if isinstance(part, Text)]
+    if len(parts) < 2 or len(texts) != len(parts):
         console.print(table)
         return
-    console.print(*parts[:2], sep="\n")
-    sys.stdout.write("".join(f"{row.plain}\n" for row in parts[2:]))
+    console.print(*texts[:2], sep="\n")
+    sys.stdout.write("".join(f"{row.plain}\n" for row in texts[2:]))
     sys.stdout.flush()
 
 

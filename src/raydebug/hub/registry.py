@@ -219,9 +219,9 @@ class Registry:
         by_pid = self._by_pid
         for process in processes:
             record = process.record
-            parent_pid = record.get("parent_pid")
-            parent = by_pid.get((record.get("host"), parent_pid)) \
-                if isinstance(parent_pid, int) else None  # type: ignore[arg-type]
+            parent_pid, host = record.get("parent_pid"), record.get("host")
+            parent = by_pid.get((host, parent_pid)) \
+                if isinstance(parent_pid, int) and isinstance(host, str) else None
             made_of = (process.state, process.now_stale, process.now, parent,
                        tuple(process.sessions) if process.sessions else ())
             listed = process.listed_json.get(full_argv)
