@@ -258,6 +258,8 @@ def interleaved_starts(cluster: Any, rounds: int) -> dict[str, Any]:
     return {
         "rounds": rounds,
         "start_ms": {mode: median_ci(series(mode, "start_ms")) for mode in MODES},
+        "start_ms_all": {mode: [round(v, 1) for v in series(mode, "start_ms")]
+                         for mode in MODES},
         "start_extra_ms_live_vs_off": paired(series("live", "start_ms"),
                                              series("off", "start_ms")),
         "start_extra_ms_live_vs_plain": paired(series("live", "start_ms"),
