@@ -56,6 +56,8 @@ class ProcessQueries:
         self._rounds: dict[int, _Round] = {}
         # process -> (round id, when) of its unanswered listing question
         self._asked: dict[Process, tuple[int, float]] = {}
+        # Seconds the latest listing round spent writing its questions (Server-Timing).
+        self.last_round_writing = 0.0
 
     def answer(self, process: Process, message: Stacks | Paused) -> None:
         """``process``'s answer; nothing when its question timed out already (or was not
@@ -135,7 +137,7 @@ class ProcessQueries:
             done = [self._rounds[r].all_answered for r in rounds]
             # The bound is the listing's, writing the questions included (10,000 writes
             # take tens of ms), but the loop gets some time to read the answers.
-            spent = loop.time() - started
+            spent = self.last_round_writing = loop.time() - started
             wait = max(min(timeout, MAX_TIMEOUT) - spent, min(timeout, MIN_ACTIVITY_WAIT))
             await asyncio.wait(done, timeout=max(wait, 0.0))
 

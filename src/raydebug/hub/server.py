@@ -374,6 +374,7 @@ class Hub:
         time are listed with their last answer, ``activity_stale``). ``argv`` is bounded
         (``argv=1``: whole)."""
         started = time.perf_counter()
+        self.queries.last_round_writing = 0.0
         now = query.pop("now", "1") != "0"
         full_argv = query.pop("argv", "0") == "1"
         selector = parse_selector(f"{k}={v}" for k, v in query.items())
@@ -385,6 +386,7 @@ class Hub:
         body = self.registry.processes_json(processes, full_argv)
         # Where the hub's time went (a browser's developer tools show it; the bench too).
         timing = (f"ask;dur={(asked - started) * 1000:.1f}, "
+                  f"write;dur={self.queries.last_round_writing * 1000:.1f}, "
                   f"encode;dur={(time.perf_counter() - asked) * 1000:.1f}")
         return Reply(body=body, headers=(("Server-Timing", timing),))
 
