@@ -4,11 +4,28 @@ Three modes in one run on one local Ray (``ray.cluster_utils.Cluster`` on loopba
 ``plain`` (no raydebug), ``off`` (``raydebug.runtime_env()`` with ``RAYDEBUG_LIVE=0``: the
 setup hook only) and ``live`` (the default: every worker linked to the hub from its start).
 Throughput runs alternate (plain, off, live, live, off, plain, ...) so that a drift of the
-machine favours no mode; each figure is a median. Worker start is an actor's creation to
-its first answer (every actor is a new worker process); RSS and CPU are read from /proc of
-idle actors' workers, linked and waiting in select().
+machine favours no mode; each figure is a median. RSS and CPU are read from /proc of idle
+actors' workers, linked and waiting in select().
+
+Worker start (an actor's creation to its first answer: every actor is a new worker process)
+takes 1-2 s on a loaded 2-core machine, ±0.3 s, so a difference of 10 ms between modes
+cannot be seen in a few medians. It is measured twice:
+
+- end to end, *interleaved*: one driver per mode, all three connected to the same cluster
+  at once, start one actor each in turn (the order alternating), round after round; the
+  figure is the median of the paired differences (live - off, live - plain, within a
+  round) with a bootstrap 95% confidence interval;
+- inside each worker, where the link's cost is: the setup hook's time on the worker's main
+  thread (the live part: ``start_live_link``, the ids it reads), the time from the hook's
+  end to the actor's ``__init__`` (where a link thread competing for the GIL would show),
+  and the link thread's CPU until then (``/proc/self/task/<tid>/schedstat``, ns): an upper
+  bound of what it could take from the main thread in that span.
+
+And a plain process's start with ``RAYDEBUG_LIVE=1`` (the startup ``.pth``, a real hub)
+against none, interleaved the same way: ``python -c pass`` end to end.
 
     .venv/bin/python bench/live_overhead.py [--tasks 2000] [--repeats 3] [--actors 6]
+        [--starts 20] [--only-start]
 """
 
 from __future__ import annotations
@@ -16,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -117,13 +135,183 @@ def finish(proc: subprocess.Popen[str]) -> None:
         proc.wait(timeout=30)
 
 
-def run(tasks: int, repeats: int, actors: int, idle_seconds: float) -> dict[str, Any]:
+STARTER = """
+import json, os, sys, time
+import ray
+
+mode, address = sys.argv[1], sys.argv[2]
+env = {}
+if mode != "plain":
+    os.environ["RAYDEBUG_LIVE"] = "1" if mode == "live" else "0"
+    import raydebug
+    env = raydebug.runtime_env()
+
+
+def timed_hook(mode=mode):
+    # raydebug's own setup hook (none in plain), timed on the worker's main thread, and in
+    # it the live link's part: the ids it reads and start_live_link
+    import json, os, time
+    start = time.perf_counter()
+    live_part = [0.0]
+    if mode != "plain":
+        import raydebug.agent
+        from raydebug.integrations.ray import setup_worker, worker_hooks
+
+        def timed(function):
+            def call(*args, **kwargs):
+                began = time.perf_counter()
+                try:
+                    return function(*args, **kwargs)
+                finally:
+                    live_part[0] += (time.perf_counter() - began) * 1000
+            return call
+
+        raydebug.agent.start_live_link = timed(raydebug.agent.start_live_link)
+        worker_hooks.live_identity = timed(worker_hooks.live_identity)
+        setup_worker()
+    os.environ["BENCH_HOOK"] = json.dumps({"ms": (time.perf_counter() - start) * 1000,
+                                           "live_ms": live_part[0], "end": time.time()})
+
+
+env["worker_process_setup_hook"] = timed_hook
+ray.init(address=address, runtime_env=env, logging_level="ERROR", log_to_driver=False)
+
+
+def link_cpu_ms():
+    import threading
+    for thread in threading.enumerate():
+        if thread.name == "raydebug-link":
+            with open(f"/proc/self/task/{thread.native_id}/schedstat") as handle:
+                return int(handle.read().split()[0]) / 1e6
+    return 0.0
+
+
+@ray.remote(num_cpus=0)
+class Probe:
+    def __init__(self):
+        self.ready = time.time()
+        self.link_cpu = link_cpu_ms()
+
+    def report(self):
+        hook = json.loads(os.environ["BENCH_HOOK"])
+        return {"hook_ms": hook["ms"], "live_part_ms": hook["live_ms"],
+                "hook_to_ready_ms": (self.ready - hook["end"]) * 1000,
+                "link_cpu_at_ready_ms": self.link_cpu}
+
+
+print("READY", flush=True)
+for _ in sys.stdin:
+    start = time.perf_counter()
+    probe = Probe.remote()
+    found = ray.get(probe.report.remote())
+    found["start_ms"] = (time.perf_counter() - start) * 1000
+    ray.kill(probe)
+    print("START", json.dumps(found), flush=True)
+"""
+
+
+def median_ci(values: list[float], resamples: int = 2000) -> dict[str, float]:
+    """The median of ``values`` and a bootstrap 95% confidence interval of it."""
+    chooser = random.Random(0)
+    medians = sorted(statistics.median(chooser.choices(values, k=len(values)))
+                     for _ in range(resamples))
+    return {"median": statistics.median(values), "ci_low": medians[int(resamples * 0.025)],
+            "ci_high": medians[int(resamples * 0.975)], "n": len(values)}
+
+
+def paired(first: list[float], second: list[float]) -> dict[str, float]:
+    """``first - second`` round by round (interleaved: the same moment of the machine)."""
+    return median_ci([a - b for a, b in zip(first, second, strict=True)])
+
+
+def interleaved_starts(cluster: Any, rounds: int) -> dict[str, Any]:
+    """Worker start, end to end and inside the worker, the three modes in turn."""
+    script = Path(tempfile.mkdtemp(prefix="live-bench")) / "starter.py"
+    script.write_text(STARTER)
+    drivers = {mode: subprocess.Popen(
+        [sys.executable, str(script), mode, cluster.address], env={**os.environ, **ENV},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for mode in MODES}
+    found: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
+    try:
+        for mode, proc in drivers.items():
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "READY":
+                raise RuntimeError(f"the {mode} starter failed")
+        for round_ in range(rounds + 1):  # the first round warms up (imports, leases)
+            for mode in (MODES if round_ % 2 == 0 else tuple(reversed(MODES))):
+                proc = drivers[mode]
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write("start\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+                if not line.startswith("START"):
+                    raise RuntimeError(f"the {mode} starter failed: {line!r}")
+                if round_:
+                    found[mode].append(json.loads(line.split(" ", 1)[1]))
+    finally:
+        for proc in drivers.values():
+            finish(proc)
+
+    def series(mode: str, name: str) -> list[float]:
+        return [entry[name] for entry in found[mode]]
+
+    return {
+        "rounds": rounds,
+        "start_ms": {mode: median_ci(series(mode, "start_ms")) for mode in MODES},
+        "start_ms_all": {mode: [round(v, 1) for v in series(mode, "start_ms")]
+                         for mode in MODES},
+        "start_extra_ms_live_vs_off": paired(series("live", "start_ms"),
+                                             series("off", "start_ms")),
+        "start_extra_ms_live_vs_plain": paired(series("live", "start_ms"),
+                                               series("plain", "start_ms")),
+        "hook_ms": {mode: median_ci(series(mode, "hook_ms")) for mode in MODES},
+        "hook_extra_ms_live_vs_off": paired(series("live", "hook_ms"),
+                                            series("off", "hook_ms")),
+        "live_part_ms": median_ci(series("live", "live_part_ms")),
+        "hook_to_ready_ms": {mode: median_ci(series(mode, "hook_to_ready_ms"))
+                             for mode in MODES},
+        "hook_to_ready_extra_ms_live_vs_off": paired(series("live", "hook_to_ready_ms"),
+                                                     series("off", "hook_to_ready_ms")),
+        "link_cpu_at_ready_ms": median_ci(series("live", "link_cpu_at_ready_ms")),
+    }
+
+
+def plain_process_start(rounds: int) -> dict[str, Any]:
+    """``python -c pass`` with ``RAYDEBUG_LIVE=1`` (linked through the startup ``.pth`` to a
+    real hub) against without, interleaved."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import core
+
+    hub = core.start_hub("--log-level", "warning")
+    times: dict[str, list[float]] = {"live": [], "none": []}
+    try:
+        environments = {"live": hub.env(RAYDEBUG_LIVE="1"), "none": hub.env()}
+        for round_ in range(rounds + 1):
+            for mode in (("live", "none") if round_ % 2 == 0 else ("none", "live")):
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-c", "pass"], env=environments[mode],
+                               check=True, timeout=60, capture_output=True)
+                if round_:
+                    times[mode].append((time.perf_counter() - start) * 1000)
+    finally:
+        hub.close()
+    return {"ms": {mode: median_ci(values) for mode, values in times.items()},
+            "extra_ms": paired(times["live"], times["none"])}
+
+
+def run(tasks: int, repeats: int, actors: int, idle_seconds: float, starts: int = 20,
+        only_start: bool = False) -> dict[str, Any]:
     os.environ.update(ENV)
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": False})
     try:
+        started = {"worker_start": interleaved_starts(cluster, starts),
+                   "plain_process_start": plain_process_start(starts),
+                   "link_start_ms": link_start_ms()}
+        if only_start:
+            return started
         script = Path(tempfile.mkdtemp(prefix="live-bench")) / "live_driver.py"
         script.write_text(DRIVER)
         seconds: dict[str, list[float]] = {mode: [] for mode in MODES}
@@ -157,7 +345,7 @@ def run(tasks: int, repeats: int, actors: int, idle_seconds: float) -> dict[str,
                 finish(proc)
         results["worker_start_extra_ms"] = (results["live"]["worker_start_ms"]
                                             - results["plain"]["worker_start_ms"])
-        results["link_start_ms"] = link_start_ms()
+        results.update(started)
         results["idle_rss_extra_mib_vs_plain"] = (results["live"]["idle_rss_mib"]
                                                   - results["plain"]["idle_rss_mib"])
         results["idle_rss_extra_mib_vs_off"] = (results["live"]["idle_rss_mib"]
@@ -195,8 +383,49 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--actors", type=int, default=6)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--starts", type=int, default=20,
+                        help="Rounds of interleaved worker starts (one per mode each).")
+    parser.add_argument("--only-start", action="store_true",
+                        help="Measure the starts alone.")
     args = parser.parse_args()
-    print(json.dumps(run(args.tasks, args.repeats, args.actors, args.idle_seconds), indent=2))
+    results = run(args.tasks, args.repeats, args.actors, args.idle_seconds, args.starts,
+                  args.only_start)
+    print(json.dumps(results, indent=2))
+    print(start_table(results))
+
+
+def start_table(results: dict[str, Any]) -> str:
+    """The start figures: medians with their 95% intervals, the target's row first."""
+    def ci(found: dict[str, float]) -> str:
+        return (f"{found['median']:+.1f} ms [{found['ci_low']:+.1f}, {found['ci_high']:+.1f}]"
+                f" n={found['n']:g}")
+
+    def ms(found: dict[str, float]) -> str:
+        return f"{found['median']:.1f} ms"
+
+    start = results["worker_start"]
+    plain = results["plain_process_start"]
+    rows = [
+        ("worker start (median, 95% CI)", "value", "target"),
+        ("end to end: live - off (paired)", ci(start["start_extra_ms_live_vs_off"]),
+         "<= +10 ms"),
+        ("end to end: live - plain (paired)", ci(start["start_extra_ms_live_vs_plain"]), "-"),
+        ("  plain / off / live", " / ".join(ms(start["start_ms"][m]) for m in MODES), "-"),
+        ("in the worker: setup hook, live - off", ci(start["hook_extra_ms_live_vs_off"]),
+         "<= +10 ms"),
+        ("  in it: the link's part (ids, start_live_link)", ms(start["live_part_ms"]),
+         "<= 10 ms"),
+        ("  setup hook plain / off / live",
+         " / ".join(ms(start["hook_ms"][m]) for m in MODES), "-"),
+        ("  hook end -> actor __init__, live - off",
+         ci(start["hook_to_ready_extra_ms_live_vs_off"]), "-"),
+        ("  link thread CPU until __init__ (bound)", ms(start["link_cpu_at_ready_ms"]), "-"),
+        ("start_live_link on the caller's thread", f"{results['link_start_ms']:.1f} ms", "-"),
+        ("python -c pass: RAYDEBUG_LIVE=1 - none", ci(plain["extra_ms"]), "-"),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+                     .rstrip() for row in rows)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -53,7 +54,7 @@ from raydebug.protocol.control import (
     Welcome,
     encode_control,
 )
-from raydebug.protocol.framing import frame
+from raydebug.protocol.framing import NeedData, frame
 from raydebug.protocol.handshake import AgentHandshake
 from scale import ARGV, CONNECT_CONCURRENCY, raise_fd_limit
 
@@ -134,6 +135,39 @@ def pause_session(index: int) -> dict[str, Any]:
             "actor_class": "Trainer", "task_name": "Trainer.train_step"}
 
 
+class Answering(asyncio.Protocol):
+    """One link's answers to the hub, as the agent's link thread gives them."""
+
+    def __init__(self, generator: Generator, index: int) -> None:
+        self.generator, self.index = generator, index
+        self.stream = ControlStream()
+        self.pending = bytearray()  # bytes received before the transport was handed over
+        self.transport: asyncio.WriteTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        self.transport = transport
+        if self.pending:
+            self.data_received(bytes(self.pending))
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport is None:
+            self.pending += data
+            return
+        self.stream.receive_data(data)
+        while not isinstance(message := self.stream.next_event(), NeedData):
+            if isinstance(message, CollectStacks):
+                stuck = self.index % STRAGGLER_EVERY == 7
+                self.transport.write(self.generator.answer(message, stuck))
+            elif isinstance(message, Pause):
+                self.transport.write(encode_control(SessionStarted(
+                    session=pause_session(self.index))))
+                self.transport.write(encode_control(Paused(request_id=message.request_id)))
+
+    def eof_received(self) -> bool | None:
+        return False  # the transport closes
+
+
 class Generator:
     """Live links, each answering the hub's questions as the agent's link thread does."""
 
@@ -165,32 +199,15 @@ class Generator:
                 key: record[key] for key in ("pid", "host", "argv", "python")})))
             writer.write(encode_control(Register(process=record)))
             await writer.drain()
-        stream = ControlStream()
-        buffered = handshake.take_buffered()
-        if buffered:  # b"" would mean the end of the stream
-            stream.receive_data(buffered)
-        task = asyncio.create_task(self.serve(index, reader, writer, stream))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        # From here on the connection is served by callbacks (a Protocol), not a task per
+        # link: a task's wake-up per message made the generator spend as much CPU as the
+        # hub on the machine they share, where real workers answer on their own cores.
+        answering = Answering(self, index)
+        answering.data_received(handshake.take_buffered() + bytes(reader._buffer))
+        writer.transport.set_protocol(answering)
+        answering.connection_made(writer.transport)
         self.writers.append(writer)
         return True
-
-    async def serve(self, index: int, reader: asyncio.StreamReader,
-                    writer: asyncio.StreamWriter, stream: ControlStream) -> None:
-        """Answer the hub until it closes the connection (or we do)."""
-        try:
-            while (message := await read_next(reader, stream.receive_data,
-                                              stream.next_event)) is not None:
-                if isinstance(message, CollectStacks):
-                    stuck = index % STRAGGLER_EVERY == 7
-                    writer.write(self.answer(message, stuck))
-                elif isinstance(message, Pause):
-                    writer.write(encode_control(SessionStarted(session=pause_session(index))))
-                    writer.write(encode_control(Paused(request_id=message.request_id)))
-        except (OSError, ConnectionError):
-            pass
-        finally:
-            writer.close()
 
     def answer(self, question: CollectStacks, stuck: bool) -> bytes:
         """The framed ``Stacks`` answer, the bytes :func:`encode_control` gives, with the
@@ -290,19 +307,21 @@ def cli(scale: LiveScale, *args: str) -> tuple[float, str]:
     return time.perf_counter() - start, out
 
 
-def http_time(scale: LiveScale, path: str) -> tuple[float, Any]:
+def http_time(scale: LiveScale, path: str) -> tuple[float, Any, dict[str, float]]:
+    """Seconds, the decoded answer, and the hub's own timing (``Server-Timing``)."""
     start = time.perf_counter()
     with urllib.request.urlopen(f"http://{scale.hub.client_address}{path}",
                                 timeout=60) as response:
         body = response.read()
-    return time.perf_counter() - start, json.loads(body)
+        timing = server_timing(response.headers.get("Server-Timing"))
+    return time.perf_counter() - start, json.loads(body), timing
 
 
 def measure_stacks(scale: LiveScale, linked: int, repeats: int) -> dict[str, Any]:
     """``GET /api/stacks`` and ``raydebug stacks`` (rendered) across every linked process."""
     http, rendered = core.Sample(), core.Sample()
     for _ in range(repeats):
-        seconds, answer = http_time(scale, "/api/stacks?timeout=5")
+        seconds, answer, _ = http_time(scale, "/api/stacks?timeout=5")
         http.values.append(seconds)
         answered = sum(1 for entry in answer["processes"] if entry["answered"])
         assert answered >= linked, f"{answered} of {linked} answered"
@@ -321,7 +340,7 @@ def measure_real(scale: LiveScale, real: list[subprocess.Popen[str]],
     spy_error = None if py_spy else "py-spy is not installed (pip install py-spy)"
     for _ in range(repeats):
         for proc in real:
-            seconds, answer = http_time(scale, f"/api/stacks?pid={proc.pid}")
+            seconds, answer, _ = http_time(scale, f"/api/stacks?pid={proc.pid}")
             (entry,) = [e for e in answer["processes"] if e["process"]["pid"] == proc.pid]
             assert entry["answered"], entry
             ours.values.append(seconds)
@@ -366,68 +385,116 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def command_time(*args: str) -> float:
+    """Wall time of one command (its exit status not checked: a CLI start asks a port
+    that refuses)."""
+    start = time.perf_counter()
+    subprocess.run(args, capture_output=True, timeout=60, check=False)
+    return time.perf_counter() - start
+
+
+def server_timing(header: str | None) -> dict[str, float]:
+    """``ask;dur=1.5, encode;dur=2`` -> {"ask": 0.0015, "encode": 0.002} (seconds)."""
+    found = {}
+    for part in (header or "").split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if duration:
+            found[name] = float(duration) / 1000
+    return found
+
+
+# Seconds before each asked listing: the one generator still answers the last listing's
+# questions for a while (real workers answer on their own cores), and a user's `ps` comes
+# alone, not right after another.
+SETTLE = 1.5
+
+
 def measure_ps(scale: LiveScale, count: int, repeats: int) -> dict[str, Any]:
-    """``raydebug ps --json`` (the hub asks every Ray process what it runs now), and the
-    listing alone over HTTP (``now=0``); with the CPU the hub and the generator (which
-    shares the machine, and answers for all 10,000) spent on each asked listing."""
-    cli_sample, http_sample, asked_sample = core.Sample(), core.Sample(), core.Sample()
-    hub_cpu, generator_cpu, stale = core.Sample(), core.Sample(), core.Sample()
+    """``raydebug ps --json`` end to end (a subprocess, as a user runs it: the hub asks
+    every Ray process what it runs now), and its parts, interleaved in each repeat: the
+    CLI's start (the same command at a port that refuses: imports, parsing, a connect),
+    Python's own start (the floor), ``GET /api/processes`` as the CLI asks it, with the
+    hub's time in it (its ``Server-Timing``: asking and waiting, encoding), and the listing
+    alone (``now=0``); with the CPU the hub and the generator (which shares the machine, and
+    answers for all 10,000) spent on each asked listing."""
+    names = ("cli", "cli_start", "python_start", "http", "hub_ask", "hub_write", "hub_encode",
+             "http_listing", "hub_cpu", "generator_cpu", "stale")
+    samples = {name: core.Sample() for name in names}
+    refused = f"127.0.0.1:{closed_port()}"
     for _ in range(repeats):
+        time.sleep(SETTLE)
         seconds, out = cli(scale, "ps", "--json")
         assert len(json.loads(out)) >= count
-        cli_sample.values.append(seconds)
+        samples["cli"].values.append(seconds)
+        samples["cli_start"].values.append(command_time(
+            sys.executable, "-m", "raydebug", "ps", "--json", "--hub", refused))
+        samples["python_start"].values.append(command_time(sys.executable, "-c", "pass"))
+        time.sleep(SETTLE)
         before = cpu_seconds(scale.hub.proc.pid), cpu_seconds(scale.generator.pid)
-        seconds, listing = http_time(scale, "/api/processes")
-        hub_cpu.values.append(cpu_seconds(scale.hub.proc.pid) - before[0])
-        generator_cpu.values.append(cpu_seconds(scale.generator.pid) - before[1])
-        stale.values.append(sum(1 for p in listing if p.get("activity_stale")))
+        seconds, listing, timing = http_time(scale, "/api/processes")
+        samples["hub_cpu"].values.append(cpu_seconds(scale.hub.proc.pid) - before[0])
+        samples["generator_cpu"].values.append(cpu_seconds(scale.generator.pid) - before[1])
+        samples["stale"].values.append(sum(1 for p in listing if p.get("activity_stale")))
         assert len(listing) >= count
-        asked_sample.values.append(seconds)
-        seconds, listing = http_time(scale, "/api/processes?now=0")
+        samples["http"].values.append(seconds)
+        samples["hub_ask"].values.append(timing.get("ask", 0.0))
+        samples["hub_write"].values.append(timing.get("write", 0.0))
+        samples["hub_encode"].values.append(timing.get("encode", 0.0))
+        seconds, listing, _ = http_time(scale, "/api/processes?now=0")
         assert len(listing) >= count
-        http_sample.values.append(seconds)
+        samples["http_listing"].values.append(seconds)
     table_sample = core.Sample()
     for _ in range(2):
         seconds, out = cli(scale, "ps")
         assert len(out.splitlines()) >= count + 2
         table_sample.values.append(seconds)
-    return {"cli": cli_sample.summary(), "http": asked_sample.summary(),
-            "http_listing": http_sample.summary(), "table": table_sample.summary(),
-            "hub_cpu": hub_cpu.summary(), "generator_cpu": generator_cpu.summary(),
-            "stale": stale.summary()}
+    narrowed, out = cli(scale, "ps", f"pid={FAKE_PID + 7}")
+    assert f"{FAKE_PID + 7}" in out, out
+    return {**{name: sample.summary() for name, sample in samples.items()},
+            "table": table_sample.summary(), "table_title": out.splitlines()[0],
+            "narrowed": narrowed}
 
 
 def run(stacked: int = 1000, total: int = 10_000, real: int = 3,
-        repeats: int = 5) -> dict[str, Any]:
+        repeats: int = 5, only_ps: bool = False) -> dict[str, Any]:
+    """Every measure; ``only_ps``: link ``total`` and measure ``ps`` alone."""
     raise_fd_limit(total + 512)  # each process: the hub holds one socket a link, the generator one
     os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="raydebug-bench-state-"))
     load = [os.getloadavg()[0]]
     scale = LiveScale(total)
     workers: list[subprocess.Popen[str]] = []
+    results: dict[str, Any] = {"stacked": stacked, "total": total, "real": real,
+                               "load_average": load}
     try:
-        rss_idle = core.rss_kib(scale.hub.proc.pid)
-        script = Path(tempfile.mkdtemp(prefix="raydebug-bench-live-")) / "work.py"
-        script.write_text(REAL_SCRIPT)
-        workers = [scale.hub.spawn(script, RAYDEBUG_LIVE="1") for _ in range(real)]
-        for proc in workers:
-            assert core.read_line(proc, timeout=60).strip() == "ready"
-        scale.wait_processes(real)
-        real_one = measure_real(scale, workers, repeats)
-        rate_1k = scale.link(stacked, stacked + real)
-        stacks = measure_stacks(scale, stacked, repeats)
-        rate_rest = scale.link(total - stacked, total + real)
-        rss_full = core.rss_kib(scale.hub.proc.pid)
-        ps = measure_ps(scale, total, repeats)
-        pause = measure_pause(scale, [100 * i + 1 for i in range(repeats)])
-        peak = core.status_kib(scale.hub.proc.pid, "VmHWM")
+        results["hub_rss_mb_idle"] = core.rss_kib(scale.hub.proc.pid) * 1024 / 1e6
+        if not only_ps:
+            script = Path(tempfile.mkdtemp(prefix="raydebug-bench-live-")) / "work.py"
+            script.write_text(REAL_SCRIPT)
+            workers = [scale.hub.spawn(script, RAYDEBUG_LIVE="1") for _ in range(real)]
+            for proc in workers:
+                assert core.read_line(proc, timeout=60).strip() == "ready"
+            scale.wait_processes(real)
+            results["real_one"] = measure_real(scale, workers, repeats)
+            results["registration_rate_first"] = scale.link(stacked, stacked + real)
+            results["stacks"] = measure_stacks(scale, stacked, repeats)
+        else:
+            real = results["real"] = 0
+            stacked = 0
+        results["registration_rate_rest"] = scale.link(total - stacked, total + real)
+        results["hub_rss_mb_full"] = core.rss_kib(scale.hub.proc.pid) * 1024 / 1e6
+        results["ps"] = measure_ps(scale, total, repeats)
+        if not only_ps:
+            results["pause"] = measure_pause(scale, [100 * i + 1 for i in range(repeats)])
+        results["hub_peak_rss_mb"] = core.status_kib(scale.hub.proc.pid, "VmHWM") * 1024 / 1e6
         load.append(os.getloadavg()[0])
-        return {
-            "stacked": stacked, "total": total, "real": real, "load_average": load,
-            "registration_rate_first": rate_1k, "registration_rate_rest": rate_rest,
-            "stacks": stacks, "real_one": real_one, "ps": ps, "pause": pause,
-            "hub_rss_mb_idle": rss_idle * 1024 / 1e6, "hub_rss_mb_full": rss_full * 1024 / 1e6,
-            "hub_peak_rss_mb": peak * 1024 / 1e6,
-        }
+        return results
     finally:
         scale.close()
 
@@ -438,39 +505,48 @@ def table(results: dict[str, Any]) -> str:
         return f"{summary['median'] * 1000:.1f} ms" if summary else "-"
 
     stacked, total = f"{results['stacked']:,}", f"{results['total']:,}"
-    real = results["real_one"]
-    spy = real["py_spy"]
-    spy_total = (f"{spy['median'] * results['stacked']:.1f} s (x{stacked}, one at a time)"
-                 if spy else f"n/a: {real['py_spy_error']}")
-    rows = [
-        ("measure (live processes)", "raydebug", "baseline", "target"),
-        (f"stacks of {stacked} linked: GET /api/stacks", ms(results["stacks"]["http"]),
-         spy_total, "<= 1 s"),
-        (f"stacks of {stacked} linked: raydebug stacks", ms(results["stacks"]["cli"]),
-         "py-spy dump", "<= 1 s"),
-        ("stacks of one real process (HTTP)", ms(real["http"]),
-         f"{ms(spy)} py-spy dump", "-"),
-        ("stacks of one real process (CLI)", ms(real["cli"]), "-", "-"),
+    ps = results["ps"]
+    rows = [("measure (live processes)", "raydebug", "baseline", "target")]
+    if "stacks" in results:
+        real = results["real_one"]
+        spy = real["py_spy"]
+        spy_total = (f"{spy['median'] * results['stacked']:.1f} s (x{stacked}, one at a time)"
+                     if spy else f"n/a: {real['py_spy_error']}")
+        rows += [
+            (f"stacks of {stacked} linked: GET /api/stacks", ms(results["stacks"]["http"]),
+             spy_total, "<= 1 s"),
+            (f"stacks of {stacked} linked: raydebug stacks", ms(results["stacks"]["cli"]),
+             "py-spy dump", "<= 1 s"),
+            ("stacks of one real process (HTTP)", ms(real["http"]),
+             f"{ms(spy)} py-spy dump", "-"),
+            ("stacks of one real process (CLI)", ms(real["cli"]), "-", "-"),
+        ]
+    rows += [
         (f"register {total} live links",
          f"{results['registration_rate_rest']:.0f} processes/s", "n/a", "-"),
-        (f"ps among {total}: raydebug ps --json", ms(results["ps"]["cli"]), "n/a",
-         "<= 300 ms"),
-        (f"ps among {total}: raydebug ps (table)", ms(results["ps"]["table"]), "n/a", "-"),
-        (f"ps among {total}: GET /api/processes", ms(results["ps"]["http"]), "n/a", "-"),
-        (f"ps among {total}: GET /api/processes?now=0", ms(results["ps"]["http_listing"]),
-         "n/a", "-"),
-        ("  CPU in it: hub / load generator", f"{ms(results['ps']['hub_cpu'])} / "
-         f"{ms(results['ps']['generator_cpu'])}", "n/a", "-"),
-        ("  listed with activity_stale", f"{results['ps']['stale']['median']:.0f}", "n/a",
-         "-"),
-        (f"pause one among {total} -> session listed", ms(results["pause"]["listed"]),
-         "n/a", "<= 300 ms"),
-        (f"pause one among {total}: raydebug pause", f"{results['pause']['cli'] * 1000:.0f} ms",
-         "n/a", "-"),
-        (f"hub RSS: idle / {total} linked (peak)",
-         f"{results['hub_rss_mb_idle']:.0f} / {results['hub_rss_mb_full']:.0f} MB "
-         f"({results['hub_peak_rss_mb']:.0f})", "n/a", "<= 500 MB"),
+        (f"ps among {total}: raydebug ps --json", ms(ps["cli"]),
+         f"{ms(ps['python_start'])} python -c pass", "<= 300 ms"),
+        ("  its parts: CLI start (same command, no hub)", ms(ps["cli_start"]), "-", "-"),
+        ("  GET /api/processes (as the CLI asks)", ms(ps["http"]), "-", "-"),
+        ("  in the hub: ask+wait (writing) / encode",
+         f"{ms(ps['hub_ask'])} ({ms(ps['hub_write'])}) / {ms(ps['hub_encode'])}", "-", "-"),
+        ("  GET /api/processes?now=0 (listing alone)", ms(ps["http_listing"]), "-", "-"),
+        ("  CPU in a GET: hub / load generator", f"{ms(ps['hub_cpu'])} / "
+         f"{ms(ps['generator_cpu'])}", "-", "-"),
+        ("  listed with activity_stale", f"{ps['stale']['median']:.0f}", "-", "-"),
+        (f"ps among {total}: raydebug ps (table)", ms(ps["table"]), "-", "-"),
+        (f"ps pid=P among {total} (table)", f"{ps['narrowed'] * 1000:.0f} ms", "-", "-"),
     ]
+    if "pause" in results:
+        rows += [
+            (f"pause one among {total} -> session listed", ms(results["pause"]["listed"]),
+             "n/a", "<= 300 ms"),
+            (f"pause one among {total}: raydebug pause",
+             f"{results['pause']['cli'] * 1000:.0f} ms", "n/a", "-"),
+        ]
+    rows.append((f"hub RSS: idle / {total} linked (peak)",
+                 f"{results['hub_rss_mb_idle']:.0f} / {results['hub_rss_mb_full']:.0f} MB "
+                 f"({results['hub_peak_rss_mb']:.0f})", "n/a", "<= 500 MB"))
     before, after = results["load_average"]
     rows.append((f"(load average {before:.1f} before, {after:.1f} after, "
                  f"{os.cpu_count()} CPUs)", "", "", ""))
@@ -486,13 +562,15 @@ def main() -> None:
     parser.add_argument("--stacked", type=int, default=1000)
     parser.add_argument("--total", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only-ps", action="store_true",
+                        help="Link --total processes and measure ps alone.")
     args = parser.parse_args()
     if args.generate:
         worker, token, count = args.generate
         raise_fd_limit(int(count) + 256)
         asyncio.run(generate(worker, token))
         return
-    results = run(args.stacked, args.total, repeats=args.repeats)
+    results = run(args.stacked, args.total, repeats=args.repeats, only_ps=args.only_ps)
     print(json.dumps(results, indent=1))
     print(table(results))
 

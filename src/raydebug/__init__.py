@@ -15,11 +15,23 @@ tunnel records), ``tls`` (certificates and pinning), ``tunnel`` (``raydebug tunn
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .agent import install_excepthook, post_mortem, set_trace
+if TYPE_CHECKING:
+    from .agent import install_excepthook, post_mortem, set_trace
 
 __all__ = ["install_excepthook", "post_mortem", "runtime_env", "set_trace"]
+_AGENT_NAMES = ("install_excepthook", "post_mortem", "set_trace")
+
+
+def __getattr__(name: str) -> Any:
+    """The agent's entry points, imported at first use: a command (``python -m raydebug``
+    imports this package first) does not load the agent it does not run."""
+    if name in _AGENT_NAMES:
+        from . import agent
+
+        return getattr(agent, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -35,7 +35,6 @@ from typing import Any
 
 from ..errors import RaydebugError
 from . import discovery, live
-from .config import AgentConfig
 from .report import say
 
 _agent_lock = threading.Lock()
@@ -51,6 +50,7 @@ def get_agent() -> Any:
     with _agent_lock:
         if _agent is None:
             from .agent import Agent
+            from .config import AgentConfig  # not at import: the startup .pth imports us
 
             _agent = Agent(AgentConfig.from_env(in_cluster=discovery.installed().in_cluster()))
         return _agent
@@ -78,6 +78,7 @@ _parent_pid = os.getpid()
 def _before_fork() -> None:
     global _parent_pid
     _parent_pid = os.getpid()  # the forking process: its child's parent
+    _link_may_start.set()  # a link thread still waiting to start imports now, and we wait
     _link_imported.wait(FORK_WAITS_FOR_IMPORTS)
 
 
@@ -89,8 +90,8 @@ def start_live_link(identity: dict[str, Any] | None = None) -> None:
     idempotent, never raises. ``identity``: the integration's fields for its record.
 
     Only the link thread is started here: the agent's modules are imported, and the agent
-    made, on that thread, so that a process's start (a Ray worker's) does not wait for
-    them (~20 ms of imports; docs/design.md#live-link)."""
+    made, on that thread, once the process has started, so that a process's start (a Ray
+    worker's) does not wait for them (~20 ms of imports; docs/design.md#live-link)."""
     live.remember(identity)
     if live.is_live():
         return
@@ -99,8 +100,11 @@ def start_live_link(identity: dict[str, Any] | None = None) -> None:
     # moment leaves the child a half-imported module ("unknown encoding: idna").
     import encodings.idna  # noqa: F401
 
+    global _link_may_start
     _link_imported.clear()
-    thread = threading.Thread(target=_run_live_link, name="raydebug-link", daemon=True)
+    _link_may_start = threading.Event()
+    thread = threading.Thread(target=_run_live_link, args=(_link_may_start,),
+                              name="raydebug-link", daemon=True)
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]  # see mark_invisible
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
     thread.start()
@@ -120,8 +124,14 @@ def retire_live_link() -> None:
 _retired = False
 
 
-def _run_live_link() -> None:
-    """The link thread of a live process: make the agent, then serve its link here."""
+def _run_live_link(may_start: threading.Event) -> None:
+    """The link thread of a live process: make the agent, then serve its link here.
+
+    It first lets the process start (:data:`LINK_START_DELAY`, or until a fork): a Ray
+    worker's main thread goes from its setup hook to its actor's ``__init__`` in ~4 ms,
+    and the link's imports holding the GIL meanwhile made that ~14 ms; a process that ends
+    sooner (``python -c``) never waits for them at its exit."""
+    may_start.wait(LINK_START_DELAY)
     try:
         agent = get_agent()
     except RaydebugError as error:
@@ -143,6 +153,10 @@ def _run_live_link() -> None:
 _link_imported = threading.Event()
 _link_imported.set()
 FORK_WAITS_FOR_IMPORTS = 5.0
+# How long a new link thread lets its process start before importing the agent (see
+# _run_live_link; docs/design.md#live-link); set early by a fork.
+LINK_START_DELAY = 0.05
+_link_may_start = threading.Event()
 
 
 def set_trace(*args: Any, **kwargs: Any) -> None:

@@ -11,24 +11,53 @@ A :class:`~raydebug.errors.RaydebugError` becomes one red line on stderr and exi
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from ..errors import RaydebugError
-from .breakpoints import break_command, logs_command
-from .hub_command import hub
-from .live_commands import pause, ps, stacks
 from .output import error
-from .run_command import run
-from .sessions import attach, list_command, vscode
-from .tunnel_command import hub_address, tunnel
-from .web_command import web
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
+# Command name -> its module and attribute. A command's module is imported when the command
+# runs (or help lists it): `raydebug ps --json` then loads neither rich, nor asyncio, nor
+# the hub (see docs/design.md, "Listing 10,000 processes").
+COMMANDS = {
+    "hub": ("hub_command", "hub"),
+    "run": ("run_command", "run"),
+    "list": ("sessions", "list_command"),
+    "vscode": ("sessions", "vscode"),
+    "attach": ("sessions", "attach"),
+    "ps": ("live_commands", "ps"),
+    "stacks": ("live_commands", "stacks"),
+    "pause": ("live_commands", "pause"),
+    "hub-address": ("tunnel_command", "hub_address"),
+    "tunnel": ("tunnel_command", "tunnel"),
+    "web": ("web_command", "web"),
+    "break": ("breakpoints", "break_command"),
+    "logs": ("breakpoints", "logs_command"),
+}
 
-@click.group(context_settings=CONTEXT,
+
+class LazyGroup(click.Group):
+    """A group whose commands (:data:`COMMANDS`) are imported when first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name]
+            found = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+            assert isinstance(found, click.Command)
+            self.add_command(found, cmd_name)
+        return found
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT,
              epilog="Shell completion (commands, options, session ids): add "
                     "eval \"$(_RAYDEBUG_COMPLETE=bash_source raydebug)\" to ~/.bashrc "
                     "(zsh_source in ~/.zshrc; fish_source for fish).")
@@ -52,11 +81,6 @@ def help_command(ctx: click.Context, command: str | None) -> None:
                                ctx.parent)
     with click.Context(chosen, info_name=command, parent=ctx.parent) as command_ctx:
         click.echo(chosen.get_help(command_ctx))
-
-
-for _command in (hub, run, list_command, vscode, attach, ps, stacks, pause, hub_address,
-                 tunnel, web, break_command, logs_command):
-    cli.add_command(_command)
 
 
 def main() -> None:

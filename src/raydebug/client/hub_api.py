@@ -1,15 +1,24 @@
-"""Blocking access to the hub's HTTP API (for the CLI: one request, then exit)."""
+"""Blocking access to the hub's HTTP API (for the CLI: one request, then exit).
+
+One request per connection, over a plain socket: the hub answers ``Connection: close``
+with a ``Content-Length`` (see ``hub/http_api.py``), so a few lines read it, and a command
+does not import urllib.request (http.client, email, ssl: ~40 ms of a command's start).
+"""
 
 from __future__ import annotations
 
 import json
-import urllib.error
+import socket
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import NoProcessMatchError, RemoteProtocolError, hub_unreachable
+from ..errors import (
+    ConfigurationError,
+    NoProcessMatchError,
+    RemoteProtocolError,
+    hub_unreachable,
+)
 
 DEFAULT_HUB = "127.0.0.1:5678"
 
@@ -43,28 +52,57 @@ def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
     """As :func:`request_json`, but the answer's bytes as the hub sent them (not decoded:
     a command that only passes them on saves decoding megabytes)."""
     url = f"http://{hub}{path}"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    data = None
+    headers = [f"Host: {hub}", "Connection: close", "Accept: application/json"]
+    if token:
+        headers.append(f"Authorization: Bearer {token}")
+    data = b""
     if body is not None:
         data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
+        headers += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+    method = "GET" if body is None else "POST"
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{h}\r\n" for h in headers) + "\r\n"
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers),
-                                    timeout=timeout) as response:
-            return bytes(response.read())
-    except urllib.error.HTTPError as error:
-        try:
-            answer = json.loads(error.read())
-        except ValueError:
-            answer = {}
-        answer = answer if isinstance(answer, dict) else {}
-        detail = str(answer.get("error", ""))
-        if error.code == 400 and isinstance(answer.get("known"), list):
-            raise NoProcessMatchError(detail or f"{url}: nothing matches",
-                                      list(answer["known"])) from None
-        raise RemoteProtocolError(f"{url}: HTTP {error.code} {detail}".strip()) from None
-    except (urllib.error.URLError, OSError) as error:
+        status, answer = _exchange(hub, head.encode("latin-1") + data, timeout)
+    except OSError as error:  # refused, reset, timed out (socket.timeout is an OSError)
         raise hub_unreachable(hub, error, saying="no hub at") from None
+    if status is None:
+        raise RemoteProtocolError(f"{url}: not an HTTP answer") from None
+    if status >= 400:
+        try:
+            decoded = json.loads(answer)
+        except ValueError:
+            decoded = {}
+        decoded = decoded if isinstance(decoded, dict) else {}
+        detail = str(decoded.get("error", ""))
+        if status == 400 and isinstance(decoded.get("known"), list):
+            raise NoProcessMatchError(detail or f"{url}: nothing matches",
+                                      list(decoded["known"]))
+        raise RemoteProtocolError(f"{url}: HTTP {status} {detail}".strip())
+    return answer
+
+
+def _exchange(hub: str, request: bytes, timeout: float) -> tuple[int | None, bytes]:
+    """Send ``request`` to ``host:port`` and read the whole answer: its status (None when
+    it is not HTTP) and body. ``timeout`` bounds each step, as urllib's does."""
+    host, _, port = hub.rpartition(":")
+    if not port.isdigit():
+        raise ConfigurationError(f"{hub!r} is not a hub address: give HOST:PORT")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(1 << 20):
+            chunks.append(chunk)
+    answer = b"".join(chunks)
+    head, _, content = answer.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    words = status_line.split(" ", 2)
+    if len(words) < 2 or not words[0].startswith("HTTP/") or not words[1].isdigit():
+        return None, b""
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length" and value.strip().isdigit():
+            content = content[:int(value)]
+    return int(words[1]), content
 
 
 def list_sessions(hub: str, wait_for: int = 0, timeout: float = 0.0,

@@ -38,6 +38,7 @@ from .registry import Process, Registry
 
 DEFAULT_TIMEOUT = 2.0
 ACTIVITY_TIMEOUT = 0.15  # for what Ray processes run now, in a listing (then: last answers)
+MIN_ACTIVITY_WAIT = 0.05  # of it, left to read answers however long asking took
 REASK_AFTER = 5.0  # seconds: a listing question unanswered this long is asked again
 MAX_TIMEOUT = 30.0
 KNOWN_SHOWN = 20  # processes named in a "matches nothing" answer
@@ -55,6 +56,8 @@ class ProcessQueries:
         self._rounds: dict[int, _Round] = {}
         # process -> (round id, when) of its unanswered listing question
         self._asked: dict[Process, tuple[int, float]] = {}
+        # Seconds the latest listing round spent writing its questions (Server-Timing).
+        self.last_round_writing = 0.0
 
     def answer(self, process: Process, message: Stacks | Paused) -> None:
         """``process``'s answer; nothing when its question timed out already (or was not
@@ -132,7 +135,11 @@ class ProcessQueries:
             rounds.add(round_id)
         if rounds:
             done = [self._rounds[r].all_answered for r in rounds]
-            await asyncio.wait(done, timeout=min(max(timeout, 0.0), MAX_TIMEOUT))
+            # The bound is the listing's, writing the questions included (10,000 writes
+            # take tens of ms), but the loop gets some time to read the answers.
+            spent = self.last_round_writing = loop.time() - started
+            wait = max(min(timeout, MAX_TIMEOUT) - spent, min(timeout, MIN_ACTIVITY_WAIT))
+            await asyncio.wait(done, timeout=max(wait, 0.0))
 
     async def stacks(self, processes: list[Process], with_locals: bool,
                      timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
