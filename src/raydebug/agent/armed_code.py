@@ -15,8 +15,8 @@ ran at 0.09-0.20 of its speed (docs/design.md#armed). Instead, :meth:`CodeRewrit
    are covered);
 3. covers code loaded later: a module imported from a watched file compiles rewritten
    (``SourceFileLoader.get_code`` wrapped while armed), and an integration can hand over the
-   functions it makes (:func:`follow_new_functions`: Ray's cloudpickle, for functions
-   shipped by value from the driver's ``__main__``).
+   functions it makes (:func:`new_function`: Ray's cloudpickle, for functions shipped by
+   value from the driver's ``__main__``).
 
 The builtin calls :meth:`ArmedBreakpoints.on_line` with the caller's frame: conditions, hit
 counts, logpoints and the pause are exactly the trace path's. Clearing the last breakpoint
@@ -40,10 +40,11 @@ import gc
 import importlib.machinery
 import importlib.util
 import linecache
+import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from types import (
     AsyncGeneratorType,
     CodeType,
@@ -62,20 +63,22 @@ from .report import say
 
 REWRITE = "rewrite"
 TRACE = "trace"
-Adopt = Callable[[FunctionType], None]
-Follower = Callable[["Adopt | None"], None]
-
-_followers: list[Follower] = []
 _active: CodeRewriteBackend | None = None  # the backend the builtin calls
+# Functions an integration rebuilt from shipped code (no module namespace finds them).
+_shipped: weakref.WeakSet[FunctionType] = weakref.WeakSet()
 
 
-def follow_new_functions(follower: Follower) -> None:
-    """``follower(adopt)`` when breakpoints are armed (call ``adopt(func)`` for each function
-    you make from shipped code), ``follower(None)`` when they are cleared."""
-    _followers.append(follower)
+def new_function(function: FunctionType) -> None:
+    """An integration made ``function`` from shipped code (Ray's cloudpickle, a function of
+    the driver's ``__main__``): kept (weakly) for a set armed later, and rewritten now if its
+    file has breakpoints."""
+    _shipped.add(function)
     backend = _active
     if backend is not None and backend.armed:
-        follower(backend.adopt)
+        try:
+            backend.adopt(function)
+        except Exception as error:  # the unpickle (a task's start) must not fail for us
+            say(f"could not arm a shipped function ({type(error).__name__}: {error})")
 
 
 def _line_hook(line: int) -> None:
@@ -147,8 +150,6 @@ class CodeRewriteBackend:
             self._why_not = why_not
             self._apply(plans, {}, armed)
         _wrap_imports(True)
-        for follower in list(_followers):
-            follower(self.adopt)
 
     def remove(self) -> None:
         with self._lock:
@@ -158,8 +159,6 @@ class CodeRewriteBackend:
             self._armed, self._signature, self._watched = None, None, frozenset()
             self._why_not = {}
         _wrap_imports(False)
-        for follower in list(_followers):
-            follower(None)
 
     def active(self) -> bool:
         return self._armed is not None
@@ -236,7 +235,8 @@ class CodeRewriteBackend:
         current = {id(rewritten) for plan in plans.values() if plan is not None
                    for rewritten, _ in plan.rewritten()}
         scanned = set(plans) | set(traced) | set(self._plans) | set(self._traced)
-        functions, suspended = _scan(frozenset(scanned))
+        functions, suspended = _scan(frozenset(scanned),
+                                     [code for made in self._made.values() for code in made[:2]])
         for frame in suspended:
             name = frame.f_code.co_filename
             if name in plans and id(frame.f_code) not in current:
@@ -425,22 +425,61 @@ _GENERATORS = {GeneratorType: "gi_frame", CoroutineType: "cr_frame",
                AsyncGeneratorType: "ag_frame"}
 
 
-def _scan(files: frozenset[str]) -> tuple[list[FunctionType], list[FrameType]]:
-    """The live functions of ``files``, and the frames of their suspended generators."""
-    functions: list[FunctionType] = []
-    suspended: list[FrameType] = []
+def _scan(files: frozenset[str], known_codes: Iterable[CodeType] = ()
+          ) -> tuple[list[FunctionType], list[FrameType]]:
+    """The live functions of ``files``, and the frames of their suspended generators.
+
+    Not ``gc.get_objects()``: its list holds a reference to every object, tuples that another
+    thread is still filling among them (``tuple(generator)`` resizes its tuple, which needs
+    a reference count of 1), and while the list lives the GIL may pass to that thread: its
+    ``tuple()`` then fails with "SystemError: Objects/tupleobject.c: bad argument to
+    internal function" (seen in a Ray worker importing pydantic as a set was armed). Instead:
+    every function of a file has its module's namespace as ``__globals__``, so the
+    referrers of those namespaces are its functions (closures made since included), and the
+    referrers of their code objects are its generators; neither can be a tuple in the
+    making. Functions rebuilt from shipped code (:func:`new_function`) bring their own
+    namespaces."""
     if not files:
-        return functions, suspended
-    for obj in gc.get_objects():
-        kind = type(obj)
-        if kind is FunctionType:
-            if obj.__code__.co_filename in files:
-                functions.append(obj)
-        elif kind in _GENERATORS:
-            frame = getattr(obj, _GENERATORS[kind])
+        return [], []
+    shipped = [f for f in list(_shipped) if f.__code__.co_filename in files]
+    namespaces = {id(f.__globals__): f.__globals__ for f in shipped}
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict) and _defined_in(namespace, files):
+            namespaces[id(namespace)] = namespace
+    found = {id(f): f for f in shipped}
+    for referrer in gc.get_referrers(*namespaces.values()):
+        if type(referrer) is FunctionType and referrer.__code__.co_filename in files:
+            found[id(referrer)] = referrer
+    functions = list(found.values())
+    codes = {id(code): code for f in functions for code in _codes_of(f.__code__)}
+    codes.update((id(code), code) for code in known_codes)  # what a generator may still run
+    suspended = []
+    for referrer in gc.get_referrers(*codes.values()):
+        kind = type(referrer)
+        if kind in _GENERATORS:
+            frame = getattr(referrer, _GENERATORS[kind])
             if frame is not None and frame.f_code.co_filename in files:
                 suspended.append(frame)
     return functions, suspended
+
+
+def _defined_in(namespace: dict[str, Any], files: frozenset[str]) -> bool:
+    """Whether ``namespace`` is the module namespace of one of ``files``."""
+    path = namespace.get("__file__")
+    if isinstance(path, str) and (path in files or os.path.abspath(path) in files):
+        return True
+    spec = namespace.get("__spec__")
+    return getattr(spec, "origin", None) in files
+
+
+def _codes_of(code: CodeType) -> list[CodeType]:
+    """``code`` and every code object nested in its constants."""
+    codes = [code]
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            codes.extend(_codes_of(constant))
+    return codes
 
 
 def _running_frames(files: frozenset[str], current: set[int]) -> dict[int, list[FrameType]]:

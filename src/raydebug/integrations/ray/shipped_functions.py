@@ -1,17 +1,18 @@
 """Functions Ray ships by value (defined in the driver's ``__main__``), handed to the armed
 breakpoints of Python 3.10/3.11 as they are rebuilt in a worker
-(:func:`raydebug.agent.armed_code.follow_new_functions`).
+(:func:`raydebug.agent.armed_code.new_function`).
 
 Why this hook, and why it is safe. cloudpickle pickles a function it cannot import by name as
 ``ray.cloudpickle.cloudpickle._make_function(code, globals, name, argdefs, closure)`` plus
 its state; unpickling looks that global up by name (``find_class``) each time, so replacing
 the module attribute reaches every later unpickle, and only the unpickle of such functions
-(never a task's arguments, never a call). While breakpoints are armed, the wrapper calls the
-real ``_make_function`` and then hands the new function over (which may swap its
-``__code__``, nothing else: cloudpickle's state setter runs afterwards and never touches the
-code). The wrapper keeps the original's ``__module__`` and ``__qualname__``, so a function this
-worker pickles in turn names ``_make_function`` as before; once the breakpoints are cleared
-the original is put back. Functions imported by name (a working_dir module) arrive through
+(never a task's arguments, never a call). Installed at the worker's setup, the wrapper calls
+the real ``_make_function`` and then hands the new function over: kept in a weak set (a set
+armed later must find it, and a scan of every object is not safe: see armed_code's
+``_scan``), and while breakpoints are armed its ``__code__`` may be swapped, nothing else
+(cloudpickle's state setter runs afterwards and never touches the code). The wrapper keeps
+the original's ``__module__`` and ``__qualname__``, so a function this worker pickles in turn
+names ``_make_function`` as before. Functions imported by name (a working_dir module) arrive through
 an import instead, which armed_code covers itself.
 """
 

@@ -52,10 +52,10 @@ def setup_worker() -> None:
     discovery.install(RayDiscovery())
     watch_children()
     if sys.version_info < (3, 12):  # functions shipped by value get armed code (3.10/3.11)
-        from ...agent.armed_code import follow_new_functions
+        from ...agent.armed_code import new_function
         from .shipped_functions import follow
 
-        follow_new_functions(follow)
+        follow(new_function)
     if live_wanted():
         from ...agent import start_live_link
 
