@@ -39,6 +39,7 @@ import threading
 from types import CodeType, FrameType
 from typing import Any
 
+from .armed_raised import is_library as _is_library
 from .armed_watch import Watched
 
 TOOL_NAME = "raydebug"
@@ -138,6 +139,9 @@ class MonitoringBackend:
         return None
 
     def _raise(self, code: CodeType, offset: int, exception: BaseException) -> Any:
+        # Called for every raise in the process: a library's returns after one dict lookup.
+        if _is_library(code.co_filename):
+            return None
         armed = self._armed
         if armed is not None:
             armed.on_raise(sys._getframe(1), exception, exception.__traceback__)
