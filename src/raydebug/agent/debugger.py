@@ -186,10 +186,6 @@ class Debugger:
             remove_exception_from_frame,
         )
 
-        traced: FrameType | None = frame
-        while traced is not None:  # 3.10/3.11: the armed tracer took their lines away
-            traced.f_trace_lines = True
-            traced = traced.f_back
         thread = self._prepare_stop_here(frame, under_client)
         arg = (type(exception), exception, traceback or exception.__traceback__)
         py_db = self._py_db
@@ -208,6 +204,10 @@ class Debugger:
         there goes on in pydevd; returns the current thread."""
         import pydevd
 
+        traced: FrameType | None = frame
+        while traced is not None:  # 3.10/3.11: the raised filter took their lines away
+            traced.f_trace_lines = True
+            traced = traced.f_back
         thread = threading.current_thread()
         self._suspensions.about_to_stop(thread.ident or 0, under_client, frame)
         with self._start_lock:
