@@ -17,7 +17,8 @@ says about itself), ``returns`` (a paused function that returned), ``report`` (t
 line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
 driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`` (the
 cluster's breakpoints armed without pydevd: ``armed_monitoring`` on 3.12+, ``armed_tracing``
-on 3.10/3.11, ``armed_watch`` what both see of the armed set). pydevd is reached only through
+on 3.10/3.11, ``armed_watch`` what both see of the armed set, ``armed_raised`` which raises
+the ``raised`` filter stops at). pydevd is reached only through
 ``debugger`` (the facade), which runs it with ``pydevd_start`` (in-process, no listener),
 ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who is suspended, held pauses),
 ``tracing_keeper`` (tracing follows need) and ``pydevd_fork`` (a fork child's reset).
