@@ -1,4 +1,4 @@
-"""A cluster breakpoint past line 256 in a later session of a process, on Python 3.12+.
+"""A cluster breakpoint past line 256 in a later session of a process, on Python 3.12 and 3.13.
 
 In a later session pydevd's ``sys.monitoring`` tool, whose line events an earlier session
 left on, is called for the stop's line event after ours: unless it is told to skip that
@@ -20,7 +20,7 @@ from test_armed_breakpoints import next_line
 from test_python_versions import SOURCE
 
 from devtools.pythons import ray_venv
-from helpers import HubProcess, line_of, run, write_script
+from helpers import HubProcess, find_python, line_of, run, venv_with_debugpy, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -51,16 +51,21 @@ for session in range(2):
 """
 
 
-@pytest.fixture(scope="module")
-def python312() -> str:
-    python = ray_venv("3.12")
-    if python is None:
-        pytest.skip("Python 3.12 is not installed")
-    return python
+@pytest.fixture(scope="module", params=["3.12", "3.13"])
+def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """3.12: the Ray venv (built once); 3.13: a venv with debugpy only."""
+    if request.param == "3.12":
+        found = ray_venv("3.12")
+    else:
+        base = find_python(request.param)
+        found = base and venv_with_debugpy(base, tmp_path_factory.mktemp("py313"))
+    if not found:
+        pytest.skip(f"Python {request.param} is not installed")
+    return str(found)
 
 
 def test_continue_at_a_line_past_256_in_a_later_session_stops_once(
-        hub: HubProcess, tmp_path: Path, python312: str) -> None:
+        hub: HubProcess, tmp_path: Path, python: str) -> None:
     code_dir = tmp_path / "code"
     code_dir.mkdir()
     target = code_dir / "target.py"
@@ -69,7 +74,7 @@ def test_continue_at_a_line_past_256_in_a_later_session_stops_once(
     assert line > 256
     script = write_script(tmp_path, "worker.py", WORKER)
     breakpoints = {"sources": [{"path": str(target), "breakpoints": [{"line": line}]}]}
-    proc = subprocess.Popen([python312, str(script), json.dumps(breakpoints), str(code_dir)],
+    proc = subprocess.Popen([python, str(script), json.dumps(breakpoints), str(code_dir)],
                             env=hub.env(PYTHONPATH=str(SOURCE)), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     hub.workers.append(proc)  # type: ignore[arg-type]  # stopped by pid at teardown
