@@ -42,7 +42,7 @@ def ray_venv(version: str = "3.12", directory: Path | None = None) -> str | None
     """The python of a venv of pyenv's ``version`` with this venv's ``ray[default]`` and
     debugpy, and raydebug installed from the source tree (editable, with its startup ``.pth``,
     so Ray's workers, which run the driver's interpreter, link like this venv's). None when
-    that Python is not installed.
+    that Python is not installed, or this venv has no Ray.
 
     Built once (a few minutes: Ray's wheel) and reused while the pins are the same: the pins
     are written in the venv's ``.pins`` last. Concurrent callers wait on one lock file.
@@ -54,6 +54,8 @@ def ray_venv(version: str = "3.12", directory: Path | None = None) -> str | None
     directory = directory or RAY_VENVS / f"ray-{version}"
     python = directory / "bin" / "python"
     ray = [f"ray[default]=={line.split('==')[1]}" for line in pinned("ray")]
+    if not ray:
+        return None
     pins = "\n".join([*ray, *pinned("debugpy"), f"raydebug from {ROOT}", str(base)]) + "\n"
     stamp = directory / ".pins"
     directory.parent.mkdir(parents=True, exist_ok=True)
