@@ -1,5 +1,5 @@
-"""The IDE's ``raised`` exception filter, cluster-wide, in a plain linked process (3.11:
-the trace function; 3.12: ``sys.monitoring``'s ``RAISE``).
+"""The IDE's ``raised`` exception filter, cluster-wide, in a plain linked process (3.10 and
+3.11: the trace function; 3.12: ``sys.monitoring``'s ``RAISE``).
 
 An IDE-like client sets ``raised`` on its cluster session before the process starts
 (``RAYDEBUG_LIVE=1``); the process raises and catches a ``ValueError`` twice (and the
@@ -13,6 +13,7 @@ stopped. Afterwards clearing the filter leaves no tool and no trace function.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from test_cluster_session import IdeLikeClient
 from test_python_versions import SOURCE
 
 from devtools.pythons import ray_venv
-from helpers import HubProcess, line_of, run, write_script
+from helpers import HubProcess, find_python, line_of, run, venv_with_debugpy, write_script
 from raydebug.client.dap import DapClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -70,14 +71,23 @@ print("cleared", [t for t in range(6) if monitoring and monitoring.get_tool(t) =
 """
 
 
-@pytest.fixture(params=["3.11", "3.12"])
-def python(request: pytest.FixtureRequest) -> str:
+@pytest.fixture(scope="module", params=["3.10", "3.11", "3.12"])
+def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """3.11: this venv; 3.12: the Ray venv (built once); 3.10: a venv with debugpy only."""
     if request.param == "3.11":
         return sys.executable
-    found = ray_venv(request.param)
-    if found is None:
+    if request.param == "3.12":
+        found = ray_venv(request.param)
+    else:
+        base = find_python(request.param)
+        found = base and venv_with_debugpy(base, tmp_path_factory.mktemp("py310"))
+        if found:  # raydebug comes through PYTHONPATH: its startup hook as an install has it
+            site = subprocess.run([found, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                   "['purelib'])"], capture_output=True, text=True, check=True)
+            shutil.copy(SOURCE / "raydebug-startup.pth", site.stdout.strip())
+    if not found:
         pytest.skip(f"Python {request.param} is not installed")
-    return found
+    return str(found)
 
 
 def test_the_raised_filter_stops_once_per_raise(hub: HubProcess, tmp_path: Path,
