@@ -18,6 +18,7 @@
     ├── DapRequestError             the debuggee (or the hub for it) refused a DAP request
     ├── CommandError                a terminal debugger command that cannot be carried out
     ├── PeerClosed                  a client, or a process's channel, closed its connection
+    ├── NotRewritableError          breakpoints of a file rewritten code cannot serve (3.10/3.11)
     └── ConfigurationError          a setting or environment variable that cannot work
 
 The split between local and remote protocol errors follows h11: a remote error means "close
@@ -177,6 +178,11 @@ class CommandError(RaydebugError):
 class PeerClosed(RaydebugError):
     """The hub's peer (a DAP client, or in the relay a process's data channel) closed its
     connection. A normal end, not shown to anyone: whoever serves the connection stops."""
+
+
+class NotRewritableError(RaydebugError):
+    """The breakpoints of a file cannot be served by rewritten code (the message says why):
+    the armed breakpoints trace that file instead (``raydebug.agent.armed_code``)."""
 
 
 class ConfigurationError(RaydebugError):

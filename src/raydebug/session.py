@@ -140,6 +140,9 @@ class PausedThread:
     # Where the code lives on the worker's node when Ray shipped it (runtime_env
     # working_dir): a client maps this to the user's local checkout.
     remote_root: str | None = None
+    # Stopped by a cluster breakpoint (set in an IDE, the web page or `raydebug break`),
+    # not by a breakpoint() in the code: both have reason "breakpoint".
+    cluster_breakpoint: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict(): its recursive deep copy was ~70% of the time the hub took
@@ -169,6 +172,7 @@ class PausedThread:
             "argv": isinstance(record.argv, list),
             "labels": isinstance(record.labels, dict),
             "attempt": record.attempt is None or isinstance(record.attempt, int),
+            "cluster_breakpoint": isinstance(record.cluster_breakpoint, bool),
             **{name: getattr(record, name) is None or isinstance(getattr(record, name), str)
                for name in RAY_TEXT_FIELDS},
         }

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pexpect
+
 from helpers import TIMEOUT, HubProcess, line_of, read_line, write_script
 
 JOB = """
@@ -72,6 +74,9 @@ def test_break_list_clear(hub: HubProcess, tmp_path: Path):
         assert read_line(proc).strip() == "ran"
     logged = raydebug(hub, f"{script}:{line}", "--log", "step {i} on {RANK}")
     assert "log 'step {i} on {RANK}'" in logged.stdout, logged
+    # One breakpoint a line, as in an IDE: the conditional one made way, and it is said.
+    assert logged.stdout.splitlines()[-1] == (
+        f'(replaced {script}:{line} if RANK == "2" and i == 3  [verified] (terminal))'), logged
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.write("\n")  # the loop again: logging, not pausing
@@ -90,3 +95,60 @@ def test_break_list_clear(hub: HubProcess, tmp_path: Path):
     for proc in procs:
         out, err = proc.communicate("\n", timeout=TIMEOUT)
         assert out.split() == ["armed", "False", "None"], err[-2000:]
+
+
+def wait_verified(hub: HubProcess) -> None:
+    """Until a linked process has reported the breakpoints' file loaded: it reports that once
+    the set is armed in it, so a line it runs from then on is seen."""
+    deadline = time.monotonic() + TIMEOUT
+    while not all(b["verified"] for b in hub.get("/api/breakpoints")["breakpoints"]):
+        assert time.monotonic() < deadline, "no process armed the breakpoints"
+        time.sleep(0.05)  # the hub's breakpoint list has no long-poll
+
+
+LOOP = """
+def step(i):
+    return i * 2  # breakpoint line
+
+input()  # the test says when it is linked and armed
+for i in range(6):
+    step(i)
+print("done", flush=True)
+"""
+
+
+def test_attach_follow_takes_each_hit_of_a_terminal_breakpoint_in_turn(hub: HubProcess,
+                                                                        tmp_path: Path):
+    from test_terminal import PROMPT, Attach  # a real pseudo-terminal
+
+    script = write_script(tmp_path, "loop.py", LOOP)
+    line = line_of(script, "breakpoint line")
+    assert raydebug(hub, f"{script}:{line}", "if", "i % 2 == 1").returncode == 0
+    worker = subprocess.Popen([sys.executable, str(script)], env=hub.env(RAYDEBUG_LIVE="1"),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    hub.workers.append(worker)
+    term = Attach(hub, "--follow")
+    try:
+        wait_verified(hub)
+        assert worker.stdin is not None
+        worker.stdin.write("\n")
+        worker.stdin.flush()
+        header = term.expect(PROMPT)
+        assert f"cluster breakpoint at {script}:{line}" in header, header
+        assert "breakpoint()" not in header  # there is none in the code
+        assert term.do("p i").strip() == "1"
+        # pdb's `c`: on to the next hit, in this session (pydevd stops there while we debug
+        # the process; the agent stood down: its hits at 3 and 5 were lost before).
+        for i in (3, 5):
+            stop = term.do("c")
+            assert f"({line})step()" in stop, stop
+            assert term.do("p i").strip() == str(i)
+        term.child.sendline("c")
+        assert read_line(worker).strip() == "done"
+        term.expect("waiting for a breakpoint...")
+        term.child.sendintr()
+        term.child.expect_exact(pexpect.EOF)
+    finally:
+        term.close()
+        raydebug(hub, "--clear")

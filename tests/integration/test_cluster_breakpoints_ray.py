@@ -5,7 +5,9 @@ run``; the one worker that reaches the line with ``i == 3`` stops there as a chi
 its locals are read; continue; the job completes. Twice: a task defined in the driver's
 ``__main__`` (shipped by value, so the driver's path is in the workers' ``co_filename``),
 and one in a module shipped with ``working_dir`` (its path under Ray's directory on each
-node, mapped through the IDE's ``localRoot``)."""
+node, mapped through the IDE's ``localRoot``). On 3.10/3.11 the stopping worker is armed
+through rewritten code (armed_code: an import, or cloudpickle's rebuild of a function
+shipped by value), asserted through its agent's modes."""
 
 from __future__ import annotations
 
@@ -125,6 +127,12 @@ def stop_and_continue(job: Path, source: Path, attach_arguments: dict[str, objec
                 value = await child.request("evaluate", {
                     "expression": "i", "frameId": top["id"], "context": "repl"})
                 assert value["result"] == "3"
+                if sys.version_info < (3, 12):  # armed through rewritten code, untraced
+                    modes = await child.request("evaluate", {
+                        "expression": "sorted(set(__import__('raydebug.agent', fromlist=['_'])"
+                                      ".get_agent().breakpoints.modes().values()))",
+                        "frameId": top["id"], "context": "repl"})
+                    assert modes["result"] == "['rewrite']", modes
                 await child.request("continue", {"threadId": thread_id})
                 await child.request("disconnect", {})
                 await child.close()

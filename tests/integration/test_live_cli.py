@@ -11,9 +11,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import pexpect
 import pytest
 from test_cli import on_a_terminal  # a pseudo-terminal of a given width
 
@@ -84,6 +84,19 @@ def test_ps_json_lists_the_four_running_processes(ranks: HubProcess):
 
     only = json.loads(raydebug(ranks, "ps", "--json", "rank=1-2").stdout)
     assert sorted(p["labels"]["RANK"] for p in only) == ["1", "2"]
+
+
+def test_raydebug_commands_run_where_live_is_exported_do_not_list_themselves(ranks: HubProcess):
+    # The hub's banner tells users to export these in the shell they then run `ps` from; the
+    # command's own link would register while it asks (it did: `ps` listed itself).
+    script = Path(sys.executable).with_name("raydebug")
+    for command in ([str(script)], RAYDEBUG):
+        done = subprocess.run([*command, "ps", "--json", "--hub", ranks.client_address],
+                              capture_output=True, text=True, timeout=TIMEOUT,
+                              env=ranks.env(RAYDEBUG_LIVE="1"))
+        assert done.returncode == 0, done.stderr
+        listed = {p["pid"] for p in json.loads(done.stdout)}
+        assert listed == {w.pid for w in ranks.workers}, done.stdout
 
 
 @pytest.mark.parametrize("columns", [120, 80, 60])
@@ -217,26 +230,17 @@ def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
             " ".join(line.strip() for line in lines), shown.stdout
 
 
-def test_attach_to_a_thread_blocked_in_c_says_why_it_waits_and_ctrl_c_leaves(
-        ranks: HubProcess):
-    """The hang a user pauses is a thread blocked in C (rank 3's lock): its session is listed
-    at once, but the thread stops only when it returns to Python. `raydebug attach` says so
-    instead of a silent minute, and Ctrl-C leaves with one line, no asyncio traceback."""
-    from test_terminal import Attach
-
-    assert raydebug(ranks, "pause", "rank=3").returncode == 0
-    (session,) = ranks.wait_sessions(1)
-    term = Attach(ranks, session["id"], columns=60)
-    try:
-        term.expect("has not stopped yet")
-        term.expect("Ctrl-C stops waiting")
-        term.child.sendintr()
-        term.child.expect(pexpect.EOF)
-        shown = str(term.child.before)
-        term.child.close()
-        assert f"stopped waiting for session {session['id']}" in shown, shown
-        assert "Traceback" not in shown and "never retrieved" not in shown, shown
-        assert term.child.exitstatus == 130
-    finally:
-        term.close()
-    ranks.wait_sessions(0)  # the client left: the pause is over, rank 3 waits on as before
+def test_pausing_a_thread_blocked_in_c_lists_no_session_and_says_why(ranks: HubProcess):
+    """The hang a user pauses is a thread blocked in C (rank 3's lock): it stops only when it
+    returns to Python, so it is no session (an attach would wait for nothing). `raydebug
+    pause` says so in one line, and where to see what it waits on."""
+    listed = json.loads(raydebug(ranks, "ps", "--json", "rank=3").stdout)
+    done = raydebug(ranks, "pause", "--wait", "1", "rank=3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        f"paused {listed[0]['id']}: no thread has stopped yet (a thread blocked in C stops "
+        f"when it returns to Python; raydebug stacks pid={listed[0]['pid']} shows where "
+        "each waits)\n"), done.stdout
+    assert ranks.get("/api/sessions") == []
+    (entry,) = ranks.get("/api/stacks?rank=3&timeout=5")["processes"]
+    assert entry["threads"][0]["frames"][-1]["function"] == "wait_for"

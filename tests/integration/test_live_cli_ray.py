@@ -35,8 +35,9 @@ def shard(i):
 
 @ray.remote(num_cpus=0.25)
 def straggler(i):
-    never = threading.Event()
-    never.wait()
+    never = threading.Event()  # nobody sets it; back in Python every 50 ms, so it can pause
+    while not never.wait(0.05):
+        pass
 
 refs = [shard.remote(i) for i in range(7)] + [straggler.remote(7)]
 print("submitted", flush=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import HubProcess, read_line, run, start_hub, write_script
+from tests.helpers import HubProcess, line_of, read_line, run, start_hub, write_script
 
 RANKED = """
 import os, signal, sys, threading, time
@@ -395,3 +395,79 @@ def test_pause_under_sys_monitoring(hub, tmp_path, version):
             break
         assert time.monotonic() < deadline, f"still monitored after the pause: {line}"
         time.sleep(0.1)
+
+
+LOOP_AND_BLOCKED = """
+import os, signal, sys, threading, time
+
+gate = threading.Event()
+
+def loop():
+    total = 0
+    while True:
+        total += 1
+        time.sleep(0.01)
+
+def blocked():
+    gate.wait()  # in C, no timeout: it returns to Python only when the gate opens
+    print("released", sys.gettrace(), flush=True)
+
+signal.signal(signal.SIGUSR1, lambda *_: gate.set())  # runs in the looping main thread
+signal.signal(signal.SIGUSR2, lambda *_: print("trace", sys.gettrace(), threading.gettrace(),
+                                               flush=True))
+threading.Thread(target=blocked, name="blocked", daemon=True).start()
+print("started", os.getpid(), flush=True)
+loop()
+"""
+
+
+def test_a_pause_lists_only_the_threads_that_stopped(hub, tmp_path):
+    """A thread blocked in C is asked to pause but never stops: it is no session (an attach
+    to it would wait for nothing); the looping thread is one, where it stopped."""
+    script = write_script(tmp_path, "loop_and_blocked.py", LOOP_AND_BLOCKED)
+    proc = hub.spawn(script, RAYDEBUG_LIVE="1")
+    assert read_line(proc).split() == ["started", str(proc.pid)]
+    (listed,) = wait_processes(hub, lambda ps: len(ps) == 1)
+    status, paused = post(hub, "/api/pause", {"selector": [f"pid={proc.pid}"]})
+    assert status == 200 and paused["paused"] == [listed["id"]], paused
+
+    sessions = hub.get("/api/sessions?min=1&timeout=20")
+    stacks = hub.get(f"/api/stacks?pid={proc.pid}&timeout=5")
+    sessions = hub.get("/api/sessions")  # again, after the stacks' round trip
+    (session,) = sessions
+    first, last = line_of(script, "def loop():"), line_of(script, "time.sleep(0.01)")
+    assert session["reason"] == "pause" and session["thread"] == "MainThread", session
+    assert session["function"] == "loop" and first < session["line"] <= last, session
+    (entry,) = stacks["processes"]
+    waiting = {t["name"]: t["frames"][-1]["function"] for t in entry["threads"]}
+    assert waiting["blocked"] == "wait", entry["threads"]
+
+    async def attach_and_continue() -> None:
+        client = await hub.dap()
+        stopped = await client.attach(session["id"])
+        assert stopped.body["reason"] == "pause"
+        await client.request("continue", {"threadId": stopped.body["threadId"]})
+        await client.request("disconnect", {})
+        await client.close()
+
+    run(attach_and_continue())
+    hub.wait_sessions(0)
+    listed = wait_processes(hub, lambda ps: ps[0]["state"] == "running")
+    assert listed[0]["sessions"] == [] and proc.poll() is None
+    first = hub.get(f"/api/stacks?pid={proc.pid}&locals=1")["processes"][0]
+    time.sleep(0.2)
+    again = hub.get(f"/api/stacks?pid={proc.pid}&locals=1")["processes"][0]
+    totals = [next(t for t in s["threads"] if t["name"] == "MainThread")["frames"][-1]
+              ["locals"]["total"] for s in (first, again)]
+    assert totals[0] != totals[1], totals  # it runs on
+    deadline = time.monotonic() + 10
+    while True:  # untraced again: the pause asked of the blocked thread is abandoned
+        proc.send_signal(signal.SIGUSR2)
+        if read_line(proc).strip() == "trace None None":
+            break
+        assert time.monotonic() < deadline, "the process stayed traced after the pause"
+        time.sleep(0.1)
+    # The blocked thread, let go, runs on untraced without stopping.
+    proc.send_signal(signal.SIGUSR1)
+    assert read_line(proc).strip() == "released None"
+    assert hub.get("/api/sessions") == []

@@ -170,6 +170,8 @@ def test_header_says_where_breakpoint_was_called_and_where_the_arrow_is():
     session = {"id": "a", "pid": 1, "file": "/job.py", "line": 47}
     assert render.session_header(session, 48)[1] == "breakpoint() at /job.py:47, next line 48"
     assert render.session_header(session, 47)[1] == "breakpoint() at /job.py:47"
+    session["cluster_breakpoint"] = True  # set in an IDE or by `raydebug break`: no call
+    assert render.session_header(session, 47)[1] == "cluster breakpoint at /job.py:47"
 
 
 def test_a_paused_process_is_not_said_to_be_at_a_breakpoint():
@@ -220,3 +222,25 @@ def test_other_threads_stopping_or_running_on_are_said_before_the_prompt():
                              body={"threadId": 2, "allThreadsContinued": False}))
     debugger.announce_other_stops()
     assert said[-1] == "(thread 2 ran on: resumed by something other than this prompt)"
+
+
+def test_cluster_breakpoints_join_the_table_as_the_process_names_their_files():
+    from raydebug.terminal.breakpoints import BreakpointTable
+
+    table = BreakpointTable()
+    files = table.add_cluster([
+        {"path": "/home/me/code/job.py", "line": 12, "condition": "i == 3",
+         "hitCondition": "", "logMessage": "", "localRoot": "/home/me/code"},
+        {"path": "/home/me/code/job.py", "line": 20, "condition": "", "hitCondition": ">2",
+         "logMessage": "i={i}", "localRoot": None},
+        {"path": 7, "line": "x"},  # malformed: skipped
+    ], remote_root="/tmp/ray/working_dir_files/_ray_pkg_1")
+    assert files == {"/tmp/ray/working_dir_files/_ray_pkg_1/job.py", "/home/me/code/job.py"}
+    arguments, _ = table.source_arguments("/tmp/ray/working_dir_files/_ray_pkg_1/job.py")
+    assert arguments["breakpoints"] == [{"line": 12, "condition": "i == 3"}]
+    arguments, _ = table.source_arguments("/home/me/code/job.py")
+    assert arguments["breakpoints"] == [{"line": 20, "hitCondition": ">2",
+                                         "logMessage": "i={i}"}]
+    shown = render.breakpoint_table(table.visible())
+    assert shown[1].split()[:2] == ["1", "cluster"] and "\tstop only if i == 3" in shown
+    assert "\tlog 'i={i}' (never stops)" in shown

@@ -16,12 +16,14 @@ and ``stacks`` (its threads' stacks, read without pausing), ``metadata`` (what a
 says about itself), ``returns`` (a paused function that returned), ``report`` (the one
 line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
 driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`` (the
-cluster's breakpoints armed without pydevd: ``armed_monitoring`` on 3.12+, ``armed_tracing``
-on 3.10/3.11, ``armed_watch`` what both see of the armed set, ``armed_raised`` which raises
-the ``raised`` filter stops at). pydevd is reached only through
-``debugger`` (the facade), which runs it with ``pydevd_start`` (in-process, no listener),
-``pydevd_clients`` (sockets handed to it), ``suspensions`` (who is suspended, held pauses),
-``tracing_keeper`` (tracing follows need) and ``pydevd_fork`` (a fork child's reset).
+cluster's breakpoints armed without pydevd: ``armed_monitoring`` on 3.12+, ``armed_code``
+on 3.10/3.11 (the files' code rewritten by ``armed_rewrite``; ``armed_tracing`` where that
+cannot serve a file), ``armed_watch`` what the backends see of the armed set, ``armed_raised``
+which raises the ``raised`` filter stops at). pydevd is
+reached only through ``debugger`` (the facade), which runs it with ``pydevd_start``
+(in-process, no listener), ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who
+is suspended, held pauses), ``tracing_keeper`` (tracing follows need) and ``pydevd_fork``
+(a fork child's reset).
 """
 
 from __future__ import annotations

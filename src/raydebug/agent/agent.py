@@ -14,6 +14,13 @@ somewhere else, when the function it paused in returns while a client steps or c
 (:mod:`raydebug.agent.returns`), or when the process exits (the hub sees the connection
 close). ``SessionEnded`` says which.
 
+``raydebug pause`` asks pydevd to suspend every Python thread; a thread becomes a session
+(reason ``pause``) only when it has suspended, at the frame it stopped in. Until then it is
+*pause requested* (:class:`PauseRequest`): not listed, since a thread blocked in C stops only
+when it returns to Python, and a client attached to it would wait for nothing. A request that
+is abandoned (pydevd resumed everything for a departing client, the hub closed) is forgotten:
+the hub never saw it, so no ``SessionEnded`` is sent.
+
 No pause is lost to a client that leaves: a pause that had not stopped under it, or that it
 left no request to react to, stays paused and is registered with the hub again as waiting
 (:meth:`Agent.on_client_detached`), so the next client gets it.
@@ -73,6 +80,14 @@ class ParkedThread:
     hub_closed: bool = False  # released because the hub went away for good: run on
 
 
+@dataclass(frozen=True)
+class PauseRequest:
+    """A thread that ``raydebug pause`` asked pydevd to suspend, which has not stopped yet."""
+
+    thread: threading.Thread
+    identity: dict[str, Any]  # the process's cluster ids, read when the pause was asked
+
+
 class Agent:
     """One per process; created on the first pause."""
 
@@ -80,6 +95,7 @@ class Agent:
         self.config = config
         self._lock = threading.Lock()
         self._sessions: dict[str, ParkedThread] = {}
+        self._pause_requests: dict[int, PauseRequest] = {}  # thread ident -> its request
         self._client_attached = False
         self._client_ready = False
         self._hub_closed: str | None = None  # why the hub went away for good, until a new one
@@ -113,7 +129,7 @@ class Agent:
     def pause_at_breakpoint(self, frame: FrameType) -> None:
         """A cluster breakpoint was hit: stop at ``frame``'s current line, before it runs,
         once a client is ready (reason ``breakpoint``, as a ``breakpoint()``)."""
-        record = record_for_frame(frame)
+        record = record_for_frame(frame, cluster_breakpoint=True)
         self.returns.follow(record.id, threading.get_ident(), frame)
         under_client = self._wait_for_client(record)
         if under_client is not None:
@@ -190,6 +206,7 @@ class Agent:
             self.returns.forget(record.id)
             return None
         with self._lock:
+            self._pause_requests.pop(ident, None)  # this pause is the thread's session
             others = [s for s in self._sessions.values() if s.thread_ident == ident]
             self._sessions[record.id] = session  # first: the process never looks idle here
             for other in others:
@@ -230,35 +247,29 @@ class Agent:
             f"(RAYDEBUG_WAIT_TIMEOUT); continuing")
         return None
 
-    def pause_all_threads(self) -> list[str]:
-        """``raydebug pause``, on the link thread: every Python thread without a session
-        becomes one (reason ``pause``), then pydevd is asked to suspend them all.
+    def pause_all_threads(self) -> list[int]:
+        """``raydebug pause``, on the link thread: ask pydevd to suspend every Python thread
+        that has no session and no pause requested yet.
 
-        Starts pydevd first (~150 ms the first time). The sessions are listed before the
-        threads suspend (a thread blocked in C suspends only when it returns to Python);
-        no thread waits in raydebug for a client: a suspended thread with no client stays
-        suspended, and the client that attaches is told of it (``replay_stops``). Returns
-        the new session ids; raises what pydevd's start raises.
+        Starts pydevd first (~150 ms the first time). Each thread becomes a session (reason
+        ``pause``) when it suspends (:meth:`_on_thread_suspended`), not before: one blocked
+        in C suspends only when it returns to Python. No thread waits in raydebug for a
+        client: a suspended thread with no client stays suspended, and the client that
+        attaches is told of it (``replay_stops``). Returns the idents of the threads asked;
+        raises what pydevd's start raises.
         """
         self.debugger.ensure_started()
         with self._lock:
-            busy = {s.thread_ident for s in self._sessions.values()}
+            self._forget_abandoned_pauses_locked()  # a thread asked again if a resume cancelled
+            busy = {s.thread_ident for s in self._sessions.values()} | set(self._pause_requests)
         targets = self.debugger.pausable_threads(skip=busy)
         identity = live.session_identity()
-        records = []
         with self._lock:
-            for thread, frame in targets:
+            for thread, _frame in targets:
                 assert thread.ident is not None
-                record = record_for_frame(frame, reason=REASON_PAUSE, thread=thread,
-                                          identity=identity)
-                session = ParkedThread(record, thread.ident)
-                session.released.set()  # nothing waits in raydebug: pydevd holds it
-                self._sessions[record.id] = session
-                records.append(record)
-        for record in records:
-            self.link.post(SessionStarted(session=record.to_dict()))
+                self._pause_requests[thread.ident] = PauseRequest(thread, identity)
         self.debugger.suspend_threads([thread for thread, _ in targets])
-        return [record.id for record in records]
+        return [thread.ident for thread, _ in targets if thread.ident is not None]
 
     # -- session bookkeeping ----------------------------------------------------------------
 
@@ -283,9 +294,30 @@ class Agent:
     def _on_thread_suspended(self, ident: int, frame: FrameType | None) -> None:
         self.returns.on_suspended(ident, frame)
         with self._lock:
+            request = self._pause_requests.pop(ident, None)
+            known = False
             for session in self._sessions.values():
                 if session.thread_ident == ident:
                     session.has_stopped = True
+                    known = True
+            if request is None or known or frame is None:
+                return  # a stop of a session the hub knows (a pause of it stops there too)
+            # The requested pause has happened: now it is a session, where it stopped.
+            record = record_for_frame(frame, reason=REASON_PAUSE, thread=request.thread,
+                                      identity=request.identity)
+            session = ParkedThread(record, ident, has_stopped=True)
+            session.released.set()  # nothing waits in raydebug: pydevd holds it
+            self._sessions[record.id] = session
+            self.link.post(SessionStarted(session=record.to_dict()))
+
+    def _forget_abandoned_pauses_locked(self) -> None:
+        """Forget the pause requests pydevd no longer holds (a resume of every thread
+        cancelled them, or the thread ended): never listed, they end without a word to
+        the hub."""
+        for ident, request in list(self._pause_requests.items()):
+            if not (request.thread.is_alive()
+                    and self.debugger.is_asked_to_pause(request.thread)):
+                del self._pause_requests[ident]
 
     def _on_thread_resumed(self, ident: int) -> None:
         with self._lock:
@@ -364,11 +396,13 @@ class Agent:
             for session in waiting:
                 session.hub_closed = True
                 session.released.set()
+            requested = bool(self._pause_requests)
+            self._pause_requests.clear()  # never listed; the resume below cancels them
         suspended = self.debugger.suspended_threads()
-        if waiting or suspended:
+        if waiting or suspended or requested:
             say(f"the hub at {self.link.hub_address} shut down ({self._hub_closed}); "
                 "continuing")
-        if suspended:
+        if suspended or requested:
             self.debugger.resume_all()
 
     def _on_returned(self, session_id: str, returned: str) -> None:
@@ -381,14 +415,15 @@ class Agent:
         with self._lock:
             self._client_attached = False
             self._client_ready = False
+            # A pause asks no thread to wait for a later client: pydevd's resume (continue,
+            # disconnect) cancelled the stop of a thread still in C.
+            self._forget_abandoned_pauses_locked()
             for session in list(self._sessions.values()):
                 # A disconnect made the hub end every session it knew of this process; a
                 # pause that had not stopped under the client yet is not over.
                 if session.record.reason == REASON_PAUSE and not self.debugger.is_suspended(
                         session.thread_ident):
-                    # A pause asks no thread to wait for a later client: pydevd's resume
-                    # (continue, disconnect) cancelled the stop of a thread still in C.
-                    self._end_session_locked(session.record.id)
+                    self._end_session_locked(session.record.id)  # it stopped and ran on
                     continue
                 if session.thread_ident in held_over or (disconnected
                                                          and not session.has_stopped):

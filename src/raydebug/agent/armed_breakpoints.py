@@ -7,8 +7,10 @@ reads it). :class:`ArmedBreakpoints` turns it into the names this process's code
 
 - Python >= 3.12: :mod:`.armed_monitoring`, ``sys.monitoring`` events only on the code objects
   of the files that have breakpoints; every other function runs at full speed;
-- Python 3.10/3.11: :mod:`.armed_tracing`, a trace function in every thread while breakpoints
-  exist, which returns at once for frames of other files (its cost: docs/design.md#armed).
+- Python 3.10/3.11: :mod:`.armed_code`, the functions of the files with breakpoints get
+  rewritten code that calls us before each breakpoint line; no trace function, except where
+  rewriting cannot serve a file: then :mod:`.armed_tracing`, a trace function in every
+  thread that returns at once for frames of other files (the costs: docs/design.md#armed).
 
 The IDE's ``raised`` exception filter is armed by the same backends (which raises stop:
 :mod:`.armed_raised`); its stops go to ``on_raised(frame, exception, traceback)``.
@@ -261,6 +263,12 @@ class ArmedBreakpoints:
         ``sys.monitoring`` tool)."""
         return self._backend.active()
 
+    def modes(self) -> dict[str, str]:
+        """How each watched file is served here, for tests and ``raydebug ps``-like views:
+        ``rewrite`` or ``trace: why`` (3.10/3.11, :mod:`.armed_code`); empty otherwise."""
+        modes = getattr(self._backend, "modes", None)
+        return dict(modes()) if modes is not None else {}
+
     def reinstall(self) -> None:
         """Put the armed set back after someone else's tracing was removed from every
         thread (pydevd's, after a session): nothing happens when nothing is armed."""
@@ -475,11 +483,16 @@ def format_log_message(message: str, evaluate: Callable[[str], Any]) -> str:
 
 
 def default_backend() -> Backend:
-    """The backend for this interpreter (see the module docstring)."""
+    """The backend for this interpreter (see the module docstring);
+    ``RAYDEBUG_ARMED_BACKEND=trace`` keeps 3.10/3.11 on the trace function alone."""
     if sys.version_info >= (3, 12):
         from .armed_monitoring import MonitoringBackend
 
         return MonitoringBackend()
     from .armed_tracing import TracingBackend
 
-    return TracingBackend()
+    if os.environ.get("RAYDEBUG_ARMED_BACKEND", "").strip().lower() == "trace":
+        return TracingBackend()
+    from .armed_code import CodeRewriteBackend
+
+    return CodeRewriteBackend()

@@ -1,5 +1,10 @@
 """Cluster breakpoints on Python 3.10/3.11: a trace function, only while breakpoints exist.
 
+Since :mod:`.armed_code` rewrites the code of the files with breakpoints, this backend serves
+only what rewriting cannot (a file without source, function breakpoints, ...: its module
+docstring), on those files only; ``RAYDEBUG_ARMED_BACKEND=trace`` makes it serve all.
+:func:`set_in_threads` sets a trace function on chosen threads (armed_code's running frames).
+
 Theory of operation. Python before 3.12 has one way to see a line run: the thread's trace
 function. While the process has breakpoints, every thread gets ours (present threads and new
 ones); on each call it looks at the frame's ``co_filename`` and returns None at once for code
@@ -175,6 +180,26 @@ def _set_everywhere(trace: TraceFunction | None) -> None:
         lib.AttachDebuggerTracing(ctypes.c_int(0), ctypes.py_object(set_trace),
                                   ctypes.py_object(target), ctypes.c_uint(ident),
                                   ctypes.py_object(None))
+
+
+def set_in_threads(trace: TraceFunction | None, idents: set[int]) -> bool:
+    """Make ``trace`` the trace function of the threads ``idents`` only (the current one
+    directly, others through the helper library); False when some could not be reached."""
+    set_trace = _raw_settrace()
+    current = threading.get_ident()
+    if current in idents:
+        set_trace(trace)
+    others = idents - {current}
+    if not others:
+        return True
+    lib = _helper_library()
+    if lib is None:
+        return False
+    for ident in others:
+        lib.AttachDebuggerTracing(ctypes.c_int(0), ctypes.py_object(set_trace),
+                                  ctypes.py_object(trace), ctypes.c_uint(ident),
+                                  ctypes.py_object(None))
+    return True
 
 
 _helper: list[Any] = []  # [library or None], loaded once

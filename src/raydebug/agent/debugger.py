@@ -253,6 +253,15 @@ class Debugger:
             for thread in threads:
                 self._py_db.set_suspend(thread, CMD_THREAD_SUSPEND, is_pause=True)
 
+    @staticmethod
+    def is_asked_to_pause(thread: threading.Thread) -> bool:
+        """Whether pydevd still means to suspend ``thread`` (asked by :meth:`suspend_threads`
+        or suspended): False once a resume of it cancelled that."""
+        from _pydevd_bundle.pydevd_constants import STATE_SUSPEND
+
+        info = getattr(thread, "additional_info", None)
+        return info is not None and info.pydev_state == STATE_SUSPEND
+
     def stop_on_exception(self, exc_info: ExcInfo) -> None:
         """Suspend the current thread post-mortem in the frame that raised; block until resumed."""
         self._suspensions.about_to_stop(threading.get_ident())

@@ -50,6 +50,7 @@ def record_for_frame(
     exception: BaseException | None = None,
     thread: threading.Thread | None = None,
     identity: dict[str, Any] | None = None,
+    cluster_breakpoint: bool = False,
 ) -> PausedThread:
     """Describe a pause at ``frame`` of ``thread`` (default: the current thread).
 
@@ -72,6 +73,7 @@ def record_for_frame(
         since=time.time(),
         argv=list(sys.argv),
         labels=process_labels(),
+        cluster_breakpoint=cluster_breakpoint,
     )
 
 

@@ -40,6 +40,11 @@ def parse_spec(words: tuple[str, ...]) -> tuple[str, int, str]:
     return os.path.abspath(path), int(line_text), condition
 
 
+# The hub's owners of cluster breakpoints besides IDEs (whose owner is their connection).
+TERMINAL_CLIENT = "terminal"  # `raydebug break`
+OWNERS = (TERMINAL_CLIENT, "web page")
+
+
 def format_breakpoints(listing: list[dict[str, Any]]) -> str:
     """One line per breakpoint: ``/x/job.py:12 if i == 3  [verified] (terminal)``."""
     if not listing:
@@ -54,7 +59,7 @@ def format_breakpoints(listing: list[dict[str, Any]]) -> str:
         if entry.get("logMessage"):
             text += f" log {entry['logMessage']!r}"
         state = "verified" if entry.get("verified") else "not loaded yet"
-        who = "terminal" if entry.get("client") == "terminal" else "IDE"
+        who = entry.get("client") if entry.get("client") in OWNERS else "IDE"
         lines.append(f"{text}  [{state}] ({who})")
     return "\n".join(lines)
 
@@ -119,8 +124,14 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
             body["logMessage"] = log_message
         if local_root:
             body["localRoot"] = os.path.abspath(local_root)
+        before = get_json(address, "/api/breakpoints", token=client_token)
         answer = post_json(address, "/api/breakpoints", body, token=client_token)
+        replaced = [b for b in before.get("breakpoints") or []
+                    if b.get("client") == TERMINAL_CLIENT and b.get("line") == line
+                    and b.get("path") == path]
     if as_json:
         click.echo(json.dumps(answer, indent=2))
-    else:
-        click.echo(format_breakpoints(answer.get("breakpoints") or []))
+        return
+    click.echo(format_breakpoints(answer.get("breakpoints") or []))
+    if spec and replaced:  # one breakpoint a line, as in an IDE: say what went
+        click.echo(f"(replaced {format_breakpoints(replaced)})")

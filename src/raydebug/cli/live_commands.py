@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from ..client import hub_api
-from ..errors import HubUnreachableError, NoProcessMatchError
+from ..errors import HubUnreachableError, NoProcessMatchError, RemoteProtocolError
 from ..selectors import parse as parse_selector
 from .locate import HubLocation, locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
@@ -188,9 +188,10 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
 @SELECTOR
 def pause(hub: str | None, ray_address: str | None, client_token: str | None,
           wait_seconds: float, selector: tuple[str, ...]) -> None:
-    """Pause the selected running processes (all their Python threads): each becomes a
-    session with reason `pause`, which `raydebug attach`, VS Code and nvim-dap debug as any
-    other. Detaching resumes it. A thread blocked in C stops when it returns to Python."""
+    """Pause the selected running processes (all their Python threads): each thread that
+    stops becomes a session with reason `pause`, which `raydebug attach`, VS Code and
+    nvim-dap debug as any other. Detaching resumes it. A thread blocked in C stops (and is
+    listed) only when it returns to Python."""
     if not selector:
         raise click.UsageError("pause needs at least one SELECTOR term (e.g. rank=1, "
                                "pid=4242, task=train): it never pauses every process by "
@@ -202,11 +203,12 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
     already = [str(p) for p in answer.get("already_paused") or []]
     sessions = (_wait_sessions(location.address, paused, wait_seconds, client_token)
                 if paused and wait_seconds > 0 else {})
+    unstopped = [p for p in paused if p not in sessions] if wait_seconds else []
+    pids = _pids(location.address, client_token) if unstopped else {}
     for process in paused:
         found = sessions.get(process)
         where = (f": session {', '.join(found)} (raydebug attach {found[0]})" if found
-                 else ": its session is not listed yet (raydebug list)" if wait_seconds
-                 else "")
+                 else _not_stopped(pids.get(process)) if process in unstopped else "")
         click.echo(f"paused {process}{where}")
     for process in already:
         click.echo(f"{process} was paused already")
@@ -215,6 +217,22 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
         error(f"could not pause {process}: {reason}")
     if failed:
         sys.exit(1)
+
+
+def _not_stopped(pid: int | None) -> str:
+    """Why a paused process has no session yet, and where to look."""
+    stacks = f"raydebug stacks pid={pid}" if pid is not None else "raydebug stacks"
+    return (": no thread has stopped yet (a thread blocked in C stops when it returns to "
+            f"Python; {stacks} shows where each waits)")
+
+
+def _pids(hub: str, token: str | None) -> dict[str, int]:
+    """Each linked process's pid, by process id (empty if the hub cannot say now)."""
+    try:
+        known = hub_api.processes(hub, (), token, now=False)
+    except (HubUnreachableError, RemoteProtocolError):
+        return {}
+    return {str(p.get("id")): p["pid"] for p in known if isinstance(p.get("pid"), int)}
 
 
 def _wait_sessions(hub: str, processes: list[str], seconds: float, token: str | None

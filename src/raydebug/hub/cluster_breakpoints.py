@@ -160,7 +160,8 @@ class ClusterBreakpointSet:
                  "condition": spec.get("condition") or "",
                  "hitCondition": spec.get("hitCondition") or "",
                  "logMessage": spec.get("logMessage") or "",
-                 "verified": path in self._loaded, "client": key}
+                 "verified": path in self._loaded, "client": key,
+                 "localRoot": source.local_root}
                 for key, entry in self._clients.items()
                 for path, source in entry.sources.items()
                 for spec, id_ in zip(source.breakpoints, source.ids, strict=True)]

@@ -38,7 +38,7 @@ the hub's questions on the same connection::
     hub   -> agent   CollectStacks(request_id, locals)   every Python thread's stack, now
     agent -> hub     Stacks(request_id, threads, now)    ``now``: what it runs (task_name)
     hub   -> agent   Pause(request_id)          suspend every Python thread: sessions follow
-    agent -> hub     Paused(request_id, error)  done (its sessions were sent before), or why not
+    agent -> hub     Paused(request_id, error)  asked (sessions: as threads stop), or why not
 
 A *data* connection (``Hello.role == "data"``, one per attached client) is answered with
 ``Welcome``; the agent then hands the socket itself to pydevd, so it carries DAP between the
@@ -239,7 +239,8 @@ class Pause(ControlMessage):
 
 @dataclass(frozen=True)
 class Paused(ControlMessage):
-    """Agent -> hub: the pause is done (its ``SessionStarted`` went first), or ``error``."""
+    """Agent -> hub: every thread was asked to suspend (each sends ``SessionStarted`` once it
+    has stopped), or ``error``."""
 
     TYPE: ClassVar[str] = "paused"
     request_id: int

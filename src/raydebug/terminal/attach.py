@@ -289,13 +289,23 @@ class AttachCommand:
                                         poll_input=self.terminal.poll_line,
                                         find_session=lambda thread: self._session_of(
                                             session, thread),
-                                        width=self.terminal.width)
+                                        width=self.terminal.width,
+                                        cluster_breakpoints=self._cluster_breakpoints())
             self.terminal.completer = lambda word: complete(debugger, _line_buffer(), word)
             debugger.start()
             return self._prompt_loop(debugger)
         finally:
             self.terminal.completer = None
             remote.close()
+
+    def _cluster_breakpoints(self) -> list[dict[str, Any]]:
+        """The hub's cluster breakpoints, or none if it cannot say now (an older hub)."""
+        try:
+            answer = get_json(self.hub, "/api/breakpoints", token=self.client_token)
+        except (RaydebugError, OSError):
+            return []
+        listing = answer.get("breakpoints") if isinstance(answer, dict) else None
+        return [entry for entry in listing or [] if isinstance(entry, dict)]
 
     def _session_of(self, attached: dict[str, Any], thread: str) -> dict[str, Any] | None:
         """The hub's session of the thread named ``thread`` in the attached process."""

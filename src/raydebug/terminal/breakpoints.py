@@ -3,7 +3,8 @@
 DAP's ``setBreakpoints`` replaces every breakpoint of one source file and
 ``setFunctionBreakpoints`` every function breakpoint, so the table keeps them all and builds
 those requests' arguments; the responses' ids map a ``stopped`` event's ``hitBreakpointIds``
-back to our numbers (for ``tbreak``).
+back to our numbers (for ``tbreak``). The cluster's breakpoints are in the table too (set in
+the attached process while we debug it), listed with their kind.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CommandError
+from ..protocol.paths import PathTranslator
 
 
 @dataclass
@@ -26,6 +28,11 @@ class Breakpoint:
     hidden: bool = False  # set by `until N`, not the user: never listed
     verified: bool = True
     dap_id: int | None = None
+    # A cluster breakpoint (an IDE's, the web page's, `raydebug break`'s), set in this
+    # process too while we debug it: an attached process leaves its stops to its debugger.
+    cluster: bool = False
+    hit_condition: str | None = None
+    log_message: str | None = None
 
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.file else f"function {self.function}"
@@ -45,6 +52,27 @@ class BreakpointTable:
         point = Breakpoint(number, file, line, function, condition, temporary, hidden=hidden)
         self._all[number] = point
         return point
+
+    def add_cluster(self, listing: list[dict[str, Any]], remote_root: str | None) -> set[str]:
+        """The hub's cluster breakpoints (``GET /api/breakpoints``), as this process names
+        their files (under its ``remote_root`` where the client that set them gave a local
+        root); returns the files to send."""
+        files = set()
+        for entry in listing:
+            path = entry.get("path")
+            line = entry.get("line")
+            if not isinstance(path, str) or not isinstance(line, int):
+                continue
+            local_root = entry.get("localRoot")
+            if isinstance(local_root, str) and local_root and remote_root:
+                path = PathTranslator(remote_root=remote_root,
+                                      local_root=local_root).to_remote_path(path)
+            point = self.add(path, line, condition=entry.get("condition") or None)
+            point.cluster = True
+            point.hit_condition = entry.get("hitCondition") or None
+            point.log_message = entry.get("logMessage") or None
+            files.add(path)
+        return files
 
     def get(self, number: int) -> Breakpoint:
         try:
@@ -97,4 +125,8 @@ def _dap_breakpoint(point: Breakpoint, **where: Any) -> dict[str, Any]:
     dap: dict[str, Any] = dict(where)
     if point.condition:
         dap["condition"] = point.condition
+    if point.hit_condition:
+        dap["hitCondition"] = point.hit_condition
+    if point.log_message:
+        dap["logMessage"] = point.log_message
     return dap

@@ -102,7 +102,8 @@ def session_header(session: dict[str, Any], stopped_line: int | None = None) -> 
         line = session.get("line")
         next_line = (f", next line {stopped_line}"
                      if stopped_line is not None and stopped_line != line else "")
-        lines.append(f"breakpoint() at {session.get('file')}:{line}{next_line}")
+        what = "cluster breakpoint" if session.get("cluster_breakpoint") else "breakpoint()"
+        lines.append(f"{what} at {session.get('file')}:{line}{next_line}")
     return lines
 
 
@@ -111,12 +112,16 @@ def breakpoint_table(points: list[Any]) -> list[str]:
         return ["No breakpoints."]
     lines = ["Num Type         Disp Enb   Where"]
     for point in points:
-        kind = "breakpoint"
+        kind = "cluster" if point.cluster else "breakpoint"
         disp = "del " if point.temporary else "keep"
         enabled = "yes" if point.enabled else "no "
         lines.append(f"{point.number:<3} {kind:<12} {disp} {enabled}   {point.where()}")
         if point.condition:
             lines.append(f"\tstop only if {point.condition}")
+        if point.hit_condition:
+            lines.append(f"\tstop only at hit {point.hit_condition}")
+        if point.log_message:
+            lines.append(f"\tlog {point.log_message!r} (never stops)")
         if not point.verified:
             lines.append("\tnot verified by the debuggee (no code on that line?)")
     return lines

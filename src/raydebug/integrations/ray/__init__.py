@@ -4,6 +4,8 @@
   ``raydebug run``'s ``RAY_RUNTIME_ENV_HOOK``);
 - :mod:`.worker_hooks`: what runs in every enabled worker and driver (``breakpoint()``, Ray's
   post-mortem entry points, the hub discovery the agent asks);
+- :mod:`.shipped_functions`: functions shipped by value, handed to the armed breakpoints of
+  3.10/3.11 as cloudpickle rebuilds them in a worker;
 - :mod:`.children`: what a worker exports to the processes it starts;
 - :mod:`.discovery`: the hub published in the GCS's KV, and finding a cluster;
 - :mod:`.hub_actor`: the hub as a detached actor, started once (the only one importing the hub);

@@ -51,6 +51,11 @@ def setup_worker() -> None:
     ray_pdb._post_mortem = post_mortem
     discovery.install(RayDiscovery())
     watch_children()
+    if sys.version_info < (3, 12):  # functions shipped by value get armed code (3.10/3.11)
+        from ...agent.armed_code import follow_new_functions
+        from .shipped_functions import follow
+
+        follow_new_functions(follow)
     if live_wanted():
         from ...agent import start_live_link
 

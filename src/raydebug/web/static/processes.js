@@ -232,7 +232,8 @@ export class Processes {
       }
       this.$("processes-error").textContent = "";
       this.$("group-detail").prepend(el("p", { role: "status" },
-        `Paused ${paused.length} processes: their sessions are in the Sessions list.`));
+        `Paused ${paused.length} processes: each thread is in the Sessions list once it ` +
+        "has stopped (a thread blocked in C stops when it returns to Python)."));
       this.refresh(false);
     } catch (error) {
       this.showError(error);

@@ -1,0 +1,122 @@
+"""The agent's pause requests (``raydebug pause``), in memory: a thread is a session only once
+it has suspended, where it stopped; a request that is abandoned ends without a word."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from raydebug.agent.agent import Agent
+from raydebug.agent.config import AgentConfig
+from raydebug.protocol.control import SessionEnded, SessionStarted
+
+
+class FakeDebugger:
+    """What pause_all_threads asks of pydevd: the threads to pause, and whether each is
+    still asked to (a resume of every thread cancels that)."""
+
+    def __init__(self, threads: list[tuple[threading.Thread, FrameType]]) -> None:
+        self.threads = threads
+        self.asked: set[int] = set()
+        self.resumed_all = False
+
+    def ensure_started(self) -> None:
+        pass
+
+    def pausable_threads(self, skip: set[int]) -> list[tuple[threading.Thread, FrameType]]:
+        return [(t, f) for t, f in self.threads if t.ident not in skip]
+
+    def suspend_threads(self, threads: list[threading.Thread]) -> None:
+        self.asked |= {t.ident for t in threads if t.ident is not None}
+
+    def is_asked_to_pause(self, thread: threading.Thread) -> bool:
+        return thread.ident in self.asked
+
+    def is_suspended(self, ident: int) -> bool:
+        return False
+
+    def suspended_threads(self) -> set[int]:
+        return set()
+
+    def resume_all(self) -> None:
+        self.resumed_all = True
+        self.asked = set()
+
+    def forget_client(self) -> None:
+        pass
+
+    def take_held_over(self) -> tuple[set[int], bool]:
+        return set(), True
+
+    def reconsider_tracing(self) -> None:
+        pass
+
+
+class FakeLink:
+    hub_address = "hub:1"
+
+    def __init__(self) -> None:
+        self.posted: list[Any] = []
+
+    def post(self, message: Any) -> None:
+        self.posted.append(message)
+
+
+def _blocked() -> Iterator[tuple[threading.Thread, threading.Event]]:
+    gate = threading.Event()
+    thread = threading.Thread(target=gate.wait, name="blocked", daemon=True)
+    thread.start()
+    try:
+        yield thread, gate
+    finally:
+        gate.set()
+        thread.join(5)
+
+
+blocked = pytest.fixture(_blocked)
+
+
+def _agent(thread: threading.Thread) -> tuple[Agent, FakeDebugger, FakeLink]:
+    agent = Agent(AgentConfig(hub_host="127.0.0.1", hub_port=1, token="t", wait_timeout=None))
+    debugger = FakeDebugger([(thread, sys._current_frames()[thread.ident or 0])])
+    link = FakeLink()
+    agent.debugger = debugger  # type: ignore[assignment]
+    agent.link = link  # type: ignore[assignment]
+    return agent, debugger, link
+
+
+def test_a_thread_is_a_session_only_once_it_stops_at_the_frame_it_stopped_in(blocked):
+    thread, _gate = blocked
+    agent, _debugger, link = _agent(thread)
+    assert agent.pause_all_threads() == [thread.ident]
+    assert link.posted == [] and agent.live_sessions() == []
+    assert agent.pause_all_threads() == []  # asked already: not asked twice
+    here = sys._getframe()
+    line = here.f_lineno + 1  # the next line's: where this frame is when the thread stops
+    agent._on_thread_suspended(thread.ident or 0, here)
+    (started,) = link.posted
+    assert isinstance(started, SessionStarted)
+    record = started.session
+    assert record["reason"] == "pause" and record["thread"] == "blocked"
+    assert record["function"] == here.f_code.co_name and record["line"] == line
+    assert [s.session["id"] for s in agent.live_sessions()] == [record["id"]]
+
+
+def test_an_abandoned_pause_request_ends_without_a_word(blocked):
+    thread, _gate = blocked
+    agent, debugger, link = _agent(thread)
+    agent.pause_all_threads()
+    agent.on_client_attached()
+    debugger.asked = set()  # the client's disconnect resumed every thread
+    agent.on_client_detached()
+    assert link.posted == [] and agent.live_sessions() == []
+    assert agent.pause_all_threads() == [thread.ident]  # a later pause asks it again
+    agent.on_hub_closing("node stopping")
+    assert debugger.resumed_all  # the request is cancelled in pydevd too
+    agent._on_thread_suspended(thread.ident or 0, sys._getframe())  # a stop not for us
+    assert not any(isinstance(m, (SessionStarted, SessionEnded)) for m in link.posted)
