@@ -3,7 +3,8 @@
 Sections: ``core`` (one plain process, raydebug vs stock debugpy), ``ray`` (a local Ray,
 raydebug vs Ray's built-in debugger), ``scale`` (one hub with 1,000 paused sessions; a
 killed worker leaving the list; a worker's speed after its debug session), ``live`` (stacks
-across 1,000 live links against py-spy; 10,000 links on one hub: ps, pause, memory).
+across 1,000 live links against py-spy; 10,000 links on one hub: ps, pause, memory),
+``armed`` (armed cluster breakpoints and the ``raised`` filter in a Ray worker, 3.11 and 3.12).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import armed_ray
 import core
 import live_scale
 import ray_bench
@@ -29,7 +31,7 @@ import speed
 import speed_leave
 
 RESULTS = Path(__file__).with_name("results.json")
-SECTIONS = ("core", "ray", "scale", "live")
+SECTIONS = ("core", "ray", "scale", "live", "armed")
 
 # A measure read from a mode's results: a number, a Sample summary (median + spread), or None.
 Reader = Callable[[dict[str, Any]], Any]
@@ -187,7 +189,8 @@ def main() -> None:
         sections = {"scale"}
     started = time.time()
     load_before = os.getloadavg()
-    results: dict[str, Any] = {"core": None, "ray": None, "scale": None, "live": None}
+    results: dict[str, Any] = {"core": None, "ray": None, "scale": None, "live": None,
+                               "armed": None}
     if "core" in sections:
         results["core"] = core.run(args.requests, args.steps, args.rounds)
         print(table(results["core"]), "\n")
@@ -210,6 +213,11 @@ def main() -> None:
               flush=True)
         results["live"] = live_scale.run()
         print(live_scale.table(results["live"]), "\n")
+    if "armed" in sections:
+        print("measuring armed breakpoints in Ray workers (3.11, 3.12)...", file=sys.stderr,
+              flush=True)
+        results["armed"] = armed_ray.run()
+        print(armed_ray.table(results["armed"]), "\n")
     seconds = time.time() - started
     print(f"{seconds / 60:.1f} min; load average {load_before[0]:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after (on {os.cpu_count()} CPUs)")

@@ -1,13 +1,18 @@
 """Other Pythons for tests and benchmarks: pyenv's interpreters, each in a venv with this
-venv's debugpy (raydebug itself comes from the source tree through PYTHONPATH)."""
+venv's debugpy (raydebug itself comes from the source tree through PYTHONPATH), and one with
+this venv's Ray as well (:func:`ray_venv`: built once, kept under ``.venv/``)."""
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 from pathlib import Path
 
 PYENV_VERSIONS = Path("/root/.pyenv/versions")
+ROOT = Path(__file__).resolve().parents[1]
+# Beside this venv, so `make clean` removes it and a CI run (a fresh clone) builds it once.
+RAY_VENVS = ROOT / ".venv" / "pythons"
 
 
 def find_python(version: str) -> Path | None:
@@ -16,13 +21,56 @@ def find_python(version: str) -> Path | None:
     return found[-1] if found else None
 
 
+def pinned(*names: str) -> list[str]:
+    """This venv's ``name==version`` lines (pip freeze) for ``names``, in that order."""
+    frozen = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    by_name = {line.split("==")[0].lower(): line for line in frozen if "==" in line}
+    return [by_name[name] for name in names if name in by_name]
+
+
 def venv_with_debugpy(python: str | Path, directory: Path) -> str:
     """A venv of another interpreter at ``directory`` with this venv's debugpy (raydebug comes
     from the source tree through PYTHONPATH); returns its python."""
     subprocess.run([str(python), "-m", "venv", str(directory)], check=True, timeout=120)
-    debugpy = [line for line in subprocess.run(
-        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
-        check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
     subprocess.run([str(directory / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", *debugpy], check=True, timeout=240)
+                    "--disable-pip-version-check", *pinned("debugpy")], check=True, timeout=240)
     return str(directory / "bin" / "python")
+
+
+def ray_venv(version: str = "3.12", directory: Path | None = None) -> str | None:
+    """The python of a venv of pyenv's ``version`` with this venv's ``ray[default]`` and
+    debugpy, and raydebug installed from the source tree (editable, with its startup ``.pth``,
+    so Ray's workers, which run the driver's interpreter, link like this venv's). None when
+    that Python is not installed, or this venv has no Ray.
+
+    Built once (a few minutes: Ray's wheel) and reused while the pins are the same: the pins
+    are written in the venv's ``.pins`` last. Concurrent callers wait on one lock file.
+    Raises subprocess.CalledProcessError/TimeoutExpired when pip fails.
+    """
+    base = find_python(version)
+    if base is None:
+        return None
+    directory = directory or RAY_VENVS / f"ray-{version}"
+    python = directory / "bin" / "python"
+    ray = [f"ray[default]=={line.split('==')[1]}" for line in pinned("ray")]
+    if not ray:
+        return None
+    pins = "\n".join([*ray, *pinned("debugpy"), f"raydebug from {ROOT}", str(base)]) + "\n"
+    stamp = directory / ".pins"
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.parent / f".ray-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == pins and python.exists():
+            return str(python)
+        subprocess.run([str(base), "-m", "venv", "--clear", str(directory)], check=True,
+                       timeout=120)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", *ray, *pinned("debugpy"),
+                        "-e", str(ROOT)], check=True, timeout=1200)
+        stamp.write_text(pins)
+    return str(python)
+
+
+if __name__ == "__main__":  # `python -m devtools.pythons [VERSION]`: build (or find) it
+    print(ray_venv(*sys.argv[1:2]) or "not installed")

@@ -18,7 +18,8 @@ line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb
 driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`` (the
 cluster's breakpoints armed without pydevd: ``armed_monitoring`` on 3.12+, ``armed_code``
 on 3.10/3.11 (the files' code rewritten by ``armed_rewrite``; ``armed_tracing`` where that
-cannot serve a file), ``armed_watch`` what the backends see of the armed set). pydevd is
+cannot serve a file), ``armed_watch`` what the backends see of the armed set, ``armed_raised``
+which raises the ``raised`` filter stops at). pydevd is
 reached only through ``debugger`` (the facade), which runs it with ``pydevd_start``
 (in-process, no listener), ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who
 is suspended, held pauses), ``tracing_keeper`` (tracing follows need) and ``pydevd_fork``

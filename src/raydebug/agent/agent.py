@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from types import FrameType
+from types import FrameType, TracebackType
 from typing import Any
 
 from ..protocol.control import (
@@ -107,7 +107,7 @@ class Agent:
             on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
             labels=lambda: {**process_labels(), **live.labels()},
             remote_root=_remote_root, on_loaded=self._post_loaded,
-            standing_down=lambda: self._client_attached)
+            standing_down=lambda: self._client_attached, on_raised=self.pause_on_raised)
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed,
                                  on_untraced=self.breakpoints.reinstall)
@@ -138,6 +138,20 @@ class Agent:
                 # Resumed by a departing client: pydevd's tracing (which replaced ours
                 # in every thread on 3.10/3.11) stays until the keeper removes it.
                 self.breakpoints.reinstall()
+
+    def pause_on_raised(self, frame: FrameType, exception: BaseException,
+                        traceback: TracebackType | None) -> None:
+        """The ``raised`` exception filter: ``exception`` was just raised in ``frame``; stop
+        there (reason ``exception``) once a client is ready, the program goes on as if not
+        stopped (the exception propagates or is caught)."""
+        record = record_for_frame(frame, exception=exception)
+        self.returns.follow(record.id, threading.get_ident(), frame)
+        under_client = self._wait_for_client(record)
+        if under_client is not None:
+            self.debugger.stop_on_raised(frame, exception, traceback,
+                                         under_client=under_client)
+            if not self._client_attached:
+                self.breakpoints.reinstall()  # as after pause_at_breakpoint
 
     def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None:
         """The hub's ``ArmBreakpoints`` (on the link thread): make them this process's

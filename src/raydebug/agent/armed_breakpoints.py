@@ -12,6 +12,10 @@ reads it). :class:`ArmedBreakpoints` turns it into the names this process's code
   rewriting cannot serve a file: then :mod:`.armed_tracing`, a trace function in every
   thread that returns at once for frames of other files (the costs: docs/design.md#armed).
 
+The IDE's ``raised`` exception filter is armed by the same backends (which raises stop:
+:mod:`.armed_raised`); its stops go to ``on_raised(frame, exception, traceback)``.
+``uncaught`` is the agent's (``RAYDEBUG_POST_MORTEM``).
+
 A backend calls :meth:`ArmedBreakpoints.on_line` when a line with breakpoints runs; this module
 evaluates each breakpoint's ``condition`` and ``hitCondition`` in the frame, formats a logpoint's
 ``logMessage`` (calling ``on_log``, never pausing), and for a breakpoint calls ``on_hit(frame)``,
@@ -37,9 +41,10 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import CodeType, FrameType
+from types import CodeType, FrameType, TracebackType
 from typing import Any
 
+from .armed_raised import stops_here
 from .armed_watch import Backend
 from .report import say
 
@@ -153,6 +158,11 @@ class _Table:
 
     by_file: dict[str, dict[int, list[_Armed]]] = field(default_factory=dict)
     functions: frozenset[str] = frozenset()
+    raised: bool = False  # the "raised" exception filter
+
+    @property
+    def armed(self) -> bool:
+        return bool(self.by_file or self.functions or self.raised)
 
     @property
     def files(self) -> frozenset[str]:
@@ -175,8 +185,11 @@ class ArmedBreakpoints:
                  remote_root: Callable[[], str | None] | None = None,
                  on_loaded: Callable[[list[str]], None] | None = None,
                  standing_down: Callable[[], bool] | None = None,
-                 backend: Backend | None = None) -> None:
+                 backend: Backend | None = None,
+                 on_raised: Callable[[FrameType, BaseException, TracebackType | None], None]
+                 | None = None) -> None:
         self._on_hit = on_hit
+        self._on_raised = on_raised or (lambda frame, exception, traceback: None)
         self._on_log = on_log
         self._labels = labels or (lambda: {})
         self._remote_root = remote_root or (lambda: None)
@@ -199,6 +212,10 @@ class ArmedBreakpoints:
     @property
     def functions(self) -> frozenset[str]:
         return self._table.functions
+
+    @property
+    def raised(self) -> bool:
+        return self._table.raised
 
     def lines_of(self, filename: str) -> Mapping[int, list[_Armed]]:
         return self._table.by_file.get(filename) or {}
@@ -225,8 +242,9 @@ class ArmedBreakpoints:
             self._label_names = {**{k.upper(): v for k, v in labels.items()}, **labels}
             self._client_path = client_path
             self._reported &= set(client_path.values())
-            self._table = _Table(by_file, frozenset(breakpoints.functions))
-            if not (by_file or breakpoints.functions):
+            self._table = _Table(by_file, frozenset(breakpoints.functions),
+                                 "raised" in breakpoints.exceptions)
+            if not self._table.armed:
                 self._backend.remove()
             elif self._standing_down() and getattr(self._backend, "shares_trace_function",
                                                    False):
@@ -255,7 +273,7 @@ class ArmedBreakpoints:
         """Put the armed set back after someone else's tracing was removed from every
         thread (pydevd's, after a session): nothing happens when nothing is armed."""
         with self._lock:
-            if self._table.by_file or self._table.functions:
+            if self._table.armed:
                 self._backend.install(self)
 
     def forget_after_fork(self) -> None:
@@ -303,14 +321,15 @@ class ArmedBreakpoints:
 
     # -- hits (on the thread that reached the line) ---------------------------------------
 
-    def on_line(self, frame: FrameType, line: int) -> None:
-        """``frame`` is about to run ``line``, which has breakpoints: log, or pause."""
+    def on_line(self, frame: FrameType, line: int) -> bool:
+        """``frame`` is about to run ``line``, which has breakpoints: log, or pause (then
+        True, once resumed)."""
         ident = threading.get_ident()
         if ident in self._in_hit or self._standing_down():
-            return
+            return False
         armed = self.lines_of(frame.f_code.co_filename).get(line)
         if not armed:
-            return
+            return False
         stop = False
         for breakpoint_ in armed:
             if not self._passes(breakpoint_, frame):
@@ -321,18 +340,35 @@ class ArmedBreakpoints:
                 stop = True
         if stop:
             self._pause(frame)
+        return stop
 
-    def on_function(self, frame: FrameType) -> None:
-        """``frame``'s function, which has a function breakpoint, starts."""
+    def on_function(self, frame: FrameType) -> bool:
+        """``frame``'s function, which has a function breakpoint, starts: pause (True)."""
         if threading.get_ident() in self._in_hit or self._standing_down():
-            return
+            return False
         self._pause(frame)
+        return True
 
-    def _pause(self, frame: FrameType) -> None:
+    def on_raise(self, frame: FrameType, exception: BaseException,
+                 traceback: TracebackType | None) -> bool:
+        """``exception`` was raised in ``frame`` or came out into it (``traceback``: its
+        traceback there): pause (True, once resumed) if the ``raised`` filter is set and
+        this raise stops here."""
+        if (not self._table.raised or threading.get_ident() in self._in_hit
+                or self._standing_down() or not stops_here(frame, exception, traceback)):
+            return False
+        self._pause(frame, (exception, traceback))
+        return True
+
+    def _pause(self, frame: FrameType,
+               raised: tuple[BaseException, TracebackType | None] | None = None) -> None:
         ident = threading.get_ident()
         self._in_hit.add(ident)
         try:
-            self._on_hit(frame)
+            if raised is None:
+                self._on_hit(frame)
+            else:
+                self._on_raised(frame, *raised)
         except Exception as error:  # the user's program runs on
             say(f"could not pause at a breakpoint ({type(error).__name__}: {error})")
         finally:

@@ -120,15 +120,16 @@ class CodeRewriteBackend:
         global _active
         with self._lock:
             lines = {name: frozenset(armed.lines_of(name)) for name in armed.files}
-            signature = (lines, armed.functions)
+            signature = (lines, armed.functions, armed.raised)
             if (armed is self._armed and signature == self._signature and not self._traced
-                    and not self._running.active()):
+                    and not armed.raised and not self._running.active()):
                 return  # again after a session: nothing of ours was replaced
             self._armed, self._signature, self._watched = armed, signature, frozenset(lines)
             _active = self
             setattr(builtins, HOOK_NAME, _line_hook)  # a name only rewritten code uses
-            if armed.functions:  # any function may be one: only a trace function sees them all
-                self._apply({}, {name: "function breakpoints" for name in lines}, armed)
+            if armed.functions or armed.raised:  # only a trace function sees every function
+                why = "function breakpoints" if armed.functions else "the raised filter"
+                self._apply({}, {name: why for name in lines}, armed)
                 return
             plans: dict[str, Plan | None] = {}
             why_not: dict[str, str] = {}
@@ -290,7 +291,7 @@ class CodeRewriteBackend:
         self._trace_fallback(self._armed)
 
     def _trace_fallback(self, armed: Watched | None) -> None:
-        if armed is not None and self._traced:
+        if armed is not None and (self._traced or armed.raised):  # raised: every user frame
             self._tracing.install(_FilesView(armed, frozenset(self._traced)))
         else:
             self._tracing.remove()
@@ -403,11 +404,11 @@ class _FilesView:
     def lines_of(self, filename: str) -> Mapping[int, Any]:
         return self._armed.lines_of(filename) if filename in self.files else {}
 
-    def on_line(self, frame: FrameType, line: int) -> None:
-        self._armed.on_line(frame, line)
+    def on_line(self, frame: FrameType, line: int) -> bool:
+        return self._armed.on_line(frame, line)
 
-    def on_function(self, frame: FrameType) -> None:
-        self._armed.on_function(frame)
+    def on_function(self, frame: FrameType) -> bool:
+        return self._armed.on_function(frame)
 
     def note_code_loaded(self, code: CodeType) -> None:
         self._armed.note_code_loaded(code)

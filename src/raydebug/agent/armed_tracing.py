@@ -11,6 +11,10 @@ ones); on each call it looks at the frame's ``co_filename`` and returns None at 
 of files without breakpoints (so no line event is ever made for them). For code of a file with
 breakpoints it returns a local trace function that looks at each line's number. The last
 breakpoint cleared removes it from every thread again: the process runs at full speed.
+The ``raised`` exception filter needs the trace function too, for it alone sees a raise: with
+it set, the function returns for the user's code (not a library's: :mod:`.armed_raised`) a
+local trace function that gets no line events (``f_trace_lines`` off) unless the file has
+breakpoints, only its ``exception`` events.
 
 What the per-call check costs in call-heavy code is measured in docs/design.md#armed (it is
 the price of the trace function itself, not of our check). pydevd, when a thread stops, puts
@@ -40,6 +44,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from .armed_raised import is_library
 from .armed_watch import Watched
 from .report import say
 
@@ -70,6 +75,10 @@ class TracingBackend:
                     if frame.f_code.co_filename in armed.files:
                         frame.f_trace = local
                         armed.note_code_loaded(frame.f_code)
+                    elif (armed.raised and frame.f_trace is None
+                          and not is_library(frame.f_code.co_filename)):
+                        frame.f_trace_lines = False  # its raises only
+                        frame.f_trace = local
                     frame = frame.f_back
 
     def forget_after_fork(self) -> None:
@@ -87,6 +96,7 @@ class TracingBackend:
                 while frame is not None:
                     if getattr(frame.f_trace, "raydebug_armed", False):
                         frame.f_trace = None
+                        frame.f_trace_lines = True
                     frame = frame.f_back
 
     def active(self) -> bool:
@@ -99,17 +109,23 @@ def _trace_functions(armed: Watched) -> tuple[TraceFunction, TraceFunction]:
     functions = armed.functions
     lines_of = armed.lines_of
     on_line = armed.on_line
+    raised = armed.raised
     seen: set[Any] = set()
 
     def local(frame: FrameType, event: str, arg: Any) -> None:
         if event == "line" and frame.f_lineno in lines_of(frame.f_code.co_filename):
             on_line(frame, frame.f_lineno)
+        elif event == "exception" and raised:
+            armed.on_raise(frame, arg[1], arg[2])
         # None keeps the frame's trace function: ours, or pydevd's if a hit put it there
         # (returning ours would take the frame back from pydevd and lose its steps).
 
     def trace(frame: FrameType, event: str, arg: Any) -> Any:
         code = frame.f_code
         if code.co_filename not in files:
+            if raised and not is_library(code.co_filename):
+                frame.f_trace_lines = False
+                return local
             return None
         if code not in seen:
             seen.add(code)

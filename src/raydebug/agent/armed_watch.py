@@ -4,7 +4,7 @@ the seam between the cluster breakpoints of :mod:`.armed_breakpoints` and the in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import CodeType, FrameType
+from types import CodeType, FrameType, TracebackType
 from typing import Any, Protocol
 
 
@@ -19,14 +19,23 @@ class Watched(Protocol):
     def functions(self) -> frozenset[str]:
         """Function breakpoint names (a name or a qualname)."""
 
+    @property
+    def raised(self) -> bool:
+        """Whether the ``raised`` exception filter is set: report raises to :meth:`on_raise`."""
+
     def lines_of(self, filename: str) -> Mapping[int, Any]:
         """The lines of ``filename`` with breakpoints."""
 
-    def on_line(self, frame: FrameType, line: int) -> None:
-        """``frame`` is about to run ``line``, which has breakpoints."""
+    def on_line(self, frame: FrameType, line: int) -> bool:
+        """``frame`` is about to run ``line``, which has breakpoints; True if it paused."""
 
-    def on_function(self, frame: FrameType) -> None:
-        """A function with a function breakpoint starts in ``frame``."""
+    def on_function(self, frame: FrameType) -> bool:
+        """A function with a function breakpoint starts in ``frame``; True if it paused."""
+
+    def on_raise(self, frame: FrameType, exception: BaseException,
+                 traceback: TracebackType | None) -> bool:
+        """``exception`` was raised in ``frame`` (or came out into it from a callee); True if
+        it paused."""
 
     def note_code_loaded(self, code: CodeType) -> None:
         """Code of a watched file runs for the first time."""

@@ -166,9 +166,48 @@ class Debugger:
         after putting its tracing on ``frame`` and its callers, so that a step afterwards goes
         on in pydevd. Called from inside a trace function or a ``sys.monitoring`` callback.
         """
-        import pydevd
         from _pydevd_bundle.pydevd_comm_constants import CMD_SET_BREAK
 
+        thread = self._prepare_stop_here(frame, under_client)
+        self._py_db.set_suspend(thread, CMD_SET_BREAK)
+        self._py_db.do_wait_suspend(thread, frame, "line", None)
+
+    def stop_on_raised(self, frame: FrameType, exception: BaseException,
+                       traceback: TracebackType | None, under_client: bool = False) -> None:
+        """Suspend the current thread in ``frame``, where ``exception`` was just raised
+        (``traceback``: its traceback so far; on 3.10/3.11 not yet its ``__traceback__``) (the
+        ``raised`` filter's stop: :mod:`.armed_raised`), as pydevd does for a caught
+        exception: reason ``exception``, its type and text as ``exceptionInfo`` tells
+        them; block until resumed. Called from inside a trace function or a callback."""
+        from _pydevd_bundle.pydevd_comm_constants import CMD_STEP_CAUGHT_EXCEPTION
+        from _pydevd_bundle.pydevd_constants import EXCEPTION_TYPE_HANDLED
+        from _pydevd_bundle.pydevd_frame_utils import (
+            add_exception_to_frame,
+            remove_exception_from_frame,
+        )
+
+        thread = self._prepare_stop_here(frame, under_client)
+        arg = (type(exception), exception, traceback or exception.__traceback__)
+        py_db = self._py_db
+        add_exception_to_frame(frame, arg)
+        try:
+            py_db.send_caught_exception_stack(thread, arg, id(frame))
+            py_db.set_suspend(thread, CMD_STEP_CAUGHT_EXCEPTION)
+            py_db.do_wait_suspend(thread, frame, "exception", arg,
+                                  exception_type=EXCEPTION_TYPE_HANDLED)
+            py_db.send_caught_exception_stack_proceeded(thread)
+        finally:
+            remove_exception_from_frame(frame)
+
+    def _prepare_stop_here(self, frame: FrameType, under_client: bool) -> threading.Thread:
+        """pydevd started and tracing ``frame`` and its callers, so that a step from a stop
+        there goes on in pydevd; returns the current thread."""
+        import pydevd
+
+        traced: FrameType | None = frame
+        while traced is not None:  # 3.10/3.11: the raised filter took their lines away
+            traced.f_trace_lines = True
+            traced = traced.f_back
         thread = threading.current_thread()
         self._suspensions.about_to_stop(thread.ident or 0, under_client, frame)
         with self._start_lock:
@@ -184,10 +223,7 @@ class Debugger:
 
             pydevd_sys_monitoring.update_monitor_events(suspend_requested=True)
             pydevd_sys_monitoring.restart_events()
-        py_db.set_suspend(thread, CMD_SET_BREAK)
-        py_db.do_wait_suspend(thread, frame, "line", None)
-        if sys.version_info >= (3, 12):
-            _skip_pydevd_line_event(frame)
+        return thread
 
     def pausable_threads(self, skip: set[int]) -> list[tuple[threading.Thread, FrameType]]:
         """The Python threads a pause would suspend, with their current frames: every
@@ -286,17 +322,3 @@ class Debugger:
         reset_pydevd_after_fork(self._py_db)
         self._suspensions.restore_after_fork()
         self._py_db = None
-
-
-def _skip_pydevd_line_event(frame: FrameType) -> None:
-    """After a stop in our ``sys.monitoring`` callback (3.12+): pydevd's tool, whose line
-    events on this code an earlier session left on, is called for the same event after ours
-    and would stop at the same line again (a step "ran on" to it, a continue stopped twice).
-    pydevd's own guard against a line seen twice takes it out (``f_disable_next_line_if_match``,
-    compared with ``is``: it works for lines up to 256, Python's cached ints)."""
-    for name in ("_pydevd_sys_monitoring._pydevd_sys_monitoring_cython",
-                 "_pydevd_sys_monitoring._pydevd_sys_monitoring"):
-        local = getattr(sys.modules.get(name), "_thread_local_info", None)
-        if local is not None:
-            local.f_disable_next_line_if_match = (frame.f_code.co_filename, frame.f_lineno)
-
