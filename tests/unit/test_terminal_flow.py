@@ -201,3 +201,91 @@ def test_a_session_whose_thread_has_not_stopped_says_whose_stop_it_shows():
     TerminalDebugger(debuggee, blocked, said.append).start()
     assert any("thread Blocked has not stopped" in line and "thread 1 (MainThread)" in line
                for line in said), said
+
+
+class ThreadedActor(ScriptedDebuggee):
+    """A threaded actor's process: two calls of f() paused in threads 3 (Dummy-1, session
+    s3) and 4 (Dummy-2, session s4). ``continue`` ends the continued thread's session (its
+    function returned), as the agent says it."""
+
+    SESSIONS = {3: dict(SESSION, id="s3", thread="Dummy-1"),
+                4: dict(SESSION, id="s4", thread="Dummy-2")}
+
+    def __init__(self, first: int) -> None:
+        self.stops = Stops()
+        self.capabilities = {"supportTerminateDebuggee": False}
+        self.requests = []
+        self.line = 2
+        self.values = {"n": "3", "x": "6"}
+        self._seq = 0
+        self.stop_thread(first)
+
+    def stop_thread(self, thread_id: int) -> None:
+        self._seq += 1
+        self.stops.on_stopped(Event(seq=self._seq, event="stopped", body={
+            "threadId": thread_id, "reason": "breakpoint"}))
+
+    def threads_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"threads": [{"id": 1, "name": "MainThread"}, {"id": 3, "name": "Dummy-1"},
+                            {"id": 4, "name": "Dummy-2"}]}
+
+    def continue_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        session = self.SESSIONS[arguments["threadId"]]
+        self._seq += 1
+        self.stops.on_session_event(Event(seq=self._seq, event="raydebug/sessionEnded", body={
+            "session": session["id"], "thread": session["thread"], "reason": "returned"}))
+        return {"allThreadsContinued": False}
+
+
+def run_bounded(debugger: TerminalDebugger, line: str) -> Outcome:
+    """``debugger.execute(line)``, failing the test (not hanging it) after 10 s."""
+    import threading
+
+    outcome: list[Outcome] = []
+    runner = threading.Thread(target=lambda: outcome.append(debugger.execute(line)),
+                              daemon=True)
+    runner.start()
+    runner.join(10.0)
+    assert outcome, f"{line!r} still waits for the end of a session that will never end"
+    return outcome[0]
+
+
+def test_attaching_waits_for_the_sessions_own_thread_when_another_stopped_first():
+    """Two calls of a threaded actor released at once: the other thread's stop came first
+    (a loaded machine). The prompt is the attached session's thread, whose `c` ends it."""
+    import threading
+
+    actor = ThreadedActor(first=3)
+    said: list[str] = []
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[4]), said.append)
+    threading.Timer(0.2, actor.stop_thread, (4,)).start()  # its own stop, a moment later
+    debugger.start()
+    assert debugger.thread_id == 4 and not any("has not stopped" in line for line in said)
+    assert run_bounded(debugger, "c") is Outcome.STOPPED  # on to thread 3, still stopped
+    assert "session s4: f() returned; the process runs on" in said
+    assert debugger.thread_id == 3
+
+
+def test_a_prompt_on_another_thread_than_its_sessions_ends_that_threads_session():
+    """The session's thread never stops (blocked in C) and the prompt shows another
+    thread; or `thread N` moved it. Continuing that thread ends *its* session, which the
+    prompt must recognise (it waited, "running", for the first session's end, for ever)."""
+    actor = ThreadedActor(first=3)
+    said: list[str] = []
+    sessions = {s["thread"]: s for s in actor.SESSIONS.values()}
+    blocked = dict(SESSION, id="s9", thread="Blocked")
+    debugger = TerminalDebugger(actor, blocked, said.append,
+                                find_session=lambda name: sessions.get(name))
+    debugger.start()
+    assert debugger.thread_id == 3 and debugger.session["id"] == "s3"
+    assert run_bounded(debugger, "c") is Outcome.DETACHED
+    assert "session s3: f() returned; the process runs on" in said
+
+    actor = ThreadedActor(first=3)
+    actor.stop_thread(4)
+    said.clear()
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[3]), said.append)  # no hub
+    debugger.start()
+    assert debugger.execute("thread 4") is Outcome.STOPPED
+    assert run_bounded(debugger, "c") is Outcome.STOPPED  # back to thread 3
+    assert "session s4: f() returned; the process runs on" in said

@@ -94,6 +94,14 @@ class Stops:
         with self._changed:
             return thread_id in self.stopped_threads
 
+    def wait_stopped(self, thread_id: int, timeout: float) -> bool:
+        """Whether thread ``thread_id`` is stopped, waiting up to ``timeout`` for its stop
+        (False at once when the session has ended). Ctrl-C raises KeyboardInterrupt."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: thread_id in self.stopped_threads or self.ended is not None,
+                timeout) and thread_id in self.stopped_threads
+
     def on_session_event(self, event: Event) -> None:
         body = event.body
         with self._changed:

@@ -152,8 +152,11 @@ class RunningCommands(DebuggerContext):
                 # Its sessionStarted came first on the same connection (the stop may not
                 # have come yet): a session new since the last stop can be ours.
                 self._adopt_new_session()
-                if event.reason == END_MOVED or event.session_id != self.session.get("id"):
+                if event.reason == END_MOVED:
                     continue  # a new breakpoint() of this thread: its stop follows
+                if event.session_id != self.session.get("id") and \
+                        not self._is_running_thread(event.thread):
+                    continue  # another thread's session
                 return self._session_ended(event, function)
             break
         self._adopt_new_session()
@@ -163,6 +166,15 @@ class RunningCommands(DebuggerContext):
             self.thread_id = event.thread_id
             self._refresh_stack()
         return Outcome.STOPPED
+
+    def _is_running_thread(self, thread_name: str) -> bool:
+        """Whether ``thread_name`` names the thread this prompt resumed: its session ended
+        even if the prompt did not know that session by its id (it moved to the thread
+        without the hub's word of its session)."""
+        if not thread_name:
+            return False
+        threads = self.remote.request("threads")["threads"]
+        return any(t["id"] == self.thread_id and t.get("name") == thread_name for t in threads)
 
     def _adopt_new_session(self) -> None:
         """After a stop: the session of this thread may be a new one (a breakpoint() hit
