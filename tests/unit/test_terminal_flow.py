@@ -289,3 +289,58 @@ def test_a_prompt_on_another_thread_than_its_sessions_ends_that_threads_session(
     assert debugger.execute("thread 4") is Outcome.STOPPED
     assert run_bounded(debugger, "c") is Outcome.STOPPED  # back to thread 3
     assert "session s4: f() returned; the process runs on" in said
+
+
+class PausedProcess(ThreadedActor):
+    """`raydebug pause` of a threaded actor: threads 3 and 4 suspended before the client
+    chose one stop per thread, so pydevd keeps its single-notification bookkeeping for them
+    (measured): resuming one also says allThreadsContinued, and 0.5 s after a pause it
+    says again that a thread stopped long ago has stopped. ``continue`` runs thread 3 on;
+    ``pause`` stops it, after the stale word of thread 4 when ``stale_first``."""
+
+    def __init__(self) -> None:
+        super().__init__(first=3)
+        self.stop_thread(4)
+        self.stale_first = False
+
+    def continue_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        for everyone in (False, True):
+            self.stops.on_continued(Event(seq=0, event="continued", body={
+                "threadId": arguments["threadId"], "allThreadsContinued": everyone}))
+        return {"allThreadsContinued": False}
+
+    def pause_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        import threading
+
+        if self.stale_first:
+            self.stop_thread(4)
+            threading.Timer(0.3, self.stop_thread, (arguments["threadId"],)).start()
+        else:
+            self.stop_thread(arguments["threadId"])
+        return {}
+
+
+def test_continue_then_ctrl_c_on_a_paused_process_keeps_the_other_threads_stopped():
+    """`c` then Ctrl-C said "(thread 4 ran on ...)" while `threads` showed 4 stopped
+    (the stale notice had come meanwhile); and a stale notice that came before the paused
+    thread's stop moved the prompt to thread 4, as if the pause had stopped that one."""
+    import signal
+    import threading
+
+    actor = PausedProcess()
+    said: list[str] = []
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[3]), said.append)
+    debugger.start()
+    debugger.announce_other_stops()
+    for stale_first in (False, True):
+        actor.stale_first = stale_first
+        threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(),
+                                                   signal.SIGINT)).start()  # Ctrl-C
+        assert debugger.execute("c") is Outcome.STOPPED
+        assert debugger.thread_id == 3, said  # where the pause stopped it
+        said.clear()
+        debugger.announce_other_stops()
+        assert not any("ran on" in line for line in said), said
+        actor.stop_thread(4)  # stale, 0.5 s after the pause
+        debugger.execute("threads")
+        assert any(line.split()[-2:] == ["Dummy-2", "(stopped)"] for line in said), said

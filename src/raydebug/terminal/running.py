@@ -96,6 +96,7 @@ class RunningCommands(DebuggerContext):
         seen, ends_seen = stops.count, len(stops.ends)
         function = self._session_function()
         interrupted = False
+        stops.resuming(self.thread_id)
         try:
             self.remote.request(command, arguments)
         except KeyboardInterrupt:
