@@ -344,3 +344,17 @@ def test_continue_then_ctrl_c_on_a_paused_process_keeps_the_other_threads_stoppe
         actor.stop_thread(4)  # stale, 0.5 s after the pause
         debugger.execute("threads")
         assert any(line.split()[-2:] == ["Dummy-2", "(stopped)"] for line in said), said
+
+
+def test_another_threads_breakpoint_while_one_runs_brings_the_prompt_and_its_session():
+    """A threaded actor: while thread 4 runs on, thread 3 stops at a breakpoint() of its
+    own. The prompt shows thread 3 and runs its session from then on."""
+    actor = ThreadedActor(first=4)
+    sessions = {s["thread"]: s for s in actor.SESSIONS.values()}
+    said: list[str] = []
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[4]), said.append,
+                                find_session=lambda name: sessions.get(name))
+    debugger.start()
+    actor.continue_request = lambda arguments: actor.stop_thread(3) or {}  # type: ignore
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert debugger.thread_id == 3 and debugger.session["id"] == "s3"

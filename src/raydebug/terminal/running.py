@@ -161,6 +161,11 @@ class RunningCommands(DebuggerContext):
                 return self._session_ended(event, function)
             break
         self._adopt_new_session()
+        if event.thread_id != self.thread_id:
+            # Another thread stopped first (its own breakpoint()): the prompt goes there,
+            # and so does the session it runs and ends.
+            names = {t["id"]: t.get("name", "") for t in self.remote.request("threads")["threads"]}
+            self._take_session_of(str(names.get(event.thread_id, "")))
         if show:
             self._on_stop(event)
         else:

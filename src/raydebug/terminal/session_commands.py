@@ -83,14 +83,6 @@ class SessionCommands(DebuggerContext):
         return (f"(thread {wanted} has not stopped (blocked in C?); this is thread "
                 f"{stop.thread_id} ({name}) of the same process: `threads` lists them)")
 
-    def _take_session_of(self, thread_name: str) -> None:
-        """The prompt moved to the thread called ``thread_name``: its session, if the hub
-        has one, is the one the prompt runs and ends from now on."""
-        session = self.find_session(thread_name)
-        if session is not None:
-            self.session = session
-            self._session_depth = None
-
     def do_threads(self, arg: str) -> None:
         threads = self.remote.request("threads")["threads"]
         stopped = {t["id"] for t in threads if self.remote.stops.is_stopped(t["id"])}
