@@ -358,3 +358,44 @@ def test_another_threads_breakpoint_while_one_runs_brings_the_prompt_and_its_ses
     actor.continue_request = lambda arguments: actor.stop_thread(3) or {}  # type: ignore
     assert debugger.execute("c") is Outcome.STOPPED
     assert debugger.thread_id == 3 and debugger.session["id"] == "s3"
+
+
+def test_a_second_ctrl_c_while_the_pause_is_asked_again_still_detaches():
+    """Ctrl-C, then another while the prompt asked pydevd for the pause again (a thread in
+    C never pauses): it detached, wherever in the wait the second one landed; it was
+    "--KeyboardInterrupt--" and a prompt on a thread that still ran."""
+    import signal
+    import threading
+
+    debuggee, debugger, said = attached()
+    debuggee.on_continue = lambda: None  # runs on, in C: it never stops again
+    asked: list[dict[str, Any]] = []
+
+    def pause_request(arguments: dict[str, Any]) -> dict[str, Any]:
+        asked.append(arguments)
+        if len(asked) == 2:  # asked again: the second Ctrl-C lands during the request
+            raise KeyboardInterrupt
+        return {}
+
+    debuggee.pause_request = pause_request  # type: ignore[attr-defined]
+    threading.Timer(0.2, signal.pthread_kill, (threading.get_ident(), signal.SIGINT)).start()
+    assert run_in_main_bounded(debugger, "c") is Outcome.QUIT
+    assert "session s1 detached; the process runs on" in said
+    assert commands_sent(debuggee)[-1] == "disconnect"
+
+
+def run_in_main_bounded(debugger: TerminalDebugger, line: str) -> Outcome:
+    """``debugger.execute(line)`` on this (the main) thread, where Ctrl-C lands; an alarm
+    fails the test after 10 s instead of letting it hang."""
+    import signal
+
+    def too_long(signum: int, frame: Any) -> None:
+        raise AssertionError(f"{line!r} still runs after 10 s")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(10)
+    try:
+        return debugger.execute(line)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
