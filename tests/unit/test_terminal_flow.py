@@ -201,3 +201,201 @@ def test_a_session_whose_thread_has_not_stopped_says_whose_stop_it_shows():
     TerminalDebugger(debuggee, blocked, said.append).start()
     assert any("thread Blocked has not stopped" in line and "thread 1 (MainThread)" in line
                for line in said), said
+
+
+class ThreadedActor(ScriptedDebuggee):
+    """A threaded actor's process: two calls of f() paused in threads 3 (Dummy-1, session
+    s3) and 4 (Dummy-2, session s4). ``continue`` ends the continued thread's session (its
+    function returned), as the agent says it."""
+
+    SESSIONS = {3: dict(SESSION, id="s3", thread="Dummy-1"),
+                4: dict(SESSION, id="s4", thread="Dummy-2")}
+
+    def __init__(self, first: int) -> None:
+        self.stops = Stops()
+        self.capabilities = {"supportTerminateDebuggee": False}
+        self.requests = []
+        self.line = 2
+        self.values = {"n": "3", "x": "6"}
+        self._seq = 0
+        self.stop_thread(first)
+
+    def stop_thread(self, thread_id: int) -> None:
+        self._seq += 1
+        self.stops.on_stopped(Event(seq=self._seq, event="stopped", body={
+            "threadId": thread_id, "reason": "breakpoint"}))
+
+    def threads_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"threads": [{"id": 1, "name": "MainThread"}, {"id": 3, "name": "Dummy-1"},
+                            {"id": 4, "name": "Dummy-2"}]}
+
+    def continue_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        session = self.SESSIONS[arguments["threadId"]]
+        self._seq += 1
+        self.stops.on_session_event(Event(seq=self._seq, event="raydebug/sessionEnded", body={
+            "session": session["id"], "thread": session["thread"], "reason": "returned"}))
+        return {"allThreadsContinued": False}
+
+
+def run_bounded(debugger: TerminalDebugger, line: str) -> Outcome:
+    """``debugger.execute(line)``, failing the test (not hanging it) after 10 s."""
+    import threading
+
+    outcome: list[Outcome] = []
+    runner = threading.Thread(target=lambda: outcome.append(debugger.execute(line)),
+                              daemon=True)
+    runner.start()
+    runner.join(10.0)
+    assert outcome, f"{line!r} still waits for the end of a session that will never end"
+    return outcome[0]
+
+
+def test_attaching_waits_for_the_sessions_own_thread_when_another_stopped_first():
+    """Two calls of a threaded actor released at once: the other thread's stop came first
+    (a loaded machine). The prompt is the attached session's thread, whose `c` ends it."""
+    import threading
+
+    actor = ThreadedActor(first=3)
+    said: list[str] = []
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[4]), said.append)
+    threading.Timer(0.2, actor.stop_thread, (4,)).start()  # its own stop, a moment later
+    debugger.start()
+    assert debugger.thread_id == 4 and not any("has not stopped" in line for line in said)
+    assert run_bounded(debugger, "c") is Outcome.STOPPED  # on to thread 3, still stopped
+    assert "session s4: f() returned; the process runs on" in said
+    assert debugger.thread_id == 3
+
+
+def test_a_prompt_on_another_thread_than_its_sessions_ends_that_threads_session():
+    """The session's thread never stops (blocked in C) and the prompt shows another
+    thread; or `thread N` moved it. Continuing that thread ends *its* session, which the
+    prompt must recognise (it waited, "running", for the first session's end, for ever)."""
+    actor = ThreadedActor(first=3)
+    said: list[str] = []
+    sessions = {s["thread"]: s for s in actor.SESSIONS.values()}
+    blocked = dict(SESSION, id="s9", thread="Blocked")
+    debugger = TerminalDebugger(actor, blocked, said.append,
+                                find_session=lambda name: sessions.get(name))
+    debugger.start()
+    assert debugger.thread_id == 3 and debugger.session["id"] == "s3"
+    assert run_bounded(debugger, "c") is Outcome.DETACHED
+    assert "session s3: f() returned; the process runs on" in said
+
+    actor = ThreadedActor(first=3)
+    actor.stop_thread(4)
+    said.clear()
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[3]), said.append)  # no hub
+    debugger.start()
+    assert debugger.execute("thread 4") is Outcome.STOPPED
+    assert run_bounded(debugger, "c") is Outcome.STOPPED  # back to thread 3
+    assert "session s4: f() returned; the process runs on" in said
+
+
+class PausedProcess(ThreadedActor):
+    """`raydebug pause` of a threaded actor: threads 3 and 4 suspended before the client
+    chose one stop per thread, so pydevd keeps its single-notification bookkeeping for them
+    (measured): resuming one also says allThreadsContinued, and 0.5 s after a pause it
+    says again that a thread stopped long ago has stopped. ``continue`` runs thread 3 on;
+    ``pause`` stops it, after the stale word of thread 4 when ``stale_first``."""
+
+    def __init__(self) -> None:
+        super().__init__(first=3)
+        self.stop_thread(4)
+        self.stale_first = False
+
+    def continue_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        for everyone in (False, True):
+            self.stops.on_continued(Event(seq=0, event="continued", body={
+                "threadId": arguments["threadId"], "allThreadsContinued": everyone}))
+        return {"allThreadsContinued": False}
+
+    def pause_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        import threading
+
+        if self.stale_first:
+            self.stop_thread(4)
+            threading.Timer(0.3, self.stop_thread, (arguments["threadId"],)).start()
+        else:
+            self.stop_thread(arguments["threadId"])
+        return {}
+
+
+def test_continue_then_ctrl_c_on_a_paused_process_keeps_the_other_threads_stopped():
+    """`c` then Ctrl-C said "(thread 4 ran on ...)" while `threads` showed 4 stopped
+    (the stale notice had come meanwhile); and a stale notice that came before the paused
+    thread's stop moved the prompt to thread 4, as if the pause had stopped that one."""
+    import signal
+    import threading
+
+    actor = PausedProcess()
+    said: list[str] = []
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[3]), said.append)
+    debugger.start()
+    debugger.announce_other_stops()
+    for stale_first in (False, True):
+        actor.stale_first = stale_first
+        threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(),
+                                                   signal.SIGINT)).start()  # Ctrl-C
+        assert debugger.execute("c") is Outcome.STOPPED
+        assert debugger.thread_id == 3, said  # where the pause stopped it
+        said.clear()
+        debugger.announce_other_stops()
+        assert not any("ran on" in line for line in said), said
+        actor.stop_thread(4)  # stale, 0.5 s after the pause
+        debugger.execute("threads")
+        assert any(line.split()[-2:] == ["Dummy-2", "(stopped)"] for line in said), said
+
+
+def test_another_threads_breakpoint_while_one_runs_brings_the_prompt_and_its_session():
+    """A threaded actor: while thread 4 runs on, thread 3 stops at a breakpoint() of its
+    own. The prompt shows thread 3 and runs its session from then on."""
+    actor = ThreadedActor(first=4)
+    sessions = {s["thread"]: s for s in actor.SESSIONS.values()}
+    said: list[str] = []
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[4]), said.append,
+                                find_session=lambda name: sessions.get(name))
+    debugger.start()
+    actor.continue_request = lambda arguments: actor.stop_thread(3) or {}  # type: ignore
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert debugger.thread_id == 3 and debugger.session["id"] == "s3"
+
+
+def test_a_second_ctrl_c_while_the_pause_is_asked_again_still_detaches():
+    """Ctrl-C, then another while the prompt asked pydevd for the pause again (a thread in
+    C never pauses): it detached, wherever in the wait the second one landed; it was
+    "--KeyboardInterrupt--" and a prompt on a thread that still ran."""
+    import signal
+    import threading
+
+    debuggee, debugger, said = attached()
+    debuggee.on_continue = lambda: None  # runs on, in C: it never stops again
+    asked: list[dict[str, Any]] = []
+
+    def pause_request(arguments: dict[str, Any]) -> dict[str, Any]:
+        asked.append(arguments)
+        if len(asked) == 2:  # asked again: the second Ctrl-C lands during the request
+            raise KeyboardInterrupt
+        return {}
+
+    debuggee.pause_request = pause_request  # type: ignore[attr-defined]
+    threading.Timer(0.2, signal.pthread_kill, (threading.get_ident(), signal.SIGINT)).start()
+    assert run_in_main_bounded(debugger, "c") is Outcome.QUIT
+    assert "session s1 detached; the process runs on" in said
+    assert commands_sent(debuggee)[-1] == "disconnect"
+
+
+def run_in_main_bounded(debugger: TerminalDebugger, line: str) -> Outcome:
+    """``debugger.execute(line)`` on this (the main) thread, where Ctrl-C lands; an alarm
+    fails the test after 10 s instead of letting it hang."""
+    import signal
+
+    def too_long(signum: int, frame: Any) -> None:
+        raise AssertionError(f"{line!r} still runs after 10 s")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(10)
+    try:
+        return debugger.execute(line)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

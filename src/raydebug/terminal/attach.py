@@ -30,6 +30,7 @@ from ..errors import RaydebugError, SessionNotFoundError
 from ..session import SessionState
 from . import commands, render
 from .debugger import Outcome, TerminalDebugger
+from .interrupts import PromptInterrupts
 from .remote import Remote
 from .running import EOF
 
@@ -52,8 +53,10 @@ class Terminal:
         self._prompt: str | None = None  # shown, and input() waits for a line
         self.completer: Any = None
         self._history = state_file.path().parent / "attach_history"
+        self._interrupts: PromptInterrupts | None = None
         if self.interactive:
             self._setup_readline()
+            self._interrupts = PromptInterrupts.install()
 
     def write(self, line: str) -> None:
         with self._lock:
@@ -86,11 +89,15 @@ class Terminal:
         while self.interactive:
             try:
                 self._prompt = prompt
-                return input(prompt)
+                with (self._interrupts.prompt(sys.stdin.fileno()) if self._interrupts
+                      else contextlib.nullcontext()):
+                    return input(prompt)
             except EOFError:
                 self.write("")
                 return None
             except KeyboardInterrupt:  # as in pdb: a fresh prompt, nothing repeated
+                if self._interrupts is not None:
+                    self._interrupts.taken()
                 self.write("")
             finally:
                 self._prompt = None
@@ -132,6 +139,12 @@ class Terminal:
     def confirm(self, question: str) -> bool:
         answer = self.read(question)
         return answer is not None and answer.strip().lower() in ("y", "yes")
+
+    def close(self) -> None:
+        """Put back the signal handling the prompt changed (see :mod:`.interrupts`)."""
+        if self._interrupts is not None:
+            self._interrupts.close()
+            self._interrupts = None
 
     def save_history(self) -> None:
         if not self.interactive:
@@ -210,6 +223,7 @@ class AttachCommand:
         finally:
             self.terminal.save_history()
             self.terminal.discard_typeahead()
+            self.terminal.close()
 
     def _choose(self, session_id: str | None) -> dict[str, Any] | None:
         if session_id is not None:

@@ -166,6 +166,14 @@ class DebuggerContext:
             return None
         return lines[line - 1]
 
+    def _take_session_of(self, thread_name: str) -> None:
+        """The prompt moved to the thread called ``thread_name``: its session, if the hub
+        has one, is the one the prompt runs and ends from now on."""
+        session = self.find_session(thread_name)
+        if session is not None:
+            self.session = session
+            self._session_depth = None
+
     # -- breakpoints and leaving ------------------------------------------------------------
 
     def _send_breakpoints(self, file: str | None) -> None:

@@ -76,23 +76,46 @@ class Stops:
 
     def on_stopped(self, event: Event) -> None:
         body = event.body
+        thread_id = int(body.get("threadId", 0))
         with self._changed:
+            if thread_id in self.stopped_threads:
+                # Stopped already, and not resumed since: no news. pydevd says it again of a
+                # thread that suspended before this client chose one stop per thread, 0.5 s
+                # after any pause (docs/design.md#single-notification); taken as news, it
+                # moved the prompt to that thread as if the pause had stopped it.
+                return
             self.count += 1
-            self.last = Stop(int(body.get("threadId", 0)), str(body.get("reason", "")),
+            self.last = Stop(thread_id, str(body.get("reason", "")),
                              tuple(body.get("hitBreakpointIds") or ()), str(body.get("text", "")))
-            self.stopped_threads.add(self.last.thread_id)
+            self.stopped_threads.add(thread_id)
             self._changed.notify_all()
 
     def on_continued(self, event: Event) -> None:
+        # Only the thread named: this client resumes one thread at a time (see the module's
+        # docstring), and pydevd's allThreadsContinued is not true of it. A thread that
+        # suspended before this client chose one stop per thread (`raydebug pause`) says
+        # "all threads continued" as it resumes alone, and the prompt then said the
+        # process's other stopped threads had run on (docs/design.md#single-notification).
         with self._changed:
-            if event.body.get("allThreadsContinued", True):
-                self.stopped_threads.clear()
-            else:
-                self.stopped_threads.discard(int(event.body.get("threadId", 0)))
+            self.stopped_threads.discard(int(event.body.get("threadId", 0)))
+
+    def resuming(self, thread_id: int) -> None:
+        """This client is about to resume ``thread_id``: its next stop is news, even if
+        pydevd's ``continued`` for it has not come yet."""
+        with self._changed:
+            self.stopped_threads.discard(thread_id)
 
     def is_stopped(self, thread_id: int) -> bool:
         with self._changed:
             return thread_id in self.stopped_threads
+
+    def wait_stopped(self, thread_id: int, timeout: float) -> bool:
+        """Whether thread ``thread_id`` is stopped, waiting up to ``timeout`` for its stop
+        (False at once when the session has ended). Ctrl-C raises KeyboardInterrupt."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: thread_id in self.stopped_threads or self.ended is not None,
+                timeout) and thread_id in self.stopped_threads
 
     def on_session_event(self, event: Event) -> None:
         body = event.body

@@ -96,6 +96,7 @@ class RunningCommands(DebuggerContext):
         seen, ends_seen = stops.count, len(stops.ends)
         function = self._session_function()
         interrupted = False
+        stops.resuming(self.thread_id)
         try:
             self.remote.request(command, arguments)
         except KeyboardInterrupt:
@@ -105,6 +106,8 @@ class RunningCommands(DebuggerContext):
         last_ask = 0.0
         told_stuck = hinted = False
         while True:
+            # Ctrl-C can land anywhere in a round (while asking for a pause, printing, looking
+            # at the keyboard): wherever it lands, it is this loop's, never the prompt's.
             try:
                 if interrupted:
                     interrupted = False
@@ -115,54 +118,73 @@ class RunningCommands(DebuggerContext):
                     paused_at = last_ask = time.monotonic()
                     self.write("\npausing (Ctrl-C; Ctrl-C again or q detaches)")
                     self.remote.request("pause", {"threadId": self.thread_id})
-                event = stops.wait(seen, timeout=POLL, ends_seen=ends_seen)
+                try:
+                    event = stops.wait(seen, timeout=POLL, ends_seen=ends_seen)
+                except TimeoutError:
+                    now = time.monotonic()
+                    typed = self.poll_input()
+                    if typed is not None:
+                        if typed == EOF or typed.strip() in QUIT_WORDS:
+                            self._detach("detached")
+                            return Outcome.QUIT
+                        self.write(render.error("the process is running: Ctrl-C pauses it, "
+                                                "q detaches"))
+                    if paused_at is not None:
+                        if now - paused_at >= PAUSE_GIVE_UP and not told_stuck:
+                            told_stuck = True
+                            self.write(render.error(
+                                "it does not pause: the thread is outside code the debugger "
+                                "can stop in (waiting in Ray, or in a C call); Ctrl-C again or "
+                                "q detaches"))
+                        elif now - last_ask >= PAUSE_RETRY:
+                            # pydevd drops a pause that lands while the step it follows is
+                            # still being set up: ask again.
+                            last_ask = now
+                            self.remote.request("pause", {"threadId": self.thread_id})
+                    elif not hinted and now - started >= RUNNING_HINT_AFTER:
+                        hinted = True  # a silent terminal looks hung: say so, once
+                        self.write("(running; Ctrl-C pauses it, q detaches)")
+                    continue
+                if isinstance(event, SessionEnd):
+                    # Its sessionStarted came first on the same connection (the stop may not
+                    # have come yet): a session new since the last stop can be ours.
+                    self._adopt_new_session()
+                    ours = event.reason != END_MOVED and (  # MOVED: a new breakpoint()
+                        event.session_id == self.session.get("id")  # of this thread
+                        or self._is_running_thread(event.thread))
+                    ends_seen += 1  # decided: a Ctrl-C before this looks at it again
+                    if not ours:
+                        continue  # another thread's session, or its stop follows
             except KeyboardInterrupt:
                 interrupted = True
-                continue
-            except TimeoutError:
-                now = time.monotonic()
-                typed = self.poll_input()
-                if typed is not None:
-                    if typed == EOF or typed.strip() in QUIT_WORDS:
-                        self._detach("detached")
-                        return Outcome.QUIT
-                    self.write(render.error("the process is running: Ctrl-C pauses it, q "
-                                            "detaches"))
-                if paused_at is not None:
-                    if now - paused_at >= PAUSE_GIVE_UP and not told_stuck:
-                        told_stuck = True
-                        self.write(render.error(
-                            "it does not pause: the thread is outside code the debugger can "
-                            "stop in (waiting in Ray, or in a C call); Ctrl-C again or q "
-                            "detaches"))
-                    elif now - last_ask >= PAUSE_RETRY:
-                        # pydevd drops a pause that lands while the step it follows is
-                        # still being set up: ask again.
-                        last_ask = now
-                        self.remote.request("pause", {"threadId": self.thread_id})
-                elif not hinted and now - started >= RUNNING_HINT_AFTER:
-                    hinted = True  # a silent terminal looks hung: say what is going on, once
-                    self.write("(running; Ctrl-C pauses it, q detaches)")
                 continue
             if event is None:
                 self.write(f"session {self.session.get('id')}: {stops.ended}")
                 return Outcome.ENDED
             if isinstance(event, SessionEnd):
-                ends_seen += 1
-                # Its sessionStarted came first on the same connection (the stop may not
-                # have come yet): a session new since the last stop can be ours.
-                self._adopt_new_session()
-                if event.reason == END_MOVED or event.session_id != self.session.get("id"):
-                    continue  # a new breakpoint() of this thread: its stop follows
                 return self._session_ended(event, function)
             break
         self._adopt_new_session()
+        if event.thread_id != self.thread_id:
+            # Another thread stopped first (its own breakpoint()): the prompt goes there,
+            # and so does the session it runs and ends.
+            names = {t["id"]: t.get("name", "") for t in self.remote.request("threads")["threads"]}
+            self._take_session_of(str(names.get(event.thread_id, "")))
         if show:
             self._on_stop(event)
         else:
             self.thread_id = event.thread_id
             self._refresh_stack()
         return Outcome.STOPPED
+
+    def _is_running_thread(self, thread_name: str) -> bool:
+        """Whether ``thread_name`` names the thread this prompt resumed: its session ended
+        even if the prompt did not know that session by its id (it moved to the thread
+        without the hub's word of its session)."""
+        if not thread_name:
+            return False
+        threads = self.remote.request("threads")["threads"]
+        return any(t["id"] == self.thread_id and t.get("name") == thread_name for t in threads)
 
     def _adopt_new_session(self) -> None:
         """After a stop: the session of this thread may be a new one (a breakpoint() hit

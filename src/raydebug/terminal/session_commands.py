@@ -11,6 +11,10 @@ from .context import DebuggerContext
 from .remote import Stop
 from .running import Outcome
 
+# Seconds attaching waits for the session's own thread to stop, when another one of the
+# process stopped first.
+SESSION_THREAD_WAIT = 2.0
+
 
 class SessionCommands(DebuggerContext):
     """Mixed into :class:`~.debugger.TerminalDebugger`."""
@@ -53,14 +57,21 @@ class SessionCommands(DebuggerContext):
                        "; `thread N` switches)")
 
     def _select_session_thread(self, stop: Stop | None) -> str:
-        """Choose the session's thread, else the first stop's; what to say when that is
-        another thread ("" when not)."""
+        """Choose the session's thread, else the first stop's (and that thread's session);
+        what to say when that is another thread ("" when not).
+
+        The first stop may be another thread's even when the session's own comes a moment
+        later (two threads of a threaded actor released at once, on a loaded machine): its
+        stop is waited for, briefly, before settling for another thread."""
         wanted = self.session.get("thread")
         threads = self.remote.request("threads")["threads"]
-        by_name = [t["id"] for t in threads
-                   if t.get("name") == wanted and self.remote.stops.is_stopped(t["id"])]
-        if by_name:
-            self.thread_id = by_name[0]
+        by_name = [t["id"] for t in threads if t.get("name") == wanted]
+        stopped = [thread for thread in by_name if self.remote.stops.is_stopped(thread)]
+        if not stopped and len(by_name) == 1 and self.remote.stops.wait_stopped(
+                by_name[0], SESSION_THREAD_WAIT):
+            stopped = by_name
+        if stopped:
+            self.thread_id = stopped[0]
             return ""
         if stop is None:
             return ""
@@ -68,6 +79,9 @@ class SessionCommands(DebuggerContext):
         name = next((t.get("name") for t in threads if t["id"] == stop.thread_id), "")
         if not wanted or name == wanted:
             return ""
+        # The prompt is on that thread: so is the session it runs and ends (or a `c` here
+        # would wait for the end of the first session's function, which never runs).
+        self._take_session_of(str(name))
         # A paused thread blocked in C (a Ray worker's main loop, a lock) stops only when it
         # returns to Python: the process's stop is another thread's.
         return (f"(thread {wanted} has not stopped (blocked in C?); this is thread "
@@ -81,9 +95,11 @@ class SessionCommands(DebuggerContext):
 
     def do_thread(self, arg: str) -> None:
         wanted = commands.parse_count(arg, default=-1)
-        known = {t["id"] for t in self.remote.request("threads")["threads"]}
+        known = {t["id"]: t.get("name", "") for t in self.remote.request("threads")["threads"]}
         if wanted not in known or not self.remote.stops.is_stopped(wanted):
             raise CommandError(f"thread {wanted} is not stopped (see threads)")
+        if wanted != self.thread_id:
+            self._take_session_of(str(known[wanted]))
         self.thread_id = wanted
         self._show_stop()
 
