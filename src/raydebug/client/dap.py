@@ -38,7 +38,7 @@ class DapClient:
         self._seq = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Response]] = {}
         self._events: collections.deque[Event] = collections.deque()
-        self._event_arrived = asyncio.Condition()
+        self._arrival_waiters: set[asyncio.Future[None]] = set()  # see _take
         self._closed: BaseException | None = None
         self.reverse_requests: list[Request] = []
         # Events handed to a callback as they arrive (on the loop) instead of being queued
@@ -102,19 +102,38 @@ class DapClient:
 
     async def _take(self, received: Any, wanted: Any, what: str, timeout: float) -> Any:
         """Remove and return the first item of ``received`` that is ``wanted``, waiting for
-        it; raises when the connection closes first, TimeoutError after ``timeout``."""
-        async def find() -> Any:
-            async with self._event_arrived:
-                while True:
-                    for item in received:
-                        if wanted(item):
-                            received.remove(item)
-                            return item
-                    if self._closed is not None:
-                        raise RemoteProtocolError(
-                            f"connection closed while waiting for {what!r}: {self._closed}")
-                    await self._event_arrived.wait()
-        return await asyncio.wait_for(find(), timeout)
+        it; raises when the connection closes first, TimeoutError after ``timeout``.
+
+        Cancel-safe: an item is removed only by the waiter that returns it, with no await in
+        between, and a waiter cancelled before it returned never removes one (``wait_for``
+        over a search could take the item and return it despite the cancel: a cluster IDE
+        that stopped waiting for ``startDebugging`` lost the offer so)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            for item in received:
+                if wanted(item):
+                    received.remove(item)
+                    return item
+            if self._closed is not None:
+                raise RemoteProtocolError(
+                    f"connection closed while waiting for {what!r}: {self._closed}")
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise TimeoutError(f"no {what!r} within {timeout:g}s")
+            arrived: asyncio.Future[None] = loop.create_future()
+            self._arrival_waiters.add(arrived)
+            try:
+                # asyncio.wait neither cancels `arrived` nor swallows our own cancellation.
+                await asyncio.wait([arrived], timeout=remaining)
+            finally:
+                self._arrival_waiters.discard(arrived)
+
+    def _wake_waiters(self) -> None:
+        """Something arrived (or the connection closed): every waiter looks again."""
+        for waiter in self._arrival_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def respond(self, request: Request, body: dict[str, Any] | None = None,
                 success: bool = True, message: str | None = None) -> None:
@@ -179,8 +198,7 @@ class DapClient:
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(RemoteProtocolError(f"connection closed: {self._closed}"))
-            async with self._event_arrived:
-                self._event_arrived.notify_all()
+            self._wake_waiters()
 
     async def _dispatch(self, message: Any) -> None:
         if isinstance(message, Response):
@@ -190,10 +208,8 @@ class DapClient:
         elif isinstance(message, Event) and message.event in self.listeners:
             self.listeners[message.event](message)
         elif isinstance(message, Event):
-            async with self._event_arrived:
-                self._events.append(message)
-                self._event_arrived.notify_all()
+            self._events.append(message)
+            self._wake_waiters()
         elif isinstance(message, Request):
-            async with self._event_arrived:
-                self.reverse_requests.append(message)
-                self._event_arrived.notify_all()
+            self.reverse_requests.append(message)
+            self._wake_waiters()
