@@ -20,12 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
-from test_cluster_session import IdeLikeClient
-
-from helpers import line_of, start_hub, write_script
-from raydebug.client.dap import DapClient
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # devtools, shared with tests/
+from devtools.ide import IdeLikeClient
+from devtools.processes import line_of, start_hub, write_script
 
 JOB = """
 import sys, time
@@ -45,11 +42,9 @@ async def measure(later: int, directory: Path) -> tuple[float, list[float]]:
     script = write_script(directory, "job.py", JOB)
     try:
         ide = IdeLikeClient(hub)
-        parent = ide.parent = await DapClient.connect(*hub.client)
-        await parent.initialize(supportsStartDebuggingRequest=True)
-        attach = parent.send_request("attach", {"name": "cluster", "connect": {
-            "host": hub.client[0], "port": hub.client[1]}})
-        await parent.wait_event("initialized")
+        attach = await ide.open_cluster()
+        parent = ide.parent
+        assert parent is not None
         await parent.request("setBreakpoints", {"source": {"path": str(script)},
                                                 "breakpoints": [{"line": line_of(
                                                     script, "breakpoint line")}]})

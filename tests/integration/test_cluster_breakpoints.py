@@ -17,10 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cluster_session import IdeLikeClient
 
+from devtools.ide import IdeLikeClient
 from helpers import HubProcess, finish, line_of, run, write_script
-from raydebug.client.dap import DapClient
 
 pytestmark = pytest.mark.integration
 
@@ -53,11 +52,9 @@ def test_ide_breakpoints_reach_processes_started_later(hub: HubProcess, tmp_path
 
     async def scenario() -> None:
         ide = IdeLikeClient(hub)
-        parent = ide.parent = await DapClient.connect(*hub.client)
-        await parent.initialize(supportsStartDebuggingRequest=True)
-        attach = parent.send_request("attach", {"name": "cluster", "connect": {
-            "host": hub.client[0], "port": hub.client[1]}})
-        await parent.wait_event("initialized")
+        attach = await ide.open_cluster()
+        parent = ide.parent
+        assert parent is not None
         answer = await parent.request("setBreakpoints", {"source": {"path": str(script)},
                                                           "breakpoints": [
             {"line": stop_line, "condition": 'RANK == "1" and i == 5'},

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cluster_session import IdeLikeClient
 from test_live_ray import hub_port
 
+from devtools.ide import IdeLikeClient
 from helpers import HubProcess, line_of, run
 from ray_cluster import LOOPBACK, loopback_cluster
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from devtools.ide import IdeLikeClient
 from helpers import HubProcess, finish, line_of, run, write_script
-from raydebug.client.dap import DapClient, DapRequestError
+from raydebug.client.dap import DapRequestError
 
 pytestmark = pytest.mark.integration
 
@@ -24,46 +24,6 @@ def work(tag):
 
 work(sys.argv[1])
 """
-
-
-class IdeLikeClient:
-    """Behaves like VS Code: one parent connection; each startDebugging it receives opens a
-    new connection to the same host:port with the given configuration."""
-
-    def __init__(self, hub: HubProcess) -> None:
-        self.hub = hub
-        self.parent: DapClient | None = None
-        self.children: list[tuple[DapClient, dict[str, Any], int]] = []
-
-    async def attach_cluster(self, breakpoints: dict[str, list[int]]) -> None:
-        self.parent = await DapClient.connect(*self.hub.client)
-        await self.parent.initialize(supportsStartDebuggingRequest=True)
-        attach = self.parent.send_request("attach", {
-            "name": "cluster", "connect": {"host": self.hub.client[0],
-                                           "port": self.hub.client[1]}})
-        await self.parent.wait_event("initialized")
-        for path, lines in breakpoints.items():
-            await self.parent.request("setBreakpoints", {
-                "source": {"path": path}, "breakpoints": [{"line": n} for n in lines]})
-        await self.parent.request("configurationDone")
-        assert (await attach).success
-        assert (await self.parent.request("threads"))["threads"] == []
-
-    async def next_child(self) -> tuple[DapClient, dict[str, Any], int]:
-        assert self.parent is not None
-        request = await self.parent.wait_reverse_request("startDebugging")
-        configuration = request.arguments["configuration"]
-        assert request.arguments["request"] == "attach"
-        assert configuration["connect"] == {"host": self.hub.client[0], "port": self.hub.client[1]}
-        host, port = configuration["connect"]["host"], configuration["connect"]["port"]
-        child = await DapClient.connect(host, port)
-        await child.initialize()
-        arguments = {k: v for k, v in configuration.items() if k not in ("request",)}
-        stopped = await child.attach(**arguments)
-        self.parent.respond(request)
-        entry = (child, configuration, int(stopped.body["threadId"]))
-        self.children.append(entry)
-        return entry
 
 
 def test_one_attach_shows_every_paused_worker_as_a_child(hub: HubProcess, tmp_path: Path):

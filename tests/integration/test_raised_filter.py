@@ -20,12 +20,11 @@ from pathlib import Path
 
 import pytest
 from test_cluster_breakpoints import linked
-from test_cluster_session import IdeLikeClient
 from test_python_versions import SOURCE
 
+from devtools.ide import IdeLikeClient
 from devtools.pythons import ray_venv
 from helpers import HubProcess, find_python, line_of, run, venv_with_debugpy, write_script
-from raydebug.client.dap import DapClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -97,11 +96,9 @@ def test_the_raised_filter_stops_once_per_raise(hub: HubProcess, tmp_path: Path,
 
     async def scenario() -> None:
         ide = IdeLikeClient(hub)
-        parent = ide.parent = await DapClient.connect(*hub.client)
-        await parent.initialize(supportsStartDebuggingRequest=True)
-        attach = parent.send_request("attach", {"name": "cluster", "connect": {
-            "host": hub.client[0], "port": hub.client[1]}})
-        await parent.wait_event("initialized")
+        attach = await ide.open_cluster()
+        parent = ide.parent
+        assert parent is not None
         await parent.request("setExceptionBreakpoints", {"filters": ["raised"]})
         await parent.request("configurationDone")
         assert (await attach).success

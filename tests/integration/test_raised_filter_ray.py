@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cluster_session import IdeLikeClient
 
+from devtools.ide import IdeLikeClient
 from devtools.pythons import ray_venv
 from helpers import HubProcess, line_of, run, write_script
-from raydebug.client.dap import DapClient
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -91,11 +90,9 @@ def test_a_ray_task_stops_once_per_raise(hub: HubProcess, tmp_path: Path, python
 
     async def scenario() -> None:
         ide = IdeLikeClient(hub)
-        parent = ide.parent = await DapClient.connect(*hub.client)
-        await parent.initialize(supportsStartDebuggingRequest=True)
-        attach = parent.send_request("attach", {"name": "cluster", "connect": {
-            "host": hub.client[0], "port": hub.client[1]}})
-        await parent.wait_event("initialized")
+        attach = await ide.open_cluster()
+        parent = ide.parent
+        assert parent is not None
         await parent.request("setExceptionBreakpoints", {"filters": ["raised"]})
         await parent.request("configurationDone")
         assert (await attach).success

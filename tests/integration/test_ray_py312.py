@@ -26,11 +26,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_cluster_session import IdeLikeClient
 
+from devtools.ide import IdeLikeClient
 from devtools.pythons import ray_venv
 from helpers import HubProcess, line_of, run, write_script
-from raydebug.client.dap import DapClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -133,11 +132,9 @@ def test_a_breakpoint_on_a_312_ray_cluster_and_armed_elsewhere(
 
     async def scenario() -> None:
         ide = IdeLikeClient(hub)
-        parent = ide.parent = await DapClient.connect(*hub.client)
-        await parent.initialize(supportsStartDebuggingRequest=True)
-        attach = parent.send_request("attach", {"name": "cluster", "connect": {
-            "host": hub.client[0], "port": hub.client[1]}})
-        await parent.wait_event("initialized")
+        attach = await ide.open_cluster()
+        parent = ide.parent
+        assert parent is not None
         await parent.request("setBreakpoints", {"source": {"path": str(target)},
                                                 "breakpoints": [
             {"line": line, "condition": "i == 3"}]})
