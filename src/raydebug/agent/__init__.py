@@ -19,7 +19,8 @@ driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`
 cluster's breakpoints armed without pydevd: ``armed_monitoring`` on 3.12+, ``armed_code``
 on 3.10/3.11 (the files' code rewritten by ``armed_rewrite``; ``armed_tracing`` where that
 cannot serve a file), ``armed_watch`` what the backends see of the armed set, ``armed_raised``
-which raises the ``raised`` filter stops at). pydevd is
+which raises the ``raised`` filter stops at, ``armed_shipped`` functions Ray rebuilt from
+shipped code, kept for the 3.10/3.11 arm). pydevd is
 reached only through ``debugger`` (the facade), which runs it with ``pydevd_start``
 (in-process, no listener), ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who
 is suspended, held pauses), ``tracing_keeper`` (tracing follows need) and ``pydevd_fork``

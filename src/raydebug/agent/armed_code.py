@@ -15,7 +15,7 @@ ran at 0.09-0.20 of its speed (docs/design.md#armed). Instead, :meth:`CodeRewrit
    are covered);
 3. covers code loaded later: a module imported from a watched file compiles rewritten
    (``SourceFileLoader.get_code`` wrapped while armed), and an integration can hand over the
-   functions it makes (:func:`new_function`: Ray's cloudpickle, for functions shipped by
+   functions it makes (:mod:`.armed_shipped`: Ray's cloudpickle, for functions shipped by
    value from the driver's ``__main__``).
 
 The builtin calls :meth:`ArmedBreakpoints.on_line` with the caller's frame: conditions, hit
@@ -56,6 +56,7 @@ from types import (
 from typing import Any
 
 from ..errors import NotRewritableError
+from . import armed_shipped
 from .armed_rewrite import HOOK_NAME, Plan, make_plan
 from .armed_tracing import TracingBackend, set_in_threads
 from .armed_watch import Watched
@@ -64,15 +65,11 @@ from .report import say
 REWRITE = "rewrite"
 TRACE = "trace"
 _active: CodeRewriteBackend | None = None  # the backend the builtin calls
-# Functions an integration rebuilt from shipped code (no module namespace finds them).
-_shipped: weakref.WeakSet[FunctionType] = weakref.WeakSet()
 
 
-def new_function(function: FunctionType) -> None:
-    """An integration made ``function`` from shipped code (Ray's cloudpickle, a function of
-    the driver's ``__main__``): kept (weakly) for a set armed later, and rewritten now if its
-    file has breakpoints."""
-    _shipped.add(function)
+def adopt_shipped(function: FunctionType) -> None:
+    """An integration made ``function`` from shipped code (:mod:`.armed_shipped` keeps it
+    for sets armed later): rewritten now if its file has breakpoints."""
     backend = _active
     if backend is not None and backend.armed:
         try:
@@ -438,11 +435,11 @@ def _scan(files: frozenset[str], known_codes: Iterable[CodeType] = ()
     every function of a file has its module's namespace as ``__globals__``, so the
     referrers of those namespaces are its functions (closures made since included), and the
     referrers of their code objects are its generators; neither can be a tuple in the
-    making. Functions rebuilt from shipped code (:func:`new_function`) bring their own
+    making. Functions rebuilt from shipped code (:mod:`.armed_shipped`) bring their own
     namespaces."""
     if not files:
         return [], []
-    shipped = [f for f in list(_shipped) if f.__code__.co_filename in files]
+    shipped = [f for f in list(armed_shipped.functions) if f.__code__.co_filename in files]
     namespaces = {id(f.__globals__): f.__globals__ for f in shipped}
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)

@@ -1,6 +1,6 @@
 """Functions Ray ships by value (defined in the driver's ``__main__``), handed to the armed
 breakpoints of Python 3.10/3.11 as they are rebuilt in a worker
-(:func:`raydebug.agent.armed_code.new_function`).
+(:mod:`raydebug.agent.armed_shipped`).
 
 Why this hook, and why it is safe. cloudpickle pickles a function it cannot import by name as
 ``ray.cloudpickle.cloudpickle._make_function(code, globals, name, argdefs, closure)`` plus

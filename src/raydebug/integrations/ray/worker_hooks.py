@@ -52,10 +52,10 @@ def setup_worker() -> None:
     discovery.install(RayDiscovery())
     watch_children()
     if sys.version_info < (3, 12):  # functions shipped by value get armed code (3.10/3.11)
-        from ...agent.armed_code import new_function
+        from ...agent.armed_shipped import made
         from .shipped_functions import follow
 
-        follow(new_function)
+        follow(made)
     if live_wanted():
         from ...agent import start_live_link
 
