@@ -79,6 +79,15 @@ class HubProcess:
         env.update(extra)
         return env
 
+    def ray_driver_env(self, **extra: str) -> dict[str, str]:
+        """:meth:`env` for a Ray driver a test runs itself, with no breakpoint hook, live
+        link, post-mortem or ``RAY_ADDRESS`` from this process's environment: the job says
+        in its runtime env what its workers get."""
+        env = self.env(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", **extra)
+        for name in ("PYTHONBREAKPOINT", "RAYDEBUG_LIVE", "RAYDEBUG_POST_MORTEM", "RAY_ADDRESS"):
+            env.pop(name, None)
+        return env
+
     def spawn(self, script: Path, *args: str, **env: str) -> subprocess.Popen[str]:
         """Start ``python script`` pointed at this hub; stopped at teardown."""
         proc = subprocess.Popen([sys.executable, str(script), *args], env=self.env(**env),

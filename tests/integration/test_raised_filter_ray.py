@@ -83,10 +83,7 @@ def python(request: pytest.FixtureRequest) -> str:
 def test_a_ray_task_stops_once_per_raise(hub: HubProcess, tmp_path: Path, python: str):
     driver = write_script(tmp_path, "driver.py", DRIVER)
     raise_line = line_of(driver, "raise line")
-    env = hub.env(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    env.pop("PYTHONBREAKPOINT")
-    for name in ("RAYDEBUG_LIVE", "RAYDEBUG_POST_MORTEM", "RAY_ADDRESS"):
-        env.pop(name, None)
+    env = hub.ray_driver_env()
 
     async def scenario() -> None:
         ide = IdeLikeClient(hub)

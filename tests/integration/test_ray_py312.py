@@ -125,10 +125,7 @@ def test_a_breakpoint_on_a_312_ray_cluster_and_armed_elsewhere(
     write_script(code, "elsewhere.py", ELSEWHERE)
     driver = write_script(tmp_path, "driver.py", DRIVER)
     line = line_of(target, "breakpoint line")
-    env = hub.env(PYTHONPATH=str(code), RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    env.pop("PYTHONBREAKPOINT")
-    for name in ("RAYDEBUG_LIVE", "RAYDEBUG_POST_MORTEM", "RAY_ADDRESS"):
-        env.pop(name, None)
+    env = hub.ray_driver_env(PYTHONPATH=str(code))
 
     async def scenario() -> None:
         ide = IdeLikeClient(hub)
