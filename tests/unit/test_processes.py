@@ -9,7 +9,7 @@ import json
 import time
 
 from raydebug.errors import NoProcessMatchError
-from raydebug.hub.processes import ProcessQueries
+from raydebug.hub.processes import ASK_CHUNK, ProcessQueries
 from raydebug.hub.registry import Process, Registry, listed_argv
 from raydebug.protocol.control import (
     CollectStacks,
@@ -227,5 +227,62 @@ def test_a_listing_waits_its_bound_then_lists_late_ones_stale_with_their_last_an
         await asyncio.sleep(0)
         queries.lost(slow)
         await asyncio.wait_for(waiting, 1)
+
+    asyncio.run(scenario())
+
+
+class SlowWrites(Answering):
+    """Answering, with each question taking ``seconds`` to write (a crowded hub's socket
+    writes), and no answers."""
+
+    def __init__(self, queries: ProcessQueries, seconds: float) -> None:
+        super().__init__(queries, silent=True)
+        self.seconds = seconds
+
+    def __call__(self, message: ControlMessage | bytes) -> None:
+        time.sleep(self.seconds)
+        super().__call__(message)
+
+
+def test_a_listing_asks_within_its_bound_and_the_next_one_asks_the_rest_first():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        count = 2 * ASK_CHUNK + 10
+        processes = []
+        for pid in range(count):
+            process = registry.add_process({"pid": pid}, f"peer{pid}", lambda m: None)
+            process.send = SlowWrites(queries, 0.15 / ASK_CHUNK)  # a chunk: 150 ms
+            await registry.register_process(process, {"pid": pid, "host": "node",
+                                                       "worker_id": f"w{pid}"})
+            processes.append(process)
+        started = time.monotonic()
+        await queries.refresh_activity(processes, timeout=0.1)
+        assert time.monotonic() - started < 0.5  # one chunk over the bound, not three
+        first = [p for p in processes if p.send.asked]  # type: ignore[attr-defined]
+        assert len(first) == ASK_CHUNK == queries.last_round_asked
+        assert all(p.now_stale for p in processes)  # no answer: every one is stale
+        await queries.refresh_activity(processes, timeout=0.1)
+        second = [p for p in processes if p.send.asked and p not in first]  # type: ignore
+        assert len(second) == ASK_CHUNK  # the ones not asked yet, not the first again
+        # A selector on what processes run now asks every one, however long it takes.
+        await queries.refresh_activity(processes, timeout=0.1, everyone=True)
+        assert all(p.send.asked for p in processes)  # type: ignore[attr-defined]
+
+    asyncio.run(scenario())
+
+
+def test_a_listing_of_many_chunks_waits_for_the_answers_of_each():
+    """Answers of the first chunk that all arrive before the next chunk is written do not
+    end the round: the later chunks' answers land too."""
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        processes = [await linked(registry, queries, pid, "0", worker_id=f"w{pid}")
+                     for pid in range(3 * ASK_CHUNK)]
+        await queries.refresh_activity(processes, timeout=2)
+        assert queries.last_round_asked == len(processes)
+        assert not any(p.now_stale for p in processes)
+        assert all(p.now == {"task_name": "train"} for p in processes)
 
     asyncio.run(scenario())

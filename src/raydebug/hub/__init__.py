@@ -1,7 +1,8 @@
 """The hub: an asyncio server on the head node that lists sessions and routes debuggers.
 
 ``server`` holds all the hub's state on one :class:`Hub` and accepts connections. Workers:
-``worker_listener`` (their control and data connections), ``registry`` (processes and
+``worker_listener`` (their handshake, control and data connections; a control connection
+is then read by ``control_reader``), ``registry`` (processes and
 their sessions), ``processes`` (asking live processes for stacks and pauses). A DAP
 client: ``client_connection`` (attach: the adapter before it, choosing a session, opening
 the channel), ``relay`` (the two pumps after it, under

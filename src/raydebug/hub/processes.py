@@ -39,6 +39,7 @@ from .registry import Process, Registry
 DEFAULT_TIMEOUT = 2.0
 ACTIVITY_TIMEOUT = 0.15  # for what Ray processes run now, in a listing (then: last answers)
 MIN_ACTIVITY_WAIT = 0.05  # of it, left to read answers however long asking took
+ASK_CHUNK = 256  # listing questions written per loop turn (the answers are read between)
 REASK_AFTER = 5.0  # seconds: a listing question unanswered this long is asked again
 MAX_TIMEOUT = 30.0
 KNOWN_SHOWN = 20  # processes named in a "matches nothing" answer
@@ -56,8 +57,10 @@ class ProcessQueries:
         self._rounds: dict[int, _Round] = {}
         # process -> (round id, when) of its unanswered listing question
         self._asked: dict[Process, tuple[int, float]] = {}
-        # Seconds the latest listing round spent writing its questions (Server-Timing).
+        # The latest listing round: seconds spent writing its questions, how many it asked
+        # (Server-Timing).
         self.last_round_writing = 0.0
+        self.last_round_asked = 0
 
     def answer(self, process: Process, message: Stacks | Paused) -> None:
         """``process``'s answer; nothing when its question timed out already (or was not
@@ -67,7 +70,7 @@ class ProcessQueries:
             round_.answered(process, message)
             if self._asked.get(process, (0, 0.0))[0] == message.request_id:
                 del self._asked[process]
-            if not round_.pending:
+            if round_.all_answered.done():
                 del self._rounds[message.request_id]
             return
         asked = self._waiting.get(message.request_id)
@@ -86,7 +89,7 @@ class ProcessQueries:
         round_ = self._rounds.get(round_id)
         if round_ is not None:
             round_.forget(process)
-            if not round_.pending:
+            if round_.all_answered.done():
                 del self._rounds[round_id]
 
     # -- fan-outs -----------------------------------------------------------------------------
@@ -96,7 +99,7 @@ class ProcessQueries:
         (``task=``, ``actor=``) ask the Ray processes first (``activity``)."""
         processes = self._registry.all_processes()
         if activity and selector.needs_activity:
-            await self.refresh_activity(processes)
+            await self.refresh_activity(processes, everyone=True)
         if not selector.terms:
             return processes
         return [p for p in processes if selector.matches(self._registry.process_view(p))]
@@ -109,37 +112,58 @@ class ProcessQueries:
         return NoProcessMatchError(f"no process matches {selector.text}", known)
 
     async def refresh_activity(self, processes: list[Process],
-                               timeout: float = ACTIVITY_TIMEOUT) -> None:
+                               timeout: float = ACTIVITY_TIMEOUT, *,
+                               everyone: bool = False) -> None:
         """Ask the live Ray processes among ``processes`` what they run now (the answer
-        lands in ``Process.now``), waiting ``timeout`` at most: those that answer later
-        keep their earlier answer, with ``Process.now_stale``, until theirs comes."""
+        lands in ``Process.now``), within ``timeout``: those that answer later, or that
+        were not asked in it, keep their earlier answer, with ``Process.now_stale``.
+
+        The questions go out :data:`ASK_CHUNK` at a time, the loop reading the answers
+        that came in between, those asked longest ago first; asking stops when the bound
+        leaves only :data:`MIN_ACTIVITY_WAIT` to read answers (writing 10,000 questions
+        takes longer than the whole bound on a loaded machine), so the next listing asks
+        the rest first. ``everyone``: ask each process, however long it takes (a selector
+        on what they run now must not pick by old answers)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
+        timeout = min(max(timeout, 0.0), MAX_TIMEOUT)
+        stop_asking = started + max(timeout - MIN_ACTIVITY_WAIT, 0.0)
         round_id = next(self._ids)
         message = encode_control(CollectStacks(request_id=round_id, frames=False))
-        waiting: set[Process] = set()
-        rounds: set[int] = set()
+        candidates = []
         for process in processes:
             if process.state is ProcessState.GONE or not process.reported("worker_id"):
                 continue
             process.now_stale = True
-            earlier, when = self._asked.get(process, (0, 0.0))
-            if earlier in self._rounds and started - when < REASK_AFTER:
-                rounds.add(earlier)  # asked already: wait for that answer, ask no more
-                continue
-            self._asked[process] = (round_id, started)
-            waiting.add(process)
-            process.send(message)
-        if waiting:
-            self._rounds[round_id] = _Round(waiting, loop.create_future())
-            rounds.add(round_id)
-        if rounds:
-            done = [self._rounds[r].all_answered for r in rounds]
-            # The bound is the listing's, writing the questions included (10,000 writes
-            # take tens of ms), but the loop gets some time to read the answers.
-            spent = self.last_round_writing = loop.time() - started
-            wait = max(min(timeout, MAX_TIMEOUT) - spent, min(timeout, MIN_ACTIVITY_WAIT))
-            await asyncio.wait(done, timeout=max(wait, 0.0))
+            candidates.append(process)
+        candidates.sort(key=_asked_at)
+        this = self._rounds[round_id] = _Round(loop.create_future())
+        rounds = {round_id}
+        writing = 0.0
+        for start in range(0, len(candidates), ASK_CHUNK):
+            now = loop.time()
+            if start and not everyone and now >= stop_asking:
+                break
+            for process in candidates[start:start + ASK_CHUNK]:
+                earlier, when = self._asked.get(process, (0, 0.0))
+                if earlier in self._rounds and now - when < REASK_AFTER:
+                    rounds.add(earlier)  # asked already: wait for that answer, ask no more
+                    continue
+                self._asked[process] = (round_id, now)
+                process.asked_at = now
+                this.pending.add(process)
+                this.asked += 1
+                process.send(message)
+            writing += loop.time() - now
+            await asyncio.sleep(0)  # read the answers that came meanwhile
+        self.last_round_writing, self.last_round_asked = writing, this.asked
+        this.close()
+        if not this.pending:
+            del self._rounds[round_id]
+        done = [self._rounds[r].all_answered for r in rounds if r in self._rounds]
+        if done:
+            wait = max(started + timeout - loop.time(), min(timeout, MIN_ACTIVITY_WAIT))
+            await asyncio.wait(done, timeout=wait)
 
     async def stacks(self, processes: list[Process], with_locals: bool,
                      timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
@@ -210,11 +234,14 @@ class ProcessQueries:
 
 
 class _Round:
-    """One listing question: the processes that have not answered it yet."""
+    """One listing question: the processes that have not answered it yet. It is answered
+    once none is left and it is closed (no more are being asked)."""
 
-    def __init__(self, pending: set[Process], all_answered: asyncio.Future[None]) -> None:
-        self.pending = pending
+    def __init__(self, all_answered: asyncio.Future[None]) -> None:
+        self.pending: set[Process] = set()
         self.all_answered = all_answered
+        self.asked = 0
+        self._asking = True
 
     def answered(self, process: Process, message: Stacks) -> None:
         if process in self.pending:
@@ -224,8 +251,20 @@ class _Round:
 
     def forget(self, process: Process) -> None:
         self.pending.discard(process)
-        if not self.pending and not self.all_answered.done():
+        self._check()
+
+    def close(self) -> None:
+        """Every question of the round is out."""
+        self._asking = False
+        self._check()
+
+    def _check(self) -> None:
+        if not self.pending and not self._asking and not self.all_answered.done():
             self.all_answered.set_result(None)
+
+
+def _asked_at(process: Process) -> float:
+    return process.asked_at
 
 
 def _brief(view: dict[str, Any]) -> str:

@@ -78,21 +78,21 @@ class Process:
     # Asked what it runs now by the latest listing, it has not answered yet (``now`` is
     # an earlier answer, or empty).
     now_stale: bool = False
+    asked_at: float = 0.0  # (loop time) when a listing last asked it what it runs now
     connected_at: float = field(default_factory=time.time)
     # The encoded fixed part of its record, by argv kind (None: not encoded yet; cleared
     # when it registers).
     static_json: dict[bool, bytes] = field(default_factory=dict)
-    # Its last listed record, by argv kind: (what it was made of, its bytes), reused while
-    # nothing in it changed (most of 10,000 records, listing after listing).
-    listed_json: dict[bool, tuple[tuple[Any, ...], bytes]] = field(default_factory=dict)
 
     def reported(self, name: str) -> Any:
         """A field the process reported: what it runs now first, then its registration,
         then its Identify."""
-        for source in (self.now, self.record, self.info):
-            if source.get(name) is not None:
-                return source[name]
-        return None
+        value = self.now.get(name)  # (written out: a listing asks 20,000 times)
+        if value is None:
+            value = self.record.get(name)
+            if value is None:
+                value = self.info.get(name)
+        return value
 
 
 # One encoder for all (``json.dumps`` with separators builds a new one at each call).
@@ -100,12 +100,17 @@ _encode = json.JSONEncoder(separators=(",", ":")).encode
 
 
 @functools.lru_cache(maxsize=4096)
-def _changing_tail(state: str, stale: bool, task_name: str | None,
-                   actor_class: str | None) -> str:
-    """The end of a listed record: these few values repeat across thousands of processes
-    (one task name for most of a job), so each combination is encoded once."""
-    return (f'"state":"{state}","activity_stale":{"true" if stale else "false"},'
-            f'"task_name":{_encode(task_name)},"actor_class":{_encode(actor_class)}}}')
+def _changing_json(state: str, stale: bool, task_name: str | None, actor_class: str | None,
+                   parent: str | None, sessions: tuple[str, ...]) -> bytes:
+    """``"sessions":...}``: the fields of a listed record that change, closing the object
+    :meth:`Registry._static_json` opened. These few values repeat across thousands of
+    processes (one task name for most of a job, no sessions, no parent), so each
+    combination is encoded once. Written out by hand: ``json.dumps`` of a small dict
+    costs more than all of this."""
+    return (f'"sessions":{_encode(list(sessions))},"parent":{_encode(parent)},'
+            f'"state":"{state}","activity_stale":{"true" if stale else "false"},'
+            f'"task_name":{_encode(task_name)},"actor_class":{_encode(actor_class)}}}'
+            ).encode()
 
 
 def listed_argv(argv: list[str], limit: int = LISTED_ARGV_CHARS) -> list[str]:
@@ -162,7 +167,6 @@ class Registry:
         process.record = dict(record)
         process.live = True
         process.static_json.clear()
-        process.listed_json.clear()
         process.static_json[False] = self._static_json(process, False)  # for the listings
         if (record.get("host"), record.get("pid")) == (socket.gethostname(), os.getpid()):
             self._processes.pop(process.id, None)
@@ -213,42 +217,29 @@ class Registry:
         with ``argv`` bounded (:func:`listed_argv`, unless ``full_argv``) and
         ``activity_stale``: true when the process has not answered the latest listing's
         question yet (``task_name``/``actor_class`` are then its earlier answer, or null).
-        Quick for a listing of 10,000: each record's fixed part is encoded once and spliced
-        with the little that changes."""
-        parts = []
+        Quick for a listing of 10,000: each record's fixed part is encoded once, and the
+        little that changes is one of a few combinations, each encoded once."""
+        parts = [b"["]
         by_pid = self._by_pid
         for process in processes:
+            static = process.static_json.get(full_argv)
+            if static is None:
+                static = process.static_json[full_argv] = self._static_json(process, full_argv)
             record = process.record
             parent_pid, host = record.get("parent_pid"), record.get("host")
             parent = by_pid.get((host, parent_pid)) \
                 if isinstance(parent_pid, int) and isinstance(host, str) else None
-            made_of = (process.state, process.now_stale, process.now, parent,
-                       tuple(process.sessions) if process.sessions else ())
-            listed = process.listed_json.get(full_argv)
-            if listed is None or listed[0] != made_of:
-                static = process.static_json.get(full_argv)
-                if static is None:
-                    static = process.static_json[full_argv] = self._static_json(process,
-                                                                                full_argv)
-                listed = process.listed_json[full_argv] = (
-                    made_of, static + self._changing_json(process))
-            parts.append(listed[1])
-        return b"[" + b",".join(parts) + b"]"
-
-    def _changing_json(self, process: Process) -> bytes:
-        """``"state":...}``: the fields of ``process``'s record that change, closing the
-        object :meth:`_static_json` opened. Written out by hand: ``json.dumps`` of a small
-        dict costs more than all of this, 10,000 times a listing."""
-        parent_pid, host = process.record.get("parent_pid"), process.record.get("host")
-        parent = self._by_pid.get((host, parent_pid)) \
-            if isinstance(parent_pid, int) and isinstance(host, str) else None
-        parent_id = f'"{parent.id}"' if parent is not None and parent is not process \
-            else "null"  # (ids are "p" and digits)
-        sessions = _encode(list(process.sessions)) if process.sessions else "[]"
-        return (f'"sessions":{sessions},"parent":{parent_id},'
-                + _changing_tail(process.state.value, process.now_stale,
-                                 process.reported("task_name"),
-                                 process.reported("actor_class"))).encode()
+            parts.append(static)
+            parts.append(_changing_json(
+                process.state.value, process.now_stale, process.reported("task_name"),
+                process.reported("actor_class"),
+                parent.id if parent is not None and parent is not process else None,
+                tuple(process.sessions) if process.sessions else ()))
+            parts.append(b",")
+        if processes:
+            parts.pop()
+        parts.append(b"]")
+        return b"".join(parts)
 
     @staticmethod
     def _static_json(process: Process, full_argv: bool) -> bytes:

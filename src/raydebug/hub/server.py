@@ -371,10 +371,11 @@ class Hub:
     async def _processes_route(self, query: dict[str, str]) -> Reply:
         """Every linked process (``?KEY=VALUE`` selector terms filter them); what Ray
         processes run now is asked of them (``now=0``: not; those that do not answer in
-        time are listed with their last answer, ``activity_stale``). ``argv`` is bounded
+        time, or that the bound left unasked, are listed with their last answer,
+        ``activity_stale``). ``argv`` is bounded
         (``argv=1``: whole)."""
         started = time.perf_counter()
-        self.queries.last_round_writing = 0.0
+        self.queries.last_round_writing, self.queries.last_round_asked = 0.0, 0
         now = query.pop("now", "1") != "0"
         full_argv = query.pop("argv", "0") == "1"
         selector = parse_selector(f"{k}={v}" for k, v in query.items())
@@ -387,7 +388,8 @@ class Hub:
         # Where the hub's time went (a browser's developer tools show it; the bench too).
         timing = (f"ask;dur={(asked - started) * 1000:.1f}, "
                   f"write;dur={self.queries.last_round_writing * 1000:.1f}, "
-                  f"encode;dur={(time.perf_counter() - asked) * 1000:.1f}")
+                  f"encode;dur={(time.perf_counter() - asked) * 1000:.1f}, "
+                  f'asked;desc="{self.queries.last_round_asked}"')
         return Reply(body=body, headers=(("Server-Timing", timing),))
 
     async def _stacks_route(self, query: dict[str, str]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from ..errors import (
@@ -49,6 +50,7 @@ from ..protocol.control import (
 from ..protocol.handshake import HubHandshake
 from ..session import PausedThread
 from .cluster_attach import ClusterAttaches, process_prefix
+from .control_reader import ControlReader
 from .net import peer_name, read_next, set_nodelay, vouch_for_this_connection
 from .processes import ProcessQueries
 from .registry import Process, Registry
@@ -165,7 +167,7 @@ class WorkerListener:
             if leftover := handshake.take_buffered():  # (b"" would say end of stream)
                 stream.receive_data(leftover)
             if hello.role == ROLE_CONTROL:
-                await self._serve_control(reader, writer, stream, peer)
+                await self._serve_control(writer, stream, peer)
             else:
                 await self._serve_data(reader, writer, stream, hello)
         except (RaydebugError, OSError, TimeoutError) as error:
@@ -197,56 +199,82 @@ class WorkerListener:
         writer.write(handshake.send())  # the Welcome, with the hub's own proof
         return hello
 
-    async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                             stream: ControlStream, peer: str) -> None:
+    async def _serve_control(self, writer: asyncio.StreamWriter, stream: ControlStream,
+                             peer: str) -> None:
+        """Serve a control connection through a :class:`ControlReader` (a protocol, not
+        this task: the answers to a listing's 10,000 questions are handled as they arrive);
+        this task waits for its end, then forgets the process.
+
+        Called right after the Welcome was written, with no wait in between: the agent sends
+        nothing before it has checked the Welcome, so nothing is left in ``writer``'s stream
+        reader (what came with the Hello is in ``stream``)."""
+        transport = writer.transport
+        assert isinstance(transport, asyncio.Transport)
+
         def send(message: ControlMessage | bytes) -> None:
             """Send ``message``, or bytes already encoded (one question to many)."""
-            if not writer.is_closing():
-                writer.write(message if isinstance(message, bytes) else encode_control(message))
+            if not transport.is_closing():
+                transport.write(message if isinstance(message, bytes)
+                                else encode_control(message))
 
-        # The agent says who it is only once the hub proved itself (argv may hold secrets).
+        identified: asyncio.Future[Process] = asyncio.get_running_loop().create_future()
+
+        def first(message: ControlMessage) -> None:
+            # The agent says who it is only once the hub proved itself (argv may hold
+            # secrets).
+            if not isinstance(message, Identify):
+                raise RemoteProtocolError("expected an identify message first on a control "
+                                          "connection")
+            process = self._registry.add_process(message.process, peer, send)
+            if (arm := self._cluster.arm_message()) is not None:
+                send(arm)  # the cluster's breakpoints, from the process's start
+            log.info("worker %s: process %s (pid %s) connected", peer, process.id,
+                     message.process.get("pid"))
+            identified.set_result(process)
+
+        def handle(message: ControlMessage) -> Awaitable[None] | None:
+            if identified.done():
+                return self._on_control(identified.result(), message)
+            first(message)
+            return None
+
+        reader = ControlReader(transport, stream, handle, peer)
+        transport.set_protocol(reader)
+        reader.start()
         try:
-            identify = await asyncio.wait_for(_read_message(reader, stream),
-                                              self._handshake_timeout)
-        except TimeoutError:
+            await asyncio.wait((identified, reader.closed), timeout=self._handshake_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not identified.done():  # timed out, or closed (told why: logged)
+                reader.close()
+                identified.cancel()
+        if identified.cancelled():
+            if reader.closed.done():
+                return
             raise RemoteProtocolError(f"no identify message within "
-                                      f"{self._handshake_timeout:g}s") from None
-        if not isinstance(identify, Identify):
-            raise RemoteProtocolError("expected an identify message first on a control "
-                                      "connection")
-        process = self._registry.add_process(identify.process, peer, send)
-        if (arm := self._cluster.arm_message()) is not None:
-            send(arm)  # the cluster's breakpoints, from the process's start
-        log.info("worker %s: process %s (pid %s) connected", peer, process.id,
-                 identify.process.get("pid"))
+                                      f"{self._handshake_timeout:g}s")
+        process = identified.result()
         try:
-            while True:
-                message = await _read_message(reader, stream)
-                if message is None:
-                    return
-                await self._on_control(process, message)
+            await reader.finished()
         finally:
             await self._registry.remove_process(process)
             self.queries.lost(process)
             log.info("worker %s: process %s disconnected", peer, process.id)
 
-    async def _on_control(self, process: Process, message: ControlMessage) -> None:
-        if isinstance(message, SessionStarted):
-            record = PausedThread.from_dict(message.session)
-            try:
-                await self._registry.add_session(process, record)
-            except (SessionBusyError, HubFullError) as error:  # its other sessions stay served
-                log.warning("worker %s: session %s refused: %s", process.peer, record.id, error)
-                process.send(Refused(reason=f"session {record.id}: {error}"))
+    def _on_control(self, process: Process, message: ControlMessage) -> Awaitable[None] | None:
+        """Handle one message of ``process``; what needs the loop is returned to be awaited
+        (the messages after it wait)."""
+        if isinstance(message, (Stacks, Paused)):
+            self.queries.answer(process, message)
+        elif isinstance(message, SessionStarted):
+            return self._session_started(process, PausedThread.from_dict(message.session))
         elif isinstance(message, SessionEnded):
-            await self._registry.end_session(process, message.session_id, message.reason,
-                                             message.returned)
+            return self._registry.end_session(process, message.session_id, message.reason,
+                                              message.returned)
         elif isinstance(message, ChannelFailed):
             self._channels.fail(message.channel, message.reason)
         elif isinstance(message, Register):
-            await self._registry.register_process(process, message.process)
-        elif isinstance(message, (Stacks, Paused)):
-            self.queries.answer(process, message)
+            return self._registry.register_process(process, message.process)
         elif isinstance(message, BreakpointsLoaded):
             self._cluster.loaded(message.paths)
         elif isinstance(message, LogpointOutput):
@@ -256,6 +284,14 @@ class WorkerListener:
             self._cluster.logpoint(process_prefix(view), message)
         else:
             raise RemoteProtocolError(f"unexpected {message.TYPE!r} on a control connection")
+        return None
+
+    async def _session_started(self, process: Process, record: PausedThread) -> None:
+        try:
+            await self._registry.add_session(process, record)
+        except (SessionBusyError, HubFullError) as error:  # its other sessions stay served
+            log.warning("worker %s: session %s refused: %s", process.peer, record.id, error)
+            process.send(Refused(reason=f"session {record.id}: {error}"))
 
     async def _serve_data(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                           stream: ControlStream, hello: Hello) -> None:
@@ -264,8 +300,3 @@ class WorkerListener:
             raise RemoteProtocolError(f"unknown data channel {hello.channel}")
         await channel.done.wait()  # the client's proxy owns the streams until then
 
-
-async def _read_message(reader: asyncio.StreamReader,
-                        stream: ControlStream) -> ControlMessage | None:
-    """Next message, or None at a clean end of stream."""
-    return await read_next(reader, stream.receive_data, stream.next_event)
