@@ -17,6 +17,8 @@ DEFAULT_MAX_BODY_SIZE = 64 * 1024 * 1024
 
 _HEADER_END = b"\r\n\r\n"
 _CONTENT_LENGTH = b"content-length"
+_USUAL_HEADER = b"Content-Length: "  # the one header line, as written by frame()
+_USUAL_LENGTH = len(_USUAL_HEADER)
 _HEADER_BYTES = bytes(range(0x20, 0x7F)) + b"\r\n\t"
 
 
@@ -116,8 +118,12 @@ class Framer:
             del self._buffer[: end + len(_HEADER_END)]
         if len(self._buffer) < self._body_length:
             return self._need_data()
-        body = bytes(self._buffer[: self._body_length])
-        del self._buffer[: self._body_length]
+        if len(self._buffer) == self._body_length:  # the usual case: one message a read
+            body = bytes(self._buffer)
+            self._buffer.clear()
+        else:
+            body = bytes(self._buffer[: self._body_length])
+            del self._buffer[: self._body_length]
         self._body_length = None
         return body
 
@@ -135,7 +141,11 @@ class Framer:
             raise RemoteProtocolError("message header contains non-text bytes")
 
     def _parse_header(self, header: bytes) -> int:
-        length: int | None = None
+        if header.startswith(_USUAL_HEADER) and header[_USUAL_LENGTH:].isdigit() \
+                and len(header) <= _USUAL_LENGTH + 12:  # what raydebug and pydevd send
+            length: int | None = int(header[_USUAL_LENGTH:])
+            return self._checked_length(length)
+        length = None
         for line in header.split(b"\r\n"):
             name, colon, value = line.partition(b":")
             if not colon:
@@ -145,6 +155,9 @@ class Framer:
                 if not text.isdigit() or len(text) > 12:
                     raise RemoteProtocolError(f"invalid Content-Length {text[:40]!r}")
                 length = int(text)
+        return self._checked_length(length)
+
+    def _checked_length(self, length: int | None) -> int:
         if length is None:
             raise RemoteProtocolError("message header has no Content-Length")
         if length > self.max_body_size:
