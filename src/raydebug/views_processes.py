@@ -62,7 +62,8 @@ def _other_labels(process: Mapping[str, Any]) -> str:
                      if key not in RANK_LABELS)
 
 
-# After a task a process did not confirm for this listing (not answered in its bound).
+# Before a task a process did not confirm for this listing (not answered in its bound):
+# in front, where a cut cell keeps it.
 STALE_MARK = "*"
 
 
@@ -70,7 +71,7 @@ def _task(process: Mapping[str, Any]) -> str:
     """What a Ray worker runs now (task or ``Actor.method``), else its actor class; with
     :data:`STALE_MARK` when that is its answer to an earlier listing (``activity_stale``)."""
     task = str(process.get("task_name") or process.get("actor_class") or "")
-    return f"{task}{STALE_MARK}" if task and process.get("activity_stale") else task
+    return f"{STALE_MARK}{task}" if task and process.get("activity_stale") else task
 
 
 def _command(process: Mapping[str, Any]) -> str:
@@ -124,8 +125,7 @@ def processes_table(processes: Sequence[Mapping[str, Any]], now: float | None = 
     stale = sum(1 for p in processes if p.get("activity_stale") and _task(p))
     title = (f"{len(processes)} live process{'es' if len(processes) != 1 else ''}{asked}"
              + (f", {paused} paused" if paused else "")
-             + (f"; {STALE_MARK}: {stale} not answered now, their last answer"
-                if stale else ""))
+             + (f"; {STALE_MARK} = last answer ({stale})" if stale else ""))
     return fitted_table(title, process_columns(processes, now), len(processes), width,
                         PS_DROP_FIRST)
 

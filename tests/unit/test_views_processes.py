@@ -135,8 +135,8 @@ def test_ps_is_one_line_per_process_that_fits(width: int, processes: list[dict[s
 def test_ps_marks_a_task_that_is_an_earlier_answer():
     stale = [RAY_PROCESSES[0], {**RAY_PROCESSES[1], "activity_stale": True}]
     lines = render(processes_table(stale, now=1075.0, width=120), 120).splitlines()
-    assert lines[0].endswith("; *: 1 not answered now, their last answer")
-    assert "preprocess " in lines[2] and "Trainer.step* " in lines[3], lines
+    assert lines[0].endswith("; * = last answer (1)")
+    assert " preprocess " in lines[2] and " *Trainer.step " in lines[3], lines
 
 
 def test_ps_with_nothing_linked_says_how_processes_link():
