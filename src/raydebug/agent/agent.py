@@ -130,6 +130,18 @@ class Agent:
                     on_raised=self.pause_on_raised)
             return self._breakpoints
 
+    def import_the_rest(self) -> None:
+        """Import now what this agent otherwise imports at first use: the arm and its
+        backend, the stack reader, ``traceback``. A live process's link thread calls this
+        where a fork waits for its imports (``_run_live_link`` in :mod:`raydebug.agent`), so
+        that the set the hub sends as it registers is armed with no import in flight; a
+        first ``breakpoint()`` leaves them to their first use."""
+        import traceback  # noqa: F401  # (metadata.describe_exception)
+
+        from . import stacks  # noqa: F401
+
+        self.breakpoints  # noqa: B018  # made, with its backend
+
     def _reinstall_armed(self) -> None:
         """Put the armed set back (see :meth:`ArmedBreakpoints.reinstall`), if there is one."""
         if self._breakpoints is not None:
