@@ -148,14 +148,18 @@ print(json.dumps(sorted((m.text, m.path, m.line, m.task) for m in made)))
 
 def test_a_live_link_imports_the_rest_before_a_fork_may_go_on():
     """A live process's link thread imports what the hub's first messages need (the arm,
-    stacks) while a fork waits for its imports: none is left for the moment the set comes."""
+    stacks, the message types) while a fork waits for its imports: none is left for the
+    moment the set comes."""
     code = FIRST_BREAKPOINT.split("agent = get_agent()")[0] + """
 from raydebug import agent as package
 package.start_live_link()
 package._link_may_start.set()  # as a fork does: no start delay
 assert package._link_imported.wait(30)
-print(json.dumps(sorted(m for m in ("raydebug.agent.armed_breakpoints", "raydebug.agent.stacks",
-                                    "traceback") if m in sys.modules)))
+from raydebug.protocol import control
+print(json.dumps([sorted(m for m in ("raydebug.agent.armed_breakpoints", "raydebug.agent.stacks",
+                                     "traceback") if m in sys.modules),
+                  "__dataclass_fields__" in vars(control.ArmBreakpoints)]))
 """
     found = run_fresh(code, RAYDEBUG_TOKEN="token")
-    assert found == ["raydebug.agent.armed_breakpoints", "raydebug.agent.stacks", "traceback"]
+    assert found == [["raydebug.agent.armed_breakpoints", "raydebug.agent.stacks", "traceback"],
+                     True]

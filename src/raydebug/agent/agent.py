@@ -53,6 +53,7 @@ from ..protocol.control import (
     SessionEnded,
     SessionStarted,
     Stacks,
+    make_every_type,
 )
 from ..session import REASON_PAUSE, PausedThread
 from . import live
@@ -130,17 +131,19 @@ class Agent:
                     on_raised=self.pause_on_raised)
             return self._breakpoints
 
-    def import_the_rest(self) -> None:
-        """Import now what this agent otherwise imports at first use: the arm and its
-        backend, the stack reader, ``traceback``. A live process's link thread calls this
-        where a fork waits for its imports (``_run_live_link`` in :mod:`raydebug.agent`), so
-        that the set the hub sends as it registers is armed with no import in flight; a
-        first ``breakpoint()`` leaves them to their first use."""
+    def load_the_rest(self) -> None:
+        """Import and make now what this agent otherwise leaves to first use: the arm and
+        its backend, the stack reader, ``traceback``, the message types' dataclasses. A live
+        process's link thread calls this where a fork waits for its imports
+        (``_run_live_link`` in :mod:`raydebug.agent`): the set the hub sends as it registers
+        is armed as soon as before, with no import in flight. A first ``breakpoint()``
+        leaves them to their first use."""
         import traceback  # noqa: F401  # (metadata.describe_exception)
 
         from . import stacks  # noqa: F401
 
         self.breakpoints  # noqa: B018  # made, with its backend
+        make_every_type()
 
     def _reinstall_armed(self) -> None:
         """Put the armed set back (see :meth:`ArmedBreakpoints.reinstall`), if there is one."""

@@ -320,6 +320,14 @@ def _fields_of(cls: type[ControlMessage]) -> tuple[tuple[tuple[str, type], ...],
 _FIELDS: dict[type[ControlMessage], tuple[tuple[tuple[str, type], ...], tuple[str, ...]]] = {}
 
 
+def make_every_type() -> None:
+    """Make every message type its dataclass now, with its decoding table, not at first
+    use: for a live process's link thread at its start (see ``_run_live_link`` in
+    :mod:`raydebug.agent`), so that it answers the hub's first messages as soon as before."""
+    for cls in _MESSAGE_TYPES.values():
+        _fields_of(cls)
+
+
 def decode_control(body: bytes) -> ControlMessage:
     """Parse one worker-channel message; raises :class:`RemoteProtocolError`."""
     try:
