@@ -112,7 +112,8 @@ async def inspect_and_continue(hub: HubProcess, session_id: str) -> tuple[dict[s
 
 def test_ranks_are_listed_stacked_and_paused_on_demand(hub, tmp_path):
     procs = spawn_ranks(hub, tmp_path)
-    processes = wait_processes(hub, lambda ps: len(ps) == 4)
+    # Registered: a process is listed from its Identify, its labels come with Register.
+    processes = wait_processes(hub, lambda ps: len(ps) == 4 and all(p["live"] for p in ps))
     assert sorted(p["pid"] for p in processes) == sorted(p.pid for p in procs)
     assert all(p["state"] == "running" and p["sessions"] == [] for p in processes)
     assert sorted(by_rank(processes)) == ["0", "1", "2", "3"]

@@ -136,6 +136,7 @@ def _run_live_link(may_start: threading.Event) -> None:
     may_start.wait(LINK_START_DELAY)
     try:
         agent = get_agent()
+        agent.load_the_rest()
     except RaydebugError as error:
         say(f"live link off: {error}")
         return

@@ -35,7 +35,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.control import (
     END_MOVED,
@@ -53,17 +53,19 @@ from ..protocol.control import (
     SessionEnded,
     SessionStarted,
     Stacks,
+    make_every_type,
 )
 from ..session import REASON_PAUSE, PausedThread
 from . import live
-from .armed_breakpoints import ArmedBreakpoints, BreakpointSet
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
 from .metadata import innermost_frame, process_labels, ray_fields, record_for_frame
 from .report import say
 from .returns import ReturnWatcher
-from .stacks import collect_threads
+
+if TYPE_CHECKING:
+    from .armed_breakpoints import ArmedBreakpoints
 
 POST_MORTEM_VARIABLE = "RAYDEBUG_POST_MORTEM"
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
@@ -100,21 +102,53 @@ class Agent:
         self._client_ready = False
         self._hub_closed: str | None = None  # why the hub went away for good, until a new one
         self._post_mortem_set = False  # RAYDEBUG_POST_MORTEM is ours (an IDE's filter)
-        # Cluster breakpoints (issue 17): armed without pydevd; a hit pauses as a session.
-        # While a client debugs this process, its pydevd has the same breakpoints (the
-        # hub sends them to every child session), so the armed ones stand down.
-        self.breakpoints = ArmedBreakpoints(
-            on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
-            labels=lambda: {**process_labels(), **live.labels()},
-            remote_root=_remote_root, on_loaded=self._post_loaded,
-            standing_down=lambda: self._client_attached, on_raised=self.pause_on_raised)
+        self._breakpoints: ArmedBreakpoints | None = None  # made by the first armed set
+        self._breakpoints_lock = threading.Lock()
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed,
-                                 on_untraced=self.breakpoints.reinstall)
+                                 on_untraced=self._reinstall_armed)
         self.returns = ReturnWatcher(self.debugger.is_suspended, self._on_returned,
                                      self.debugger.returns_to_other_code,
                                      self.debugger.cancel_step)
         self.link = HubLink(config, self)
+
+    @property
+    def breakpoints(self) -> ArmedBreakpoints:
+        """This process's cluster breakpoints (issue 17): armed without pydevd; a hit pauses
+        as a session. While a client debugs this process, its pydevd has the same
+        breakpoints (the hub sends them to every child session), so the armed ones stand
+        down. Made at first use (the hub's first non-empty set): a process whose cluster
+        has none never imports the arm (docs/design.md#agent-import)."""
+        with self._breakpoints_lock:
+            if self._breakpoints is None:
+                from .armed_breakpoints import ArmedBreakpoints
+
+                self._breakpoints = ArmedBreakpoints(
+                    on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
+                    labels=lambda: {**process_labels(), **live.labels()},
+                    remote_root=_remote_root, on_loaded=self._post_loaded,
+                    standing_down=lambda: self._client_attached,
+                    on_raised=self.pause_on_raised)
+            return self._breakpoints
+
+    def load_the_rest(self) -> None:
+        """Import and make now what this agent otherwise leaves to first use: the arm and
+        its backend, the stack reader, ``traceback``, the message types' dataclasses. A live
+        process's link thread calls this where a fork waits for its imports
+        (``_run_live_link`` in :mod:`raydebug.agent`): the set the hub sends as it registers
+        is armed as soon as before, with no import in flight. A first ``breakpoint()``
+        leaves them to their first use."""
+        import traceback  # noqa: F401  # (metadata.describe_exception)
+
+        from . import stacks  # noqa: F401
+
+        self.breakpoints  # noqa: B018  # made, with its backend
+        make_every_type()
+
+    def _reinstall_armed(self) -> None:
+        """Put the armed set back (see :meth:`ArmedBreakpoints.reinstall`), if there is one."""
+        if self._breakpoints is not None:
+            self._breakpoints.reinstall()
 
     # -- entry points (called on the pausing thread) ----------------------------------------
 
@@ -156,6 +190,12 @@ class Agent:
     def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None:
         """The hub's ``ArmBreakpoints`` (on the link thread): make them this process's
         cluster breakpoints. A malformed set is said on stderr; the old one stays armed."""
+        if self._breakpoints is None and not any(
+                breakpoints.get(key) for key in ("sources", "functions", "exceptions")):
+            self._post_mortem_for_ide(False)  # an empty set, and none armed: nothing to do
+            return
+        from .armed_breakpoints import BreakpointSet
+
         try:
             wanted = BreakpointSet.from_wire(breakpoints)
         except (KeyError, TypeError, ValueError) as error:
@@ -338,7 +378,8 @@ class Agent:
         self.debugger.reset_after_fork()
         # The parent's armed callbacks would pause through this abandoned agent: the
         # child's own agent arms the cluster's set when its link connects.
-        self.breakpoints.forget_after_fork()
+        if self._breakpoints is not None:
+            self._breakpoints.forget_after_fork()
 
     # -- LinkHandler: called on the link thread ---------------------------------------------
 
@@ -346,6 +387,8 @@ class Agent:
         return Register(process=live.process_record()) if live.is_live() else None
 
     def collect_stacks(self, request: CollectStacks) -> ControlMessage:
+        from .stacks import collect_threads  # not at import: a breakpoint() needs no stacks
+
         threads = collect_threads(request.locals) if request.frames else []
         return Stacks(request_id=request.request_id, threads=threads,
                       now=live.current_activity())

@@ -24,7 +24,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .. import state_file
 from ..errors import ConfigurationError
 
 CI_WAIT_TIMEOUT = 600.0
@@ -67,6 +66,8 @@ class AgentConfig:
         if not hub:  # a process started by a Ray task: its worker found the hub for it
             hub, variable = environ.get("RAYDEBUG_CLUSTER_HUB", "").strip(), "RAYDEBUG_CLUSTER_HUB"
         if not hub:
+            from .. import state_file  # not at import: pathlib, for this case only
+
             local = state_file.read()  # a hub started on this machine by this user
             if local is not None:
                 hub = str(local["worker"])

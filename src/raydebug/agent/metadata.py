@@ -9,7 +9,6 @@ import socket
 import sys
 import threading
 import time
-import traceback
 from types import FrameType
 from typing import Any
 
@@ -84,6 +83,8 @@ def ray_fields() -> dict[str, Any]:
 
 
 def describe_exception(exception: BaseException) -> str:
+    import traceback  # not at import: a breakpoint() has no exception to describe
+
     return "".join(traceback.format_exception_only(type(exception), exception)).strip()
 
 

@@ -51,12 +51,46 @@ can still be read, and the refusal can name both versions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+import threading
+from dataclasses import asdict, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import LocalProtocolError, RemoteProtocolError
 from .framing import NEED_DATA, Framer, NeedData, frame
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    def dataclass(**options: Any) -> Any:
+        """``dataclasses.dataclass``, applied to a message type just before its first
+        instance (see :meth:`ControlMessage.__init__`): making a frozen dataclass compiles
+        six methods (~0.7 ms a type on 3.11), and done for all 21 at import it was most of
+        the agent's import on a process's first ``breakpoint()`` (docs/design.md#agent-import).
+        Before its first instance a type's own fields are not there (``fields()`` shows its
+        base's): nothing reads them then, and :func:`decode_control` makes it first."""
+
+        def later(cls: type) -> type:
+            _NOT_YET_DATACLASSES[cls] = options
+            return cls
+
+        return later
+
+
+_NOT_YET_DATACLASSES: dict[type, dict[str, Any]] = {}  # message type -> its dataclass options
+# A lock, no thread: an agent's paused threads and its link thread make messages, and a
+# type is not whole until dataclass() has returned.
+_making_dataclasses = threading.Lock()
+
+
+def _make_dataclass(cls: type) -> None:
+    """Make ``cls`` and its bases the dataclasses they are written as, once; thread-safe."""
+    with _making_dataclasses:
+        for klass in reversed(cls.__mro__):
+            options = _NOT_YET_DATACLASSES.pop(klass, None)
+            if options is not None:
+                dataclasses.dataclass(**options)(klass)
 
 # 2: the hub proves the token too (Hello.nonce, Welcome.proof), and Identify carries the
 # process's description once the hub is proven (it was in Hello).
@@ -74,6 +108,15 @@ class ControlMessage:
     """Base of worker-channel messages; ``TYPE`` is the wire name."""
 
     TYPE: ClassVar[str] = ""
+
+    if not TYPE_CHECKING:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            """Runs once per message type: makes the type its dataclass (whose own
+            ``__init__`` replaces this one), then initialises ``self`` with it."""
+            cls = type(self)
+            _make_dataclass(cls)
+            if cls is not ControlMessage:  # (dataclass() keeps the __init__ a class defines)
+                cls.__init__(self, *args, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, **asdict(self)}
@@ -258,16 +301,31 @@ _MESSAGE_TYPES.update({cls.TYPE: cls for cls in (ArmBreakpoints, BreakpointsLoad
 _JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,
                "list[Any]": list}
 _JSON_TYPES["list[str]"] = list
-# Each type's fields and the JSON type of each, worked out once (a hub decodes 10,000
-# answers to one listing's question).
-_FIELD_TYPES: dict[type[ControlMessage], tuple[tuple[str, type], ...]] = {
-    cls: tuple((spec.name, _JSON_TYPES[str(spec.type)]) for spec in fields(cls))
-    for cls in _MESSAGE_TYPES.values()
-}
-_STRING_LISTS: dict[type[ControlMessage], tuple[str, ...]] = {
-    cls: tuple(spec.name for spec in fields(cls) if str(spec.type) == "list[str]")
-    for cls in _MESSAGE_TYPES.values()
-}
+
+
+def _fields_of(cls: type[ControlMessage]) -> tuple[tuple[tuple[str, type], ...], tuple[str, ...]]:
+    """Each field of a message type with its JSON type, and its fields that hold lists of
+    strings; worked out once per type (a hub decodes 10,000 answers to one listing's
+    question), at its first decode."""
+    known = _FIELDS.get(cls)
+    if known is None:
+        _make_dataclass(cls)
+        specs = fields(cls)
+        known = (tuple((spec.name, _JSON_TYPES[str(spec.type)]) for spec in specs),
+                 tuple(spec.name for spec in specs if str(spec.type) == "list[str]"))
+        _FIELDS[cls] = known
+    return known
+
+
+_FIELDS: dict[type[ControlMessage], tuple[tuple[tuple[str, type], ...], tuple[str, ...]]] = {}
+
+
+def make_every_type() -> None:
+    """Make every message type its dataclass now, with its decoding table, not at first
+    use: for a live process's link thread at its start (see ``_run_live_link`` in
+    :mod:`raydebug.agent`), so that it answers the hub's first messages as soon as before."""
+    for cls in _MESSAGE_TYPES.values():
+        _fields_of(cls)
 
 
 def decode_control(body: bytes) -> ControlMessage:
@@ -283,13 +341,14 @@ def decode_control(body: bytes) -> ControlMessage:
     if cls is None:
         raise RemoteProtocolError(f"unknown worker message type {data.get('type')!r}")
     kwargs = {}
-    for name, kind in _FIELD_TYPES[cls]:
+    field_types, string_lists = _fields_of(cls)
+    for name, kind in field_types:
         if name not in data:
             continue  # a missing field with no default fails in the constructor below
         value = data[name]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise RemoteProtocolError(f"{cls.TYPE}.{name} must be a {kind.__name__}")
-        if isinstance(value, list) and name in _STRING_LISTS[cls] and not all(
+        if isinstance(value, list) and name in string_lists and not all(
                 isinstance(item, str) for item in value):
             raise RemoteProtocolError(f"{cls.TYPE}.{name} must be a list of strings")
         kwargs[name] = value

@@ -1,0 +1,165 @@
+"""What a process's first ``breakpoint()`` imports before its session is listed: only what the
+way there needs (docs/design.md#agent-import). The arm, the stacks, the state file and the
+message types' dataclass methods come when something uses them; these tests fail if one of
+them creeps back onto that way.
+
+Each runs in a fresh interpreter (``sys.modules`` of this one has everything by now).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+# Modules (and packages: their submodules too) the way from breakpoint() to a listed
+# session does not need. pydevd and debugpy come right after the session is posted, on the
+# pausing thread; ssl only with a --tls hub.
+NOT_ON_THE_WAY = (
+    "raydebug.agent.armed_breakpoints", "raydebug.agent.armed_code",
+    "raydebug.agent.armed_monitoring", "raydebug.agent.armed_raised",
+    "raydebug.agent.armed_rewrite", "raydebug.agent.armed_shipped",
+    "raydebug.agent.armed_tracing", "raydebug.agent.armed_watch", "raydebug.agent.stacks",
+    "raydebug.agent.local_pdb", "raydebug.agent.relay", "raydebug.state_file", "raydebug.tls",
+    "raydebug.hub", "raydebug.integrations", "raydebug.client", "debugpy", "pydevd", "ray",
+    "ssl", "ctypes", "platform", "sysconfig", "pathlib", "traceback", "encodings.idna",
+)
+
+# The agent's way to a listed session, as raydebug.set_trace takes it, short of the hub: the
+# package, the agent and what it makes, a session's record, and the link's first attempt (to
+# a port that refuses it: the dial and its error path run).
+FIRST_BREAKPOINT = """
+import json, os, socket, sys
+at_start = set(sys.modules)  # (what the interpreter's site imported is not ours)
+closed = socket.socket()
+closed.bind(("127.0.0.1", 0))  # bound, never listening: the connect is refused
+os.environ["RAYDEBUG_HUB"] = "127.0.0.1:%d" % closed.getsockname()[1]
+import raydebug
+raydebug.set_trace  # PYTHONBREAKPOINT's lookup: imports the agent
+from raydebug.agent import get_agent
+from raydebug.agent.metadata import record_for_frame
+agent = get_agent()
+record = record_for_frame(sys._getframe())
+"""
+FIRST_ATTEMPT = """
+assert not agent.link._connect_control()
+assert "refused" in agent.link.last_error, agent.link.last_error
+"""
+
+
+def run_fresh(code: str, **env: str) -> Any:
+    """Run ``code`` in a fresh interpreter (no raydebug variables but ``env``); return the
+    JSON it prints last."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RAYDEBUG_")}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=60, env={**environ, **env})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def imported(names: tuple[str, ...]) -> str:
+    """Code printing which of ``names`` (or their submodules) were imported since
+    ``at_start``."""
+    return (f"names = {names!r}\n"
+            "inside = tuple(name + '.' for name in names)\n"
+            "print(json.dumps(sorted(m for m in set(sys.modules) - at_start\n"
+            "                        if m in names or m.startswith(inside))))\n")
+
+
+def test_a_first_breakpoint_imports_nothing_it_does_not_need_before_listing():
+    found = run_fresh(FIRST_BREAKPOINT + FIRST_ATTEMPT + imported(NOT_ON_THE_WAY),
+                      RAYDEBUG_TOKEN="token")
+    assert found == [], f"the way to a first breakpoint's listing imports {found}"
+
+
+def test_the_arm_is_imported_with_the_first_non_empty_set_only():
+    code = FIRST_BREAKPOINT + """
+agent.arm_breakpoints({"sources": [], "functions": [], "exceptions": []})  # the hub's disarm
+empty = sorted(m for m in sys.modules if m.startswith("raydebug.agent.armed"))
+agent.arm_breakpoints({"sources": [{"path": "/nowhere.py", "breakpoints": [{"line": 1}]}]})
+armed = agent.breakpoints.files
+agent.arm_breakpoints({})
+print(json.dumps([empty, sorted(armed), agent.breakpoints.active(),
+                  "raydebug.agent.armed_breakpoints" in sys.modules]))
+"""
+    empty, armed, active, imported_then = run_fresh(code, RAYDEBUG_TOKEN="token")
+    assert empty == []
+    assert armed == ["/nowhere.py"] and not active and imported_then
+
+
+def test_message_types_become_their_dataclasses_at_their_first_instance():
+    code = """
+import dataclasses, json, sys
+from raydebug.protocol import control
+types = [t for t in vars(control).values()
+         if isinstance(t, type) and issubclass(t, control.ControlMessage)]
+def made():  # a dataclass of its own (a subclass sees its made base's fields too)
+    return sorted(t.__name__ for t in types if "__dataclass_fields__" in vars(t))
+made_at_import = made()
+challenge = control.Challenge(nonce="n")
+try:
+    challenge.nonce = "m"
+    frozen = False
+except dataclasses.FrozenInstanceError:
+    frozen = True
+stream = control.ControlStream()
+stream.receive_data(control.encode_control(control.Stacks(request_id=3, threads=[1])))
+decoded = stream.next_event()
+print(json.dumps({
+    "made_at_import": made_at_import,
+    "made_now": made(),
+    "frozen": frozen, "equal": challenge == control.Challenge("n"),
+    "hash": hash(challenge) == hash(control.Challenge("n")), "repr": repr(challenge),
+    "fields": [f.name for f in dataclasses.fields(control.Challenge)],
+    "decoded": repr(decoded), "dict": control.Welcome(proof="p").to_dict(),
+    "doc": control.Challenge.__doc__,
+}))
+"""
+    found = run_fresh(code)
+    assert found["made_at_import"] == []
+    assert found["made_now"] == ["Challenge", "ControlMessage", "Stacks"]  # (before Welcome)
+    assert found["frozen"] and found["equal"] and found["hash"]
+    assert found["repr"] == "Challenge(nonce='n', version=3)"
+    assert found["fields"] == ["nonce", "version"]
+    assert found["decoded"] == "Stacks(request_id=3, threads=[1], now={})"
+    assert found["dict"] == {"type": "welcome", "proof": "p"}
+    assert found["doc"] == "Challenge(nonce: 'str', version: 'int' = 3)"  # dataclass's own
+
+
+def test_threads_making_a_message_type_first_at_once_all_get_whole_instances():
+    code = """
+import json, threading
+from raydebug.protocol import control
+start = threading.Barrier(8)
+made = []
+def make(index):
+    start.wait()
+    made.append(control.LogpointOutput(text=str(index), path="p", line=index))
+threads = [threading.Thread(target=make, args=(i,)) for i in range(8)]
+for thread in threads: thread.start()
+for thread in threads: thread.join(30)
+print(json.dumps(sorted((m.text, m.path, m.line, m.task) for m in made)))
+"""
+    assert run_fresh(code) == [[str(i), "p", i, ""] for i in range(8)]
+
+
+def test_a_live_link_imports_the_rest_before_a_fork_may_go_on():
+    """A live process's link thread imports what the hub's first messages need (the arm,
+    stacks, the message types) while a fork waits for its imports: none is left for the
+    moment the set comes."""
+    code = FIRST_BREAKPOINT.split("agent = get_agent()")[0] + """
+from raydebug import agent as package
+package.start_live_link()
+package._link_may_start.set()  # as a fork does: no start delay
+assert package._link_imported.wait(30)
+from raydebug.protocol import control
+print(json.dumps([sorted(m for m in ("raydebug.agent.armed_breakpoints", "raydebug.agent.stacks",
+                                     "traceback") if m in sys.modules),
+                  "__dataclass_fields__" in vars(control.ArmBreakpoints)]))
+"""
+    found = run_fresh(code, RAYDEBUG_TOKEN="token")
+    assert found == [["raydebug.agent.armed_breakpoints", "raydebug.agent.stacks", "traceback"],
+                     True]
