@@ -1,7 +1,9 @@
 """Sans-IO protocols: DAP framing and messages, and raydebug's worker channel.
 
-Nothing here imports sockets, threads, asyncio or ray: it turns bytes into messages and
-messages into bytes, so that the blocking agent and the asyncio hub share one implementation.
+Nothing here imports sockets, asyncio or ray, nor starts a thread (``control`` takes one
+lock: its message types are made on first use, from any thread): it turns bytes into
+messages and messages into bytes, so that the blocking agent and the asyncio hub share one
+implementation.
 ``framing`` and ``messages`` (DAP's base protocol), ``connection`` (one DAP endpoint),
 ``control`` and ``handshake`` (the agent <-> hub channel), ``proxy_policy`` (what the hub
 forwards, rewrites, answers or refuses between a client and pydevd) with ``outstanding``
