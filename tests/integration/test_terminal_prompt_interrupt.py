@@ -1,5 +1,6 @@
-"""Ctrl-C at the ``raydebug attach`` prompt always gives a fresh prompt, even when the
-SIGINT does not land in readline's wait for a key (see ``raydebug.terminal.interrupts``).
+"""Ctrl-C at the ``raydebug attach`` prompt, and at the prompt of a Ray driver's own pdb
+(``raydebug.agent.local_pdb``), always gives a fresh prompt, even when the SIGINT does not
+land in readline's wait for a key (see ``raydebug.terminal.interrupts``).
 
 The prompt runs in a real pseudo-terminal with readline. Which moment a signal lands at is
 not a test's to choose, so each way of losing it is made certain or checked at its cause:
@@ -48,6 +49,27 @@ terminal.close()
 print("closed", flush=True)
 """
 
+# The driver's breakpoint() at a terminal: raydebug's local pdb, twice (a prompt set up and
+# put back each time).
+LOCAL_PDB = """
+import signal
+import sys
+import threading
+
+from raydebug.agent.local_pdb import LocalPdb
+
+if sys.argv[1:] == ["--blocked-main"]:
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+x = 5
+LocalPdb().set_trace()
+y = 6
+print("between", signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL, signal.set_wakeup_fd(-1),
+      flush=True)
+LocalPdb().set_trace()
+print("closed", flush=True)
+"""
+
 
 @pytest.mark.parametrize("where", ["main", "blocked-main"])
 def test_ctrl_c_at_the_prompt_gives_a_fresh_prompt_wherever_the_signal_lands(
@@ -69,6 +91,34 @@ def test_ctrl_c_at_the_prompt_gives_a_fresh_prompt_wherever_the_signal_lands(
         child.sendeof()
         child.expect_exact("closed")
         assert not termios.tcgetattr(child.child_fd)[3] & termios.NOFLSH  # put back
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
+@pytest.mark.parametrize("where", ["main", "blocked-main"])
+def test_ctrl_c_at_the_local_pdb_prompt_gives_a_fresh_prompt_wherever_the_signal_lands(
+        tmp_path: Path, where: str):
+    script = write_script(tmp_path, "driver.py", LOCAL_PDB)
+    child = pexpect.spawn(sys.executable, [str(script), f"--{where}"], encoding="utf-8",
+                          timeout=10, dimensions=(24, 80),
+                          env={"TERM": "xterm", "NO_COLOR": "1", **_environment()})
+    try:
+        for stop in ("x", "y"):
+            child.expect_exact("(Pdb) ")
+            for _ in range(3):
+                child.send("p half a line")
+                child.sendintr()
+                child.expect_exact("--KeyboardInterrupt--")
+                child.expect_exact("(Pdb) ")  # with no key pressed after it
+            assert termios.tcgetattr(child.child_fd)[3] & termios.NOFLSH
+            child.sendline(f"p {stop}")
+            child.expect_exact("5" if stop == "x" else "6")
+            child.sendline("c")
+            if stop == "x":  # between prompts the driver's signals are its own again
+                child.expect_exact("between True -1")
+                assert not termios.tcgetattr(child.child_fd)[3] & termios.NOFLSH
+        child.expect_exact("closed")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)

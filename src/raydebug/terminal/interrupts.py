@@ -99,9 +99,13 @@ class PromptInterrupts:
     def close(self) -> None:
         """Put back what :meth:`install` replaced (on the main thread); the watcher ends."""
         signal.set_wakeup_fd(self._previous_wakeup)
-        signal.signal(NUDGE, self._previous_nudge)
+        with self._lock:
+            self._waiting = False  # a nudging watcher stops
         os.close(self._write_fd)  # the watcher reads end of file, and ends
-        self._watcher.join(1.0)
+        # Only then the nudge's handler goes: a nudge sent after it would meet SIGUSR1's
+        # default action, which ends the process.
+        self._watcher.join(NUDGE_FOR + 1.0)
+        signal.signal(NUDGE, self._previous_nudge)
 
     def _watch(self) -> None:
         try:
