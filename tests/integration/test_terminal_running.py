@@ -14,7 +14,7 @@ import pexpect
 import pytest
 from test_terminal import PROMPT, Attach, start_attach
 
-from helpers import HubProcess, line_of, write_script
+from helpers import HubProcess, line_of, start_hub, stop, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -254,3 +254,52 @@ def test_a_process_that_dies_while_the_prompt_waits_is_said_at_once(
     term.expect(PROMPT + "p i")
     term.child.sendline("")
     assert "detached" not in exits_cleanly(term)
+
+
+EXITS = """
+import os
+
+breakpoint()
+x = 1
+os._exit(3)  # no return: the process ends in the session's function
+"""
+
+
+def test_a_process_that_exits_after_the_last_continue_is_said_by_its_pid(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    term, _ = attached(hub, attach, tmp_path, EXITS)
+    [session] = hub.wait_sessions(1)
+    term.child.sendline("c")
+    ended = exits_cleanly(term)
+    assert f"session {session['id']}: process {session['pid']} has ended" in ended, ended
+    assert "connection closed" not in ended
+
+
+@pytest.mark.parametrize("when", ["at the prompt", "while it runs"])
+def test_the_hub_stopping_ends_the_session_and_the_follow_with_one_clear_line(
+        tmp_path: Path, when: str):
+    """A driver's local Ray (or `ray stop`) takes the hub along with its workers: the
+    terminal said "connection closed (the peer closed the connection)", then, following,
+    "http://...?state=waiting&min=1&timeout=30.0: not an HTTP answer", exit status 1."""
+    own = start_hub()
+    started: list[Attach] = []
+    try:
+        term, _ = attached(own, started, tmp_path, BLOCKED, "--follow")
+        if when == "while it runs":
+            term.child.sendline("n")
+            term.expect("(running; Ctrl-C pauses it")
+        stop(own.proc)  # as its cluster stops it: at once
+        said = f"the hub at {own.client_address} closed the connection (the hub stopped, " \
+               "or its Ray cluster did); the session is over"
+        term.expect(said)
+        if when == "at the prompt":
+            term.expect("(Enter leaves)")
+            term.child.sendline("")
+        rest = exits_cleanly(term)  # exit status 0: followed to the end
+        assert f"the hub at {own.client_address} has gone away (it stopped, or its Ray " \
+               "cluster did): no more breakpoints to follow" in rest, rest
+        assert "not an HTTP answer" not in rest and "connection closed" not in rest
+    finally:
+        for each in started:
+            each.close()
+        own.close()

@@ -26,7 +26,12 @@ from typing import Any
 from .. import state_file
 from ..agent.config import parse_address
 from ..client.hub_api import get_json
-from ..errors import RaydebugError, SessionNotFoundError
+from ..errors import (
+    HubUnreachableError,
+    RaydebugError,
+    RemoteProtocolError,
+    SessionNotFoundError,
+)
 from ..session import SessionState
 from . import commands, render
 from .debugger import Outcome, TerminalDebugger
@@ -211,7 +216,16 @@ class AttachCommand:
     def run(self, session_id: str | None) -> int:
         try:
             while True:
-                session = self._choose(session_id)
+                try:
+                    session = self._choose(session_id)
+                except (HubUnreachableError, RemoteProtocolError):
+                    if not self._visited:
+                        raise  # never reached: the command's error
+                    # Followed to the end: the cluster stopped after its last session
+                    # (a driver's local Ray ends with the driver), taking the hub along.
+                    self.terminal.write(f"the hub at {self.hub} has gone away (it stopped, "
+                                        "or its Ray cluster did): no more breakpoints to follow")
+                    return 0
                 if session is None:
                     return 1
                 outcome = self._debug(session, wanted=session_id is not None)
@@ -276,7 +290,9 @@ class AttachCommand:
         if self.follow and len(self._visited) > 1:
             self.terminal.write(render.switch_banner(len(self._visited),
                                                      self.terminal.width()))
-        remote = Remote(self.terminal.write_output)
+        pid = session.get("pid")
+        remote = Remote(self.terminal.write_output,
+                        process=f"process {pid}" if pid else "the process")
         remote.stops.on_ended = lambda reason: self._announce_end(session, reason)
         try:
             host, port = parse_address(self.hub, "--hub")
