@@ -303,3 +303,41 @@ def test_the_hub_stopping_ends_the_session_and_the_follow_with_one_clear_line(
         for each in started:
             each.close()
         own.close()
+
+
+# As a Ray worker runs the next task it was given: one thread, one call after another.
+NEXT_CALL = """
+import concurrent.futures
+import threading
+
+def first():
+    value = 20
+    breakpoint()
+    return value  # last line
+
+def second():
+    breakpoint()
+    return "second"  # its stop
+
+with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    calls = [pool.submit(first), pool.submit(second)]
+    print("results", [call.result() for call in calls], flush=True)
+    threading.Event().wait(60)
+"""
+
+
+def test_stepping_off_a_call_into_the_next_call_of_its_thread_says_whose_stop_it_is(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    """The next call's breakpoint() came before the first call's return was seen: its stop
+    was shown as `> ...second()` with no word of the new session, as if the step had gone
+    on into another function of the same one."""
+    term, script = attached(hub, attach, tmp_path, NEXT_CALL)
+    assert f"({line_of(script, 'last line')})first()" in str(term.child.before)
+    stepped = term.do("n")
+    sessions = hub.wait_sessions(1)
+    assert re.search(rf"session {sessions[0]['id']}: [^\r\n]* pid \d+\r\n"
+                     rf"breakpoint\(\) at {re.escape(str(script))}:"
+                     rf"{line_of(script, 'its stop') - 1}\r\n"
+                     rf"> [^\r\n]*\({line_of(script, 'its stop')}\)second\(\)", stepped), stepped
+    term.child.sendline("c")
+    assert "second() returned" in exits_cleanly(term)

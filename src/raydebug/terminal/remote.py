@@ -55,6 +55,10 @@ class SessionEnd:
 PYDEVD_NOISE = {
     "Frame skipped from debugging during step-in.": "",
 }
+# Lines a Ray worker writes to its own stdout and stderr for Ray's log monitor, which strips
+# them (ray._private.ray_constants.LOG_PREFIX_*): a worker says ":task_name:f" as each task
+# starts, which the terminal showed twice as the next task of a reused worker began.
+RAY_LOG_MARKERS = (":task_name:", ":actor_name:", ":job_id:")
 
 
 @dataclass
@@ -333,7 +337,7 @@ class Remote:
         category = str(event.body.get("category", "console"))
         if category == "telemetry":
             return
-        text = str(event.body.get("output", ""))
+        text = _without_ray_markers(str(event.body.get("output", "")))
         for noise, instead in PYDEVD_NOISE.items():
             if text.startswith(noise):
                 text = instead
@@ -348,3 +352,11 @@ class Remote:
 
 def _ignore(event: Event) -> None:
     pass
+
+
+def _without_ray_markers(text: str) -> str:
+    """``text`` without its whole lines that are Ray's log markers."""
+    if ":" not in text:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not (line.startswith(RAY_LOG_MARKERS) and line.endswith("\n")))
