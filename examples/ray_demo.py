@@ -88,7 +88,9 @@ def start_attach(hub: str, interactive: bool) -> subprocess.Popen[str]:
 
 def stop(attach: subprocess.Popen[str]) -> None:
     if attach.poll() is None:
-        attach.send_signal(signal.SIGINT)  # like Ctrl-C: it detaches cleanly
+        # It leaves quietly, detached (SIGINT would be a Ctrl-C: "pausing..." if it landed
+        # while the last session was ending).
+        attach.send_signal(signal.SIGTERM)
         try:
             attach.wait(timeout=10)
         except subprocess.TimeoutExpired:

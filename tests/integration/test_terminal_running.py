@@ -5,8 +5,10 @@ attached, threads that stop and run one at a time, and the ways out. A real pseu
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -341,3 +343,25 @@ def test_stepping_off_a_call_into_the_next_call_of_its_thread_says_whose_stop_it
                      rf"> [^\r\n]*\({line_of(script, 'its stop')}\)second\(\)", stepped), stepped
     term.child.sendline("c")
     assert "second() returned" in exits_cleanly(term)
+
+
+@pytest.mark.parametrize("when", ["at the prompt", "while it runs"])
+def test_sigterm_leaves_quietly_and_puts_the_terminal_back(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path, when: str):
+    """`make demo` stops its debugger when the job is done: with SIGINT, which a running
+    wait took for Ctrl-C ("pausing (Ctrl-C; ...)" though nobody pressed it); SIGTERM killed
+    it at once, leaving the terminal without echo when the prompt had it."""
+    term, _ = attached(hub, attach, tmp_path, BLOCKED)
+    if when == "while it runs":
+        term.child.sendline("n")
+        term.expect("(running; Ctrl-C pauses it")
+    term.child.kill(signal.SIGTERM)
+    term.child.expect(pexpect.EOF)
+    rest = str(term.child.before)
+    attributes = termios.tcgetattr(term.child.child_fd)[3]
+    term.child.close()
+    assert term.child.exitstatus == 143, (term.child.exitstatus, term.child.signalstatus)
+    assert "pausing" not in rest and "Traceback" not in rest, rest
+    assert attributes & termios.ECHO and attributes & termios.ICANON
+    assert not attributes & termios.NOFLSH
+    assert hub.wait_sessions(0) == []  # detached: the thread runs on

@@ -18,9 +18,11 @@ import contextlib
 import os
 import select
 import shutil
+import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from .. import state_file
@@ -214,6 +216,10 @@ class AttachCommand:
         self._end_announced = False  # the session's end was said at the prompt already
 
     def run(self, session_id: str | None) -> int:
+        with _leave_on_terminate():
+            return self._run(session_id)
+
+    def _run(self, session_id: str | None) -> int:
         try:
             while True:
                 try:
@@ -323,7 +329,11 @@ class AttachCommand:
                                         cluster_breakpoints=self._cluster_breakpoints())
             self.terminal.completer = lambda word: complete(debugger, _line_buffer(), word)
             debugger.start()
-            return self._prompt_loop(debugger)
+            try:
+                return self._prompt_loop(debugger)
+            except SystemExit:  # SIGTERM (see _leave_on_terminate): as `q`, quietly
+                debugger.leave_quietly()
+                raise
         finally:
             self.terminal.completer = None
             remote.close()
@@ -368,6 +378,25 @@ class AttachCommand:
             outcome = debugger.execute(line)
             if outcome is not Outcome.STOPPED:
                 return outcome
+
+
+@contextlib.contextmanager
+def _leave_on_terminate() -> Iterator[None]:
+    """SIGTERM (``make demo`` ending, a supervisor, ``kill``) leaves as ``q`` does, quietly:
+    the session detached, the terminal put back (Python's default dies at once, leaving it
+    without echo when the prompt had it), exit status 143. Ctrl-C would be a pause."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _not_stopped_yet(session: dict[str, Any]) -> str:

@@ -17,7 +17,8 @@ Measured: a line typed and Ctrl-C at once (a pty, load ~6 on 2 cores), lost 2 ti
 So while a prompt waits for a line, :class:`PromptInterrupts` keeps the terminal from
 flushing at Ctrl-C (``NOFLSH``: readline reads every key it was told of, and discards the
 line itself), and has Python's signal handler also write each signal's number to a pipe
-(``signal.set_wakeup_fd``). A watcher thread that reads SIGINT from it nudges the main
+(``signal.set_wakeup_fd``). A watcher thread that reads SIGINT (or SIGTERM, which
+``raydebug attach`` turns into a quiet exit) from it nudges the main
 thread with :data:`NUDGE`, whose handler does nothing, until the prompt has taken the
 interrupt (or stopped waiting): the nudge fails the ``select()`` with ``EINTR``, readline
 looks at the signals, and ``input()`` raises the ``KeyboardInterrupt`` that was waiting. A
@@ -113,7 +114,7 @@ class PromptInterrupts:
                 data = os.read(self._read_fd, 64)
                 if not data:
                     return
-                if signal.SIGINT in data:
+                if signal.SIGINT in data or signal.SIGTERM in data:  # (see attach)
                     self._nudge_until_taken()
         except OSError:
             return
