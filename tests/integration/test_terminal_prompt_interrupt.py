@@ -66,6 +66,7 @@ LocalPdb().set_trace()
 y = 6
 print("between", signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL, signal.set_wakeup_fd(-1),
       flush=True)
+sys.stdin.readline()  # until the test has looked at the terminal
 LocalPdb().set_trace()
 print("closed", flush=True)
 """
@@ -118,10 +119,29 @@ def test_ctrl_c_at_the_local_pdb_prompt_gives_a_fresh_prompt_wherever_the_signal
             if stop == "x":  # between prompts the driver's signals are its own again
                 child.expect_exact("between True -1")
                 assert not termios.tcgetattr(child.child_fd)[3] & termios.NOFLSH
+                child.sendline("")
         child.expect_exact("closed")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+def test_ctrl_d_just_after_ctrl_c_at_the_prompt_leaves(tmp_path: Path):
+    """Both keys at once (one write, as a quick hand types them): lost about 1 in 4, once
+    as a Ctrl-D turned into a KeyboardInterrupt on the prompt's way out, once kept by the
+    terminal as a mark readline never sees; the prompt then waited for another Ctrl-D."""
+    script = write_script(tmp_path, "prompt.py", CHILD)
+    for _ in range(12):
+        child = pexpect.spawn(sys.executable, [str(script), "--main"], encoding="utf-8",
+                              timeout=10, dimensions=(24, 80),
+                              env={"TERM": "xterm", "NO_COLOR": "1", **_environment()})
+        try:
+            child.expect_exact(PROMPT)
+            child.send("\x03\x04")  # Ctrl-C, Ctrl-D
+            child.expect_exact("closed", timeout=5)
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
 
 
 def _environment() -> dict[str, str]:

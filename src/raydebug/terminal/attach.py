@@ -15,11 +15,14 @@ line by line from stdin and echoed, so a piped script reads like a transcript.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import shutil
 import signal
+import struct
 import sys
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -96,16 +99,23 @@ class Terminal:
         while self.interactive:
             try:
                 self._prompt = prompt
+                if _eof_typed_ahead(sys.stdin):
+                    raise EOFError
                 with (self._interrupts.prompt(sys.stdin.fileno()) if self._interrupts
                       else contextlib.nullcontext()):
                     return input(prompt)
             except EOFError:
                 self.write("")
                 return None
-            except KeyboardInterrupt:  # as in pdb: a fresh prompt, nothing repeated
+            except KeyboardInterrupt as interrupt:  # as in pdb: a fresh prompt
                 if self._interrupts is not None:
                     self._interrupts.taken()
                 self.write("")
+                if isinstance(interrupt.__context__, EOFError):
+                    # Ctrl-C, then Ctrl-D before Python looked at the signal: readline read
+                    # the end of input, and the interrupt, raised on the way out of the
+                    # prompt, took its place (the Ctrl-D was lost). The last key wins.
+                    return None
             finally:
                 self._prompt = None
         with self._lock:
@@ -406,6 +416,27 @@ def _not_stopped_yet(session: dict[str, Any]) -> str:
     return (f"session {session['id']} has not stopped yet: its thread waits{where}{at}, "
             "and a thread blocked in C stops only when it returns to Python "
             "(Ctrl-C stops waiting; the process runs on)")
+
+
+def _eof_typed_ahead(stdin: Any) -> bool:
+    """Whether a Ctrl-D waits on the terminal ``stdin``, typed while it was in line mode
+    between two prompts (just after a Ctrl-C); taken if so.
+
+    In line mode the terminal keeps that Ctrl-D as a mark (readable, no byte: a read
+    returns nothing); readline, which reads key by key, finds no key in it and waits on:
+    the Ctrl-D was lost. Only the mark is taken: anything typed ahead stays for readline."""
+    try:
+        fd = stdin.fileno()
+        if not termios.tcgetattr(fd)[3] & termios.ICANON:
+            return False
+        if not select.select([fd], [], [], 0)[0]:  # in line mode: a whole line, or an end
+            return False
+        waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        if waiting:
+            return False  # a line typed ahead: readline reads it
+        return os.read(fd, 1) == b""  # the mark, taken
+    except (OSError, ValueError, struct.error):
+        return False
 
 
 def _line_buffer() -> str:
