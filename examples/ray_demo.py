@@ -34,6 +34,7 @@ SESSIONS = 3
 TOUR = "where\np shard\nc\n" * SESSIONS
 WAIT_TIMEOUT = 300  # seconds a session waits for a debugger, then continues by itself
 JOB_TIMEOUT = WAIT_TIMEOUT + 60.0
+LAST_WORDS = 2.0  # seconds the debugger has to finish its last session once the job is done
 
 
 @ray.remote
@@ -88,7 +89,12 @@ def start_attach(hub: str, interactive: bool) -> subprocess.Popen[str]:
 
 def stop(attach: subprocess.Popen[str]) -> None:
     if attach.poll() is None:
-        attach.send_signal(signal.SIGINT)  # like Ctrl-C: it detaches cleanly
+        # The job is done, but the debugger may not have said so of its last session yet
+        # (it learns a function returned within a second): let it, then it leaves quietly,
+        # detached (SIGINT would be a Ctrl-C: "pausing..." while that session ended).
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            attach.wait(timeout=LAST_WORDS)
+        attach.send_signal(signal.SIGTERM)
         try:
             attach.wait(timeout=10)
         except subprocess.TimeoutExpired:

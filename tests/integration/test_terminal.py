@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 PROMPT = "(raydebug) "
 # What `c` prints when the session's function returns: said by the agent, unless the process
 # exits first (a script that ends right after it).
-SESSION_OVER = ["returned; the process runs on", "the process has ended"]
+SESSION_OVER = ["returned; the process runs on", "has ended"]
 
 JOB = """
 import sys

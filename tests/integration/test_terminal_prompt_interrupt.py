@@ -1,5 +1,6 @@
-"""Ctrl-C at the ``raydebug attach`` prompt always gives a fresh prompt, even when the
-SIGINT does not land in readline's wait for a key (see ``raydebug.terminal.interrupts``).
+"""Ctrl-C at the ``raydebug attach`` prompt, and at the prompt of a Ray driver's own pdb
+(``raydebug.agent.local_pdb``), always gives a fresh prompt, even when the SIGINT does not
+land in readline's wait for a key (see ``raydebug.terminal.interrupts``).
 
 The prompt runs in a real pseudo-terminal with readline. Which moment a signal lands at is
 not a test's to choose, so each way of losing it is made certain or checked at its cause:
@@ -48,6 +49,28 @@ terminal.close()
 print("closed", flush=True)
 """
 
+# The driver's breakpoint() at a terminal: raydebug's local pdb, twice (a prompt set up and
+# put back each time).
+LOCAL_PDB = """
+import signal
+import sys
+import threading
+
+from raydebug.agent.local_pdb import LocalPdb
+
+if sys.argv[1:] == ["--blocked-main"]:
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+x = 5
+LocalPdb().set_trace()
+y = 6
+print("between", signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL, signal.set_wakeup_fd(-1),
+      flush=True)
+sys.stdin.readline()  # until the test has looked at the terminal
+LocalPdb().set_trace()
+print("closed", flush=True)
+"""
+
 
 @pytest.mark.parametrize("where", ["main", "blocked-main"])
 def test_ctrl_c_at_the_prompt_gives_a_fresh_prompt_wherever_the_signal_lands(
@@ -72,6 +95,53 @@ def test_ctrl_c_at_the_prompt_gives_a_fresh_prompt_wherever_the_signal_lands(
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+@pytest.mark.parametrize("where", ["main", "blocked-main"])
+def test_ctrl_c_at_the_local_pdb_prompt_gives_a_fresh_prompt_wherever_the_signal_lands(
+        tmp_path: Path, where: str):
+    script = write_script(tmp_path, "driver.py", LOCAL_PDB)
+    child = pexpect.spawn(sys.executable, [str(script), f"--{where}"], encoding="utf-8",
+                          timeout=10, dimensions=(24, 80),
+                          env={"TERM": "xterm", "NO_COLOR": "1", **_environment()})
+    try:
+        for stop in ("x", "y"):
+            child.expect_exact("(Pdb) ")
+            for _ in range(3):
+                child.send("p half a line")
+                child.sendintr()
+                child.expect_exact("--KeyboardInterrupt--")
+                child.expect_exact("(Pdb) ")  # with no key pressed after it
+            assert termios.tcgetattr(child.child_fd)[3] & termios.NOFLSH
+            child.sendline(f"p {stop}")
+            child.expect_exact("5" if stop == "x" else "6")
+            child.sendline("c")
+            if stop == "x":  # between prompts the driver's signals are its own again
+                child.expect_exact("between True -1")
+                assert not termios.tcgetattr(child.child_fd)[3] & termios.NOFLSH
+                child.sendline("")
+        child.expect_exact("closed")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
+def test_ctrl_d_just_after_ctrl_c_at_the_prompt_leaves(tmp_path: Path):
+    """Both keys at once (one write, as a quick hand types them): lost about 1 in 4, once
+    as a Ctrl-D turned into a KeyboardInterrupt on the prompt's way out, once kept by the
+    terminal as a mark readline never sees; the prompt then waited for another Ctrl-D."""
+    script = write_script(tmp_path, "prompt.py", CHILD)
+    for _ in range(12):
+        child = pexpect.spawn(sys.executable, [str(script), "--main"], encoding="utf-8",
+                              timeout=10, dimensions=(24, 80),
+                              env={"TERM": "xterm", "NO_COLOR": "1", **_environment()})
+        try:
+            child.expect_exact(PROMPT)
+            child.send("\x03\x04")  # Ctrl-C, Ctrl-D
+            child.expect_exact("closed", timeout=5)
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
 
 
 def _environment() -> dict[str, str]:

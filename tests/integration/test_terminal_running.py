@@ -5,8 +5,10 @@ attached, threads that stop and run one at a time, and the ways out. A real pseu
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pexpect
 import pytest
 from test_terminal import PROMPT, Attach, start_attach
 
-from helpers import HubProcess, line_of, write_script
+from helpers import HubProcess, line_of, start_hub, stop, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -254,3 +256,112 @@ def test_a_process_that_dies_while_the_prompt_waits_is_said_at_once(
     term.expect(PROMPT + "p i")
     term.child.sendline("")
     assert "detached" not in exits_cleanly(term)
+
+
+EXITS = """
+import os
+
+breakpoint()
+x = 1
+os._exit(3)  # no return: the process ends in the session's function
+"""
+
+
+def test_a_process_that_exits_after_the_last_continue_is_said_by_its_pid(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    term, _ = attached(hub, attach, tmp_path, EXITS)
+    [session] = hub.wait_sessions(1)
+    term.child.sendline("c")
+    ended = exits_cleanly(term)
+    assert f"session {session['id']}: process {session['pid']} has ended" in ended, ended
+    assert "connection closed" not in ended
+
+
+@pytest.mark.parametrize("when", ["at the prompt", "while it runs"])
+def test_the_hub_stopping_ends_the_session_and_the_follow_with_one_clear_line(
+        tmp_path: Path, when: str):
+    """A driver's local Ray (or `ray stop`) takes the hub along with its workers: the
+    terminal said "connection closed (the peer closed the connection)", then, following,
+    "http://...?state=waiting&min=1&timeout=30.0: not an HTTP answer", exit status 1."""
+    own = start_hub()
+    started: list[Attach] = []
+    try:
+        term, _ = attached(own, started, tmp_path, BLOCKED, "--follow")
+        if when == "while it runs":
+            term.child.sendline("n")
+            term.expect("(running; Ctrl-C pauses it")
+        stop(own.proc)  # as its cluster stops it: at once
+        said = f"the hub at {own.client_address} closed the connection (the hub stopped, " \
+               "or its Ray cluster did); the session is over"
+        term.expect(said)
+        if when == "at the prompt":
+            term.expect("(Enter leaves)")
+            term.child.sendline("")
+        rest = exits_cleanly(term)  # exit status 0: followed to the end
+        assert f"the hub at {own.client_address} has gone away (it stopped, or its Ray " \
+               "cluster did): no more breakpoints to follow" in rest, rest
+        assert "not an HTTP answer" not in rest and "connection closed" not in rest
+    finally:
+        for each in started:
+            each.close()
+        own.close()
+
+
+# As a Ray worker runs the next task it was given: one thread, one call after another.
+NEXT_CALL = """
+import concurrent.futures
+import threading
+
+def first():
+    value = 20
+    breakpoint()
+    return value  # last line
+
+def second():
+    breakpoint()
+    return "second"  # its stop
+
+with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    calls = [pool.submit(first), pool.submit(second)]
+    print("results", [call.result() for call in calls], flush=True)
+    threading.Event().wait(60)
+"""
+
+
+def test_stepping_off_a_call_into_the_next_call_of_its_thread_says_whose_stop_it_is(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    """The next call's breakpoint() came before the first call's return was seen: its stop
+    was shown as `> ...second()` with no word of the new session, as if the step had gone
+    on into another function of the same one."""
+    term, script = attached(hub, attach, tmp_path, NEXT_CALL)
+    assert f"({line_of(script, 'last line')})first()" in str(term.child.before)
+    stepped = term.do("n")
+    sessions = hub.wait_sessions(1)
+    assert re.search(rf"session {sessions[0]['id']}: [^\r\n]* pid \d+\r\n"
+                     rf"breakpoint\(\) at {re.escape(str(script))}:"
+                     rf"{line_of(script, 'its stop') - 1}\r\n"
+                     rf"> [^\r\n]*\({line_of(script, 'its stop')}\)second\(\)", stepped), stepped
+    term.child.sendline("c")
+    assert "second() returned" in exits_cleanly(term)
+
+
+@pytest.mark.parametrize("when", ["at the prompt", "while it runs"])
+def test_sigterm_leaves_quietly_and_puts_the_terminal_back(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path, when: str):
+    """`make demo` stops its debugger when the job is done: with SIGINT, which a running
+    wait took for Ctrl-C ("pausing (Ctrl-C; ...)" though nobody pressed it); SIGTERM killed
+    it at once, leaving the terminal without echo when the prompt had it."""
+    term, _ = attached(hub, attach, tmp_path, BLOCKED)
+    if when == "while it runs":
+        term.child.sendline("n")
+        term.expect("(running; Ctrl-C pauses it")
+    term.child.kill(signal.SIGTERM)
+    term.child.expect(pexpect.EOF)
+    rest = str(term.child.before)
+    attributes = termios.tcgetattr(term.child.child_fd)[3]
+    term.child.close()
+    assert term.child.exitstatus == 143, (term.child.exitstatus, term.child.signalstatus)
+    assert "pausing" not in rest and "Traceback" not in rest, rest
+    assert attributes & termios.ECHO and attributes & termios.ICANON
+    assert not attributes & termios.NOFLSH
+    assert hub.wait_sessions(0) == []  # detached: the thread runs on

@@ -399,3 +399,50 @@ def run_in_main_bounded(debugger: TerminalDebugger, line: str) -> Outcome:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _next_breakpoint(debuggee: ScriptedDebuggee, **session: Any) -> Callable[[], None]:
+    """``continue`` leads to a new breakpoint() of the same thread (a session of its own),
+    as the agent says it: the new session, the old one's end (moved), the stop."""
+    def run_on() -> None:
+        started = dict(SESSION, id="s2", line=3, **session)
+        debuggee.stops.on_session_event(Event(seq=0, event="raydebug/sessionStarted",
+                                              body={"session": started}))
+        debuggee.end_session("moved")
+        debuggee.stop_at(4, "breakpoint")
+    return run_on
+
+
+def test_a_loops_next_breakpoint_is_shown_as_pdb_shows_it():
+    debuggee, debugger, said = attached()
+    debuggee.on_continue = _next_breakpoint(debuggee)
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert said == [f"> {PATH}(4)f()", "-> return y"]
+    assert debugger.session["id"] == "s2"
+
+
+def test_another_calls_breakpoint_in_the_same_thread_is_said_with_its_header():
+    """A Ray worker's next task (or an actor's next call) came to its breakpoint() before
+    the first call's return was seen: it is another session, and said to be."""
+    debuggee, debugger, said = attached()
+    debugger.session.update(task_id="t1", task_name="first")
+    debuggee.on_continue = _next_breakpoint(debuggee, task_id="t2", task_name="second",
+                                            node_ip="10.0.0.1")
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert said == ["session s2: task second on 10.0.0.1, pid 42",
+                    f"breakpoint() at {PATH}:3", f"> {PATH}(4)f()", "-> return y"]
+
+
+def test_ray_log_markers_are_not_the_debuggees_output():
+    from raydebug.terminal.remote import Remote
+
+    printed: list[str] = []
+    remote = Remote(lambda text, category: printed.append(text))
+    try:
+        for text in (":task_name:second\n", ":actor_name:Trainer\n", ":job_id:01000000\n",
+                     "a line\n:task_name:second\nanother\n", "half :task_name: a line\n"):
+            remote._on_output(Event(seq=0, event="output",
+                                    body={"category": "stdout", "output": text}))
+    finally:
+        remote.close()
+    assert printed == ["a line\nanother\n", "half :task_name: a line\n"]

@@ -8,15 +8,24 @@ user types on an empty line under it). :class:`LocalPdb` says when it sits at it
 :func:`print_above_prompt` then clears the prompt's line, lets the other thread print, and
 draws the prompt again with the text typed so far (readline's line buffer), so the user
 types on where they were.
+
+Ctrl-C at the prompt cancels the line, as in pdb; readline loses one that lands while it is
+busy (about 1 in 8 of a line typed and Ctrl-C at once, on a pty), as it did at the prompt of
+``raydebug attach``: while its prompt waits, the local pdb takes interrupts the same way
+(:mod:`raydebug.terminal.interrupts`), set up for each prompt and put back after it, so that
+the driver runs on with its own signal handling.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pdb
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from ..terminal.interrupts import PromptInterrupts
 
 CLEAR_LINE = "\r\x1b[K"  # to the line's start, erase to its end
 
@@ -25,7 +34,17 @@ _prompting: LocalPdb | None = None  # the pdb waiting at its prompt, if any
 
 
 class LocalPdb(pdb.Pdb):
-    """pdb, telling :func:`print_above_prompt` while it waits for a command."""
+    """pdb, telling :func:`print_above_prompt` while it waits for a command, and taking
+    every Ctrl-C at its prompt."""
+
+    def cmdloop(self, intro: str | None = None) -> None:
+        with _prompt_interrupts(self.stdin) as interrupts:
+            try:
+                super().cmdloop(intro)
+            except KeyboardInterrupt:  # pdb's caller says --KeyboardInterrupt-- and prompts
+                if interrupts is not None:
+                    interrupts.taken()
+                raise
 
     def preloop(self) -> None:
         super().preloop()
@@ -43,6 +62,21 @@ class LocalPdb(pdb.Pdb):
     def postloop(self) -> None:
         _at_prompt(None)
         super().postloop()
+
+
+@contextlib.contextmanager
+def _prompt_interrupts(stdin: Any) -> Iterator[PromptInterrupts | None]:
+    """Ctrl-C never lost while pdb's loop reads commands from the terminal ``stdin`` (None:
+    not a terminal, or the signals are someone else's); put back after it."""
+    interrupts = PromptInterrupts.install() if _is_terminal(stdin) else None
+    if interrupts is None:
+        yield None
+        return
+    try:
+        with interrupts.prompt(stdin.fileno()):
+            yield interrupts
+    finally:
+        interrupts.close()
 
 
 def _at_prompt(shell: LocalPdb | None) -> None:

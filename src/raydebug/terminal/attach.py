@@ -15,18 +15,28 @@ line by line from stdin and echoed, so a piped script reads like a transcript.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import shutil
+import signal
+import struct
 import sys
+import termios
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from .. import state_file
 from ..agent.config import parse_address
 from ..client.hub_api import get_json
-from ..errors import RaydebugError, SessionNotFoundError
+from ..errors import (
+    HubUnreachableError,
+    RaydebugError,
+    RemoteProtocolError,
+    SessionNotFoundError,
+)
 from ..session import SessionState
 from . import commands, render
 from .debugger import Outcome, TerminalDebugger
@@ -89,16 +99,23 @@ class Terminal:
         while self.interactive:
             try:
                 self._prompt = prompt
+                if _eof_typed_ahead(sys.stdin):
+                    raise EOFError
                 with (self._interrupts.prompt(sys.stdin.fileno()) if self._interrupts
                       else contextlib.nullcontext()):
                     return input(prompt)
             except EOFError:
                 self.write("")
                 return None
-            except KeyboardInterrupt:  # as in pdb: a fresh prompt, nothing repeated
+            except KeyboardInterrupt as interrupt:  # as in pdb: a fresh prompt
                 if self._interrupts is not None:
                     self._interrupts.taken()
                 self.write("")
+                if isinstance(interrupt.__context__, EOFError):
+                    # Ctrl-C, then Ctrl-D before Python looked at the signal: readline read
+                    # the end of input, and the interrupt, raised on the way out of the
+                    # prompt, took its place (the Ctrl-D was lost). The last key wins.
+                    return None
             finally:
                 self._prompt = None
         with self._lock:
@@ -209,9 +226,22 @@ class AttachCommand:
         self._end_announced = False  # the session's end was said at the prompt already
 
     def run(self, session_id: str | None) -> int:
+        with _leave_on_terminate():
+            return self._run(session_id)
+
+    def _run(self, session_id: str | None) -> int:
         try:
             while True:
-                session = self._choose(session_id)
+                try:
+                    session = self._choose(session_id)
+                except (HubUnreachableError, RemoteProtocolError):
+                    if not self._visited:
+                        raise  # never reached: the command's error
+                    # Followed to the end: the cluster stopped after its last session
+                    # (a driver's local Ray ends with the driver), taking the hub along.
+                    self.terminal.write(f"the hub at {self.hub} has gone away (it stopped, "
+                                        "or its Ray cluster did): no more breakpoints to follow")
+                    return 0
                 if session is None:
                     return 1
                 outcome = self._debug(session, wanted=session_id is not None)
@@ -276,7 +306,9 @@ class AttachCommand:
         if self.follow and len(self._visited) > 1:
             self.terminal.write(render.switch_banner(len(self._visited),
                                                      self.terminal.width()))
-        remote = Remote(self.terminal.write_output)
+        pid = session.get("pid")
+        remote = Remote(self.terminal.write_output,
+                        process=f"process {pid}" if pid else "the process")
         remote.stops.on_ended = lambda reason: self._announce_end(session, reason)
         try:
             host, port = parse_address(self.hub, "--hub")
@@ -307,7 +339,11 @@ class AttachCommand:
                                         cluster_breakpoints=self._cluster_breakpoints())
             self.terminal.completer = lambda word: complete(debugger, _line_buffer(), word)
             debugger.start()
-            return self._prompt_loop(debugger)
+            try:
+                return self._prompt_loop(debugger)
+            except SystemExit:  # SIGTERM (see _leave_on_terminate): as `q`, quietly
+                debugger.leave_quietly()
+                raise
         finally:
             self.terminal.completer = None
             remote.close()
@@ -354,6 +390,25 @@ class AttachCommand:
                 return outcome
 
 
+@contextlib.contextmanager
+def _leave_on_terminate() -> Iterator[None]:
+    """SIGTERM (``make demo`` ending, a supervisor, ``kill``) leaves as ``q`` does, quietly:
+    the session detached, the terminal put back (Python's default dies at once, leaving it
+    without echo when the prompt had it), exit status 143. Ctrl-C would be a pause."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _not_stopped_yet(session: dict[str, Any]) -> str:
     """Why attaching to ``session`` waits: its thread has not stopped (yet)."""
     where = f" in {session['source']}" if session.get("source") else ""
@@ -361,6 +416,27 @@ def _not_stopped_yet(session: dict[str, Any]) -> str:
     return (f"session {session['id']} has not stopped yet: its thread waits{where}{at}, "
             "and a thread blocked in C stops only when it returns to Python "
             "(Ctrl-C stops waiting; the process runs on)")
+
+
+def _eof_typed_ahead(stdin: Any) -> bool:
+    """Whether a Ctrl-D waits on the terminal ``stdin``, typed while it was in line mode
+    between two prompts (just after a Ctrl-C); taken if so.
+
+    In line mode the terminal keeps that Ctrl-D as a mark (readable, no byte: a read
+    returns nothing); readline, which reads key by key, finds no key in it and waits on:
+    the Ctrl-D was lost. Only the mark is taken: anything typed ahead stays for readline."""
+    try:
+        fd = stdin.fileno()
+        if not termios.tcgetattr(fd)[3] & termios.ICANON:
+            return False
+        if not select.select([fd], [], [], 0)[0]:  # in line mode: a whole line, or an end
+            return False
+        waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        if waiting:
+            return False  # a line typed ahead: readline reads it
+        return os.read(fd, 1) == b""  # the mark, taken
+    except (OSError, ValueError, struct.error):
+        return False
 
 
 def _line_buffer() -> str:

@@ -59,6 +59,9 @@ class DebuggerContext:
     # The session's own function, as far as the stacks seen tell (running._session_function).
     _session_depth: int | None = None
     _session_frame_name: str = ""
+    # A session of another call took over this thread (running._adopt_new_session): its
+    # header goes before its stop.
+    _new_call: dict[str, Any] | None = None
 
     # -- the current frame ------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ Measured: a line typed and Ctrl-C at once (a pty, load ~6 on 2 cores), lost 2 ti
 So while a prompt waits for a line, :class:`PromptInterrupts` keeps the terminal from
 flushing at Ctrl-C (``NOFLSH``: readline reads every key it was told of, and discards the
 line itself), and has Python's signal handler also write each signal's number to a pipe
-(``signal.set_wakeup_fd``). A watcher thread that reads SIGINT from it nudges the main
+(``signal.set_wakeup_fd``). A watcher thread that reads SIGINT (or SIGTERM, which
+``raydebug attach`` turns into a quiet exit) from it nudges the main
 thread with :data:`NUDGE`, whose handler does nothing, until the prompt has taken the
 interrupt (or stopped waiting): the nudge fails the ``select()`` with ``EINTR``, readline
 looks at the signals, and ``input()`` raises the ``KeyboardInterrupt`` that was waiting. A
@@ -99,9 +100,13 @@ class PromptInterrupts:
     def close(self) -> None:
         """Put back what :meth:`install` replaced (on the main thread); the watcher ends."""
         signal.set_wakeup_fd(self._previous_wakeup)
-        signal.signal(NUDGE, self._previous_nudge)
+        with self._lock:
+            self._waiting = False  # a nudging watcher stops
         os.close(self._write_fd)  # the watcher reads end of file, and ends
-        self._watcher.join(1.0)
+        # Only then the nudge's handler goes: a nudge sent after it would meet SIGUSR1's
+        # default action, which ends the process.
+        self._watcher.join(NUDGE_FOR + 1.0)
+        signal.signal(NUDGE, self._previous_nudge)
 
     def _watch(self) -> None:
         try:
@@ -109,7 +114,7 @@ class PromptInterrupts:
                 data = os.read(self._read_fd, 64)
                 if not data:
                     return
-                if signal.SIGINT in data:
+                if signal.SIGINT in data or signal.SIGTERM in data:  # (see attach)
                     self._nudge_until_taken()
         except OSError:
             return

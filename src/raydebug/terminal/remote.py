@@ -55,6 +55,10 @@ class SessionEnd:
 PYDEVD_NOISE = {
     "Frame skipped from debugging during step-in.": "",
 }
+# Lines a Ray worker writes to its own stdout and stderr for Ray's log monitor, which strips
+# them (ray._private.ray_constants.LOG_PREFIX_*): a worker says ":task_name:f" as each task
+# starts, which the terminal showed twice as the next task of a reused worker began.
+RAY_LOG_MARKERS = (":task_name:", ":actor_name:", ":job_id:")
 
 
 @dataclass
@@ -185,9 +189,11 @@ class Remote:
     """One DAP connection through the hub to one process. Every method blocks (bounded);
     a dropped connection ends the session (:attr:`stops.ended`)."""
 
-    def __init__(self, write_output: Callable[[str, str], None]) -> None:
+    def __init__(self, write_output: Callable[[str, str], None],
+                 process: str = "the process") -> None:
         self.stops = Stops()
         self._write_output = write_output
+        self._process = process  # how the ends of the session name it ("process 1234")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="raydebug-dap",
                                         daemon=True)
@@ -205,14 +211,19 @@ class Remote:
         self._client = client = self.call(DapClient.connect(host, port))
         client.listeners.update(
             continued=self.stops.on_continued,
-            output=self._on_output, terminated=lambda e: self.stops.on_end("the process has ended"),
-            exited=lambda e: self.stops.on_end("the process exited"),
+            output=self._on_output, terminated=lambda e: self.stops.on_end(self._ended()),
+            exited=lambda e: self.stops.on_end(self._ended(e.body.get("exitCode"))),
             # Not needed here; listening keeps them from piling up in the client's queue.
             thread=_ignore, module=_ignore, process=_ignore, loadedSource=_ignore,
             breakpoint=_ignore)
         client.listeners["raydebug/sessionStarted"] = self.stops.on_session_event
         client.listeners["raydebug/sessionEnded"] = self.stops.on_session_event
-        client.on_close = lambda reason: self.stops.on_end(f"connection closed ({reason})")
+        # A process that ends is said first (`terminated`): the hub itself closes a client's
+        # connection as it exits, and a Ray cluster that stops (`ray stop`, the end of a
+        # driver's local Ray) takes its hub, and its workers, along.
+        client.on_close = lambda reason: self.stops.on_end(
+            f"the hub at {host}:{port} closed the connection (the hub stopped, or its Ray "
+            f"cluster did); the session is over")
         self.capabilities = self.call(client.initialize())
 
     def attach(self, session_id: str, client_token: str | None,
@@ -251,6 +262,12 @@ class Remote:
         for event in client.events("stopped"):
             self.stops.on_stopped(event)
         client.listeners["stopped"] = self.stops.on_stopped
+
+    def _ended(self, exit_code: object = None) -> str:
+        """Why the session ended, when the hub says its process did (DAP ``terminated``,
+        or ``exited`` with the exit status)."""
+        status = f" with status {exit_code}" if isinstance(exit_code, int) and exit_code else ""
+        return f"{self._process} has ended{status}"
 
     @property
     def client(self) -> DapClient:
@@ -320,7 +337,7 @@ class Remote:
         category = str(event.body.get("category", "console"))
         if category == "telemetry":
             return
-        text = str(event.body.get("output", ""))
+        text = _without_ray_markers(str(event.body.get("output", "")))
         for noise, instead in PYDEVD_NOISE.items():
             if text.startswith(noise):
                 text = instead
@@ -335,3 +352,11 @@ class Remote:
 
 def _ignore(event: Event) -> None:
     pass
+
+
+def _without_ray_markers(text: str) -> str:
+    """``text`` without its whole lines that are Ray's log markers."""
+    if ":" not in text:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not (line.startswith(RAY_LOG_MARKERS) and line.endswith("\n")))

@@ -170,6 +170,7 @@ class RunningCommands(DebuggerContext):
             # and so does the session it runs and ends.
             names = {t["id"]: t.get("name", "") for t in self.remote.request("threads")["threads"]}
             self._take_session_of(str(names.get(event.thread_id, "")))
+        self._announce_new_call()
         if show:
             self._on_stop(event)
         else:
@@ -187,14 +188,24 @@ class RunningCommands(DebuggerContext):
         return any(t["id"] == self.thread_id and t.get("name") == thread_name for t in threads)
 
     def _adopt_new_session(self) -> None:
-        """After a stop: the session of this thread may be a new one (a breakpoint() hit
-        again in a loop); say nothing, but name it right from now on."""
+        """After a stop: the session of this thread may be a new one; name it right from now
+        on. Said only when it is another call's (see :func:`_another_call`): the header
+        goes before its stop (a loop's next breakpoint() is the same call, said as pdb
+        says it)."""
         for started in self.remote.stops.started:
             if started.get("thread") == self.session.get("thread") and \
                     started.get("id") != self.session.get("id"):
+                if _another_call(self.session, started):
+                    self._new_call = started
                 self.session = started
                 self._session_depth = None
         self.remote.stops.started.clear()
+
+    def _announce_new_call(self) -> None:
+        if self._new_call is not None and self._new_call is self.session:
+            for line in render.session_header(self.session):
+                self.write(line)
+        self._new_call = None
 
     def _session_function(self) -> str:
         """The function the session paused in: the oldest frame it has stopped in, as far
@@ -236,3 +247,12 @@ class RunningCommands(DebuggerContext):
                    + (f": session {session.get('id')}" if session else ""))
         self._show_stop()
         return Outcome.STOPPED
+
+
+def _another_call(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether session ``new`` of the same thread paused in another call than ``old``: a
+    Ray task of its own (a reused worker's next task, an actor's next call: stepping off
+    the end of one led into it), else another function."""
+    if old.get("task_id") or new.get("task_id"):
+        return bool(old.get("task_id") != new.get("task_id"))
+    return (old.get("file"), old.get("function")) != (new.get("file"), new.get("function"))

@@ -109,6 +109,10 @@ class SessionCommands(DebuggerContext):
         self._detach("detached")
         return Outcome.QUIT
 
+    def leave_quietly(self) -> None:
+        """Detach, saying nothing (``raydebug attach`` was told to end: SIGTERM)."""
+        self._detach(None)
+
     def do_kill(self, arg: str) -> Outcome:
         if not self.remote.capabilities.get("supportTerminateDebuggee"):
             raise CommandError("this hub does not terminate debuggees (start it with "
