@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from raydebug.agent import discovery
 from raydebug.agent.config import AgentConfig
 from raydebug.agent.discovery import HubAddress
@@ -205,9 +207,13 @@ class ClusterDiscovery:
 
     def __init__(self) -> None:
         self.starts: list[bool] = []
+        self.left = False
 
     def in_cluster(self) -> bool:
         return True
+
+    def left_cluster(self) -> bool:
+        return self.left
 
     def find_hub(self, stale: object = None, start: bool = True) -> HubAddress:
         self.starts.append(start)
@@ -239,5 +245,33 @@ def test_after_the_hub_says_goodbye_the_link_only_looks_for_a_hub():
         hub.drop()
         registered(hub)
         assert cluster.starts == [True, False, True]  # connected since: a hub was there
+    finally:
+        discovery.install(previous)
+
+
+def test_a_process_that_left_its_cluster_says_nothing_of_the_hub_it_took_down(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A Ray driver after ray.shutdown(): its cluster's hub goes with the cluster, and the
+    link's "lost the connection ... reconnecting" and "cannot ask the Ray cluster" were the
+    last words of every local-Ray driver (make demo's too). It keeps trying, quietly."""
+    cluster = ClusterDiscovery()
+    previous = discovery.installed()
+    discovery.install(cluster)
+    try:
+        hub = MemoryHub()
+        config = AgentConfig(hub_host=None, hub_port=0, token=TOKEN, wait_timeout=None)
+        HubLink(config, Handler(), dial=hub.dial, retry_delays=(0.01,),
+                stable_after=0.0).start()
+        registered(hub)
+        cluster.left = True
+        hub.drop()
+        registered(hub)  # it reconnects when it can
+        hub.drop()
+        registered(hub)
+        assert "lost the connection" not in capfd.readouterr().err
+        cluster.left = False
+        hub.drop()
+        registered(hub)
+        assert "lost the connection" in capfd.readouterr().err  # a member: it is news
     finally:
         discovery.install(previous)

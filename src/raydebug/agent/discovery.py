@@ -56,6 +56,11 @@ class HubDiscovery(Protocol):
         """This process's identities in its cluster, among :data:`RAY_FIELDS` (a field
         that does not apply is absent or None); ``{}`` outside any cluster."""
 
+    def left_cluster(self) -> bool:
+        """Whether this process has left its cluster (a Ray driver after
+        ``ray.shutdown()``): a hub lost or unreachable then is the cluster's going, not
+        news; the link keeps trying quietly (the process may join again)."""
+
 
 class LocalDiscovery:
     """No cluster to ask: the identities a Ray task passed to the process it started."""
@@ -69,6 +74,9 @@ class LocalDiscovery:
     def process_identity(self) -> dict[str, Any]:
         inherited = inherited_task()
         return {name: inherited[name] for name in RAY_FIELDS if name in inherited}
+
+    def left_cluster(self) -> bool:
+        return False
 
 
 def inherited_task() -> dict[str, Any]:

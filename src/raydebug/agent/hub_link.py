@@ -249,7 +249,8 @@ class HubLink:
             sock, leftover = self.handshake(ROLE_CONTROL, process=process_info())
         except RaydebugError as error:
             first = not self.attempted.is_set()
-            quiet = (first and self.pause_reports_first_error) or self._hub_closed
+            quiet = ((first and self.pause_reports_first_error) or self._hub_closed
+                     or discovery.installed().left_cluster())
             if str(error) != self.last_error and not quiet:  # closed: it said goodbye
                 say(f"{error}; retrying in the background (pid {os.getpid()})")
             self.last_error = str(error)
@@ -432,7 +433,9 @@ class HubLink:
         self._selector.unregister(self._control)
         self._control.close()
         self._control = None
-        if not self._hub_closed:  # else it said goodbye (HubClosing): nothing was lost
+        # Not when it said goodbye (HubClosing), nor when this process left its cluster
+        # (ray.shutdown() took the cluster's hub with it): nothing was lost.
+        if not self._hub_closed and not discovery.installed().left_cluster():
             say(f"lost the connection to the hub at {self.hub_address}; reconnecting")
         self.last_error = "lost"
 

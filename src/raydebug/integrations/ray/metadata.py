@@ -26,6 +26,12 @@ def in_ray_worker() -> bool:
     return os.getpid() == _ray_pid and bool(ray.is_initialized())
 
 
+def left_ray() -> bool:
+    """A Ray worker or driver that is no longer connected (``ray.shutdown()``, or its
+    cluster stopped); not a fork child of one."""
+    return os.getpid() == _ray_pid and not ray.is_initialized()
+
+
 IDLE_TITLES = ("IDLE", "IDLE_SPILL_WORKER", "IDLE_RESTORE_WORKER")
 
 

@@ -26,7 +26,7 @@ from ...agent.discovery import HubAddress, LocalDiscovery
 from ...errors import HubUnreachableError, RaydebugError
 from .children import watch_children
 from .hub_actor import find_or_start_hub
-from .metadata import current_activity, in_ray_worker, live_identity, session_fields
+from .metadata import current_activity, in_ray_worker, left_ray, live_identity, session_fields
 
 LIVE_IN_RAY = "ray"  # RAYDEBUG_LIVE in a job's workers: the setup hook links them, not the .pth
 
@@ -154,6 +154,9 @@ class RayDiscovery:
         if in_ray_worker():
             return session_fields()
         return LocalDiscovery().process_identity()
+
+    def left_cluster(self) -> bool:
+        return left_ray()
 
     def current_activity(self) -> dict[str, Any]:
         """What this worker runs now (see :func:`.metadata.current_activity`)."""
