@@ -64,11 +64,14 @@ def session_fields(frame: FrameType | None = None) -> dict[str, Any]:
     """Ray's identities of the current task, for the session record (None where n/a)."""
     context = ray.get_runtime_context()
     worker = ray._private.worker.global_worker
-    task_id = _safe(context.get_task_id)
+    # A driver runs no task, and Ray logs a warning at each ask of its task (the user's
+    # driver output would carry two per session or registration).
+    in_task = worker.mode == ray._private.worker.WORKER_MODE  # type: ignore[attr-defined]
+    task_id = _safe(context.get_task_id) if in_task else None
     fields: dict[str, Any] = {
         "job_id": _safe(context.get_job_id),
         "task_id": task_id,
-        "task_name": _safe(context.get_task_name),
+        "task_name": _safe(context.get_task_name) if in_task else None,
         "actor_id": _safe(context.get_actor_id),
         "actor_class": None,
         "node_id": _safe(context.get_node_id),
