@@ -91,7 +91,11 @@ def test_break_list_clear(hub: HubProcess, tmp_path: Path):
     listed = raydebug(hub, "--list")
     assert "[verified] (terminal)" in listed.stdout, listed
     cleared = raydebug(hub, "--clear")
-    assert cleared.stdout.strip() == "no cluster breakpoints", cleared
+    assert cleared.stdout.splitlines() == [  # what went: "no cluster breakpoints" read as none
+        "cleared 1 breakpoint set from the terminal:",
+        f"  {script}:{line} log 'step {{i}} on {{RANK}}'  [verified] (terminal)"], cleared
+    again = raydebug(hub, "--clear")
+    assert again.stdout.strip() == "cleared 0 breakpoints set from the terminal", again
     for proc in procs:
         out, err = proc.communicate("\n", timeout=TIMEOUT)
         assert out.split() == ["armed", "False", "None"], err[-2000:]

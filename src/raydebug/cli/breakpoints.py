@@ -114,7 +114,10 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
     if as_list:
         answer = get_json(address, "/api/breakpoints", token=client_token)
     elif clear:
+        before = get_json(address, "/api/breakpoints", token=client_token)
         answer = post_json(address, "/api/breakpoints", {"clear": True}, token=client_token)
+        cleared = [b for b in before.get("breakpoints") or []
+                   if b.get("client") == TERMINAL_CLIENT]
     else:
         path, line, condition = parse_spec(spec)
         body: dict[str, Any] = {"path": path, "line": line}
@@ -131,6 +134,14 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
                     and b.get("path") == path]
     if as_json:
         click.echo(json.dumps(answer, indent=2))
+        return
+    if clear:  # what went, then what is left (an IDE's)
+        click.echo(f"cleared {len(cleared)} breakpoint{'s' if len(cleared) != 1 else ''} "
+                   "set from the terminal" + (":" if cleared else ""))
+        for entry in cleared:
+            click.echo(f"  {format_breakpoints([entry])}")
+        if left := answer.get("breakpoints"):
+            click.echo(f"left: {format_breakpoints(left)}")
         return
     click.echo(format_breakpoints(answer.get("breakpoints") or []))
     if spec and replaced:  # one breakpoint a line, as in an IDE: say what went
