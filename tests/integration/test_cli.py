@@ -141,6 +141,10 @@ def test_finding_a_ray_cluster_is_bounded_and_says_why():
     assert time.monotonic() - started < 10 and refused.returncode == 1
     assert f"raydebug: no Ray cluster answers at {nothing} (connection refused)" in \
         refused.stderr, refused.stderr
+    malformed = raydebug("list", RAY_ADDRESS="127.0.0.1:")  # was: invalid literal for int()
+    assert malformed.returncode == 1 and malformed.stderr == (
+        "raydebug: '127.0.0.1:' is not a Ray cluster's address: give HOST:PORT of its GCS "
+        "(what `ray start --head` printed)\n"), malformed.stderr
     with socket.socket() as silent:  # accepts connections, never speaks: not a GCS
         silent.bind(("127.0.0.1", 0))
         silent.listen()

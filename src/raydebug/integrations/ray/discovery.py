@@ -23,7 +23,7 @@ import ray
 
 from ...agent.config import parse_address
 from ...agent.discovery import HubAddress
-from ...errors import HubUnreachableError, hub_unreachable
+from ...errors import ConfigurationError, HubUnreachableError, hub_unreachable
 
 KV_NAMESPACE = b"raydebug"
 KV_HUB_KEY = b"hub"
@@ -174,6 +174,10 @@ def connect_kv(address: str | None) -> str:
     if ray.is_initialized() or internal_kv._internal_kv_initialized():
         return address or "auto"
     gcs_address = find_gcs_address(address)
+    host, _, port = gcs_address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigurationError(f"{gcs_address!r} is not a Ray cluster's address: give "
+                                 "HOST:PORT of its GCS (what `ray start --head` printed)")
     try:
         _probe(gcs_address, timeout=3.0)
     except (OSError, ValueError) as error:
