@@ -37,8 +37,8 @@ from ..session import ProcessState
 from .registry import Process, Registry
 
 DEFAULT_TIMEOUT = 2.0
-ACTIVITY_TIMEOUT = 0.15  # for what Ray processes run now, in a listing (then: last answers)
-MIN_ACTIVITY_WAIT = 0.05  # of it, left to read answers however long asking took
+ACTIVITY_TIMEOUT = 0.1  # for what Ray processes run now, in a listing (then: last answers)
+MIN_ACTIVITY_WAIT = 0.03  # of it, left to read answers however long asking took
 ASK_CHUNK = 256  # listing questions written per loop turn (the answers are read between)
 REASK_AFTER = 5.0  # seconds: a listing question unanswered this long is asked again
 MAX_TIMEOUT = 30.0
