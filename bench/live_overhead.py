@@ -49,6 +49,11 @@ from ray_bench import median_ci
 
 ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 MODES = ("plain", "off", "live")
+# A worker's start end to end, in turn (the setup hook's own time is hook_ms): the actor's
+# creation to the worker's exec (Ray leases, the runtime env, the spawn), exec to the hook
+# (the interpreter, Ray's imports, the worker's connect), the hook's end to the answer
+# (__init__ and the first call), and the answer's way back to the driver.
+PHASES = ("create_to_exec_ms", "exec_to_hook_ms", "hook_to_answer_ms", "answer_to_driver_ms")
 
 DRIVER = """
 import json, os, statistics, sys, time
@@ -144,6 +149,7 @@ def timed_hook(mode=mode):
     # raydebug's own setup hook (none in plain), timed on the worker's main thread, and in
     # it the live link's part: the ids it reads and start_live_link
     import json, os, time
+    began = time.time()
     start = time.perf_counter()
     live_part = [0.0]
     if mode != "plain":
@@ -163,7 +169,8 @@ def timed_hook(mode=mode):
         worker_hooks.live_identity = timed(worker_hooks.live_identity)
         setup_worker()
     os.environ["BENCH_HOOK"] = json.dumps({"ms": (time.perf_counter() - start) * 1000,
-                                           "live_ms": live_part[0], "end": time.time()})
+                                           "live_ms": live_part[0], "end": time.time(),
+                                           "began": began})
 
 
 env["worker_process_setup_hook"] = timed_hook
@@ -177,6 +184,15 @@ def link_cpu_ms():
             with open(f"/proc/self/task/{thread.native_id}/schedstat") as handle:
                 return int(handle.read().split()[0]) / 1e6
     return 0.0
+
+
+def exec_time():
+    # when this process was exec'd (epoch; /proc's clock ticks: 10 ms steps)
+    with open("/proc/stat") as handle:
+        boot = next(int(line.split()[1]) for line in handle if line.startswith("btime"))
+    with open("/proc/self/stat") as handle:
+        ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def process_cpu_ms():
@@ -202,15 +218,23 @@ class Probe:
         return {"hook_ms": hook["ms"], "live_part_ms": hook["live_ms"],
                 "hook_to_ready_ms": (self.ready - hook["end"]) * 1000,
                 "link_cpu_at_ready_ms": self.link_cpu,
-                "cpu_at_answer_ms": process_cpu_ms(), "link_cpu_at_answer_ms": link_cpu_ms()}
+                "cpu_at_answer_ms": process_cpu_ms(), "link_cpu_at_answer_ms": link_cpu_ms(),
+                "exec": exec_time(), "hook_began": hook["began"], "hook_end": hook["end"],
+                "answered": time.time()}
 
 
 print("READY", flush=True)
 for _ in sys.stdin:
-    start = time.perf_counter()
+    start, created = time.perf_counter(), time.time()
     probe = Probe.remote()
     found = ray.get(probe.report.remote())
     found["start_ms"] = (time.perf_counter() - start) * 1000
+    # where the time goes, on the epoch clock that the worker shares
+    found["create_to_exec_ms"] = (found.pop("exec") - created) * 1000
+    found["exec_to_hook_ms"] = (found.pop("hook_began") - created) * 1000 - found[
+        "create_to_exec_ms"]
+    found["hook_to_answer_ms"] = (found["answered"] - found.pop("hook_end")) * 1000
+    found["answer_to_driver_ms"] = (time.time() - found.pop("answered")) * 1000
     ray.kill(probe)
     print("START", json.dumps(found), flush=True)
 """
@@ -275,6 +299,11 @@ def interleaved_starts(cluster: Any, rounds: int) -> dict[str, Any]:
         "cpu_at_answer_extra_ms_live_vs_off": paired(series("live", "cpu_at_answer_ms"),
                                                      series("off", "cpu_at_answer_ms")),
         "link_cpu_at_answer_ms": median_ci(series("live", "link_cpu_at_answer_ms")),
+        "phases_ms": {phase: {mode: median_ci(series(mode, phase)) for mode in MODES}
+                      for phase in PHASES},
+        "phases_extra_ms_live_vs_off": {phase: paired(series("live", phase),
+                                                      series("off", phase))
+                                        for phase in PHASES},
     }
 
 
@@ -301,21 +330,31 @@ def plain_process_start(rounds: int) -> dict[str, Any]:
             "extra_ms": paired(times["live"], times["none"])}
 
 
+def local_cluster(keep_idle_workers: bool) -> Any:
+    """A one-node ``ray.cluster_utils.Cluster`` on loopback with 2 CPUs."""
+    from ray.cluster_utils import Cluster
+
+    config = {"num_workers_soft_limit": int(
+        ray_bench.KEEP_IDLE_WORKERS["RAY_num_workers_soft_limit"])} if keep_idle_workers else {}
+    return Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": False,
+        "_system_config": config})
+
+
 def run(tasks: int, pairs: int, actors: int, idle_seconds: float, starts: int = 20,
         only_start: bool = False) -> dict[str, Any]:
     os.environ.update(ENV)
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": False,
-        "_system_config": {"num_workers_soft_limit": int(
-            ray_bench.KEEP_IDLE_WORKERS["RAY_num_workers_soft_limit"])}})
+    cluster = local_cluster(keep_idle_workers=False)  # worker starts as Ray makes them
     try:
         started = {"worker_start": interleaved_starts(cluster, starts),
                    "plain_process_start": plain_process_start(starts),
                    "link_start_ms": link_start_ms()}
-        if only_start:
-            return started
+    finally:
+        cluster.shutdown()
+    if only_start:
+        return started
+    cluster = local_cluster(keep_idle_workers=True)  # see ray_bench.KEEP_IDLE_WORKERS
+    try:
         script = Path(tempfile.mkdtemp(prefix="live-bench")) / "live_driver.py"
         script.write_text(DRIVER)
         flow = ray_bench.interleaved_throughput(cluster.address, MODES, pairs, tasks)
@@ -392,6 +431,14 @@ def main() -> None:
                   args.only_start)
     print(json.dumps(results, indent=2))
     print(start_table(results))
+    if "throughput" in results:
+        flow = results["throughput"]
+        for mode in MODES[1:]:
+            wall, cpu = flow[f"{mode}_vs_plain"], flow[f"{mode}_vs_plain_cpu"]
+            print(f"throughput {mode} / plain ({flow['pairs']} x {flow['tasks']} tasks, "
+                  f"paired): {wall['median']:.3f} [{wall['ci_low']:.3f}, "
+                  f"{wall['ci_high']:.3f}], CPU {cpu['median']:.3f} [{cpu['ci_low']:.3f}, "
+                  f"{cpu['ci_high']:.3f}]")
 
 
 def start_table(results: dict[str, Any]) -> str:
@@ -425,6 +472,11 @@ def start_table(results: dict[str, Any]) -> str:
         ("  in it: the link thread's", ms(start["link_cpu_at_answer_ms"]), "-"),
         ("  worker CPU plain / off / live",
          " / ".join(ms(start["cpu_at_answer_ms"][m]) for m in MODES), "-"),
+        ("end to end by phase, live - off (plain / off / live)", "", "-"),
+        *((f"  {phase.removesuffix('_ms').replace('_', ' ')}",
+           f"{ci(start['phases_extra_ms_live_vs_off'][phase])} "
+           f"({' / '.join(ms(start['phases_ms'][phase][m]) for m in MODES)})", "-")
+          for phase in PHASES),
         ("start_live_link on the caller's thread", f"{results['link_start_ms']:.1f} ms", "-"),
         ("python -c pass: RAYDEBUG_LIVE=1 - none", ci(plain["extra_ms"]), "-"),
     ]

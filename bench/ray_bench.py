@@ -351,7 +351,7 @@ def bracketed(first: list[float], other: list[float]) -> list[float]:
 
 
 # Many short rounds: the noise of a round is the machine's load of that moment, which the
-# bracketing cancels better the shorter the round; 600 x 20 takes ~70 s (load ~8 on 2 cores)
+# bracketing cancels better the shorter the round; 600 x 20 takes 80-90 s (load 5-15, 2 cores)
 # and bounds the ratio to ~+-3% there, its CPU to ~+-1.5%.
 ROUND_TASKS = 20
 ROUND_PAIRS = 600
@@ -362,9 +362,9 @@ def throughput(cluster: LocalRay, pairs: int = ROUND_PAIRS,
     """Tasks per second with raydebug enabled (live link on, no breakpoint hit) vs plain
     Ray: :func:`interleaved_throughput`, ``ratio`` its median with ``ci_low``/``ci_high``."""
     found = interleaved_throughput(cluster.gcs, ("plain", "live"), pairs, tasks)
-    ratio = found.pop("live_vs_plain")
+    ratio, cpu = found.pop("live_vs_plain"), found.pop("live_vs_plain_cpu")
     return {**found, "ratio": ratio["median"], "ci_low": ratio["ci_low"],
-            "ci_high": ratio["ci_high"], "cpu": found.pop("live_vs_plain_cpu")}
+            "ci_high": ratio["ci_high"], "cpu": cpu}
 
 
 def run(requests: int = 200, steps: int = 100, rounds: int = 3) -> dict[str, Any]:
