@@ -187,12 +187,12 @@ def link_cpu_ms():
 
 
 def exec_time():
-    # when this process was exec'd (epoch; /proc's clock ticks: 10 ms steps)
-    with open("/proc/stat") as handle:
-        boot = next(int(line.split()[1]) for line in handle if line.startswith("btime"))
+    # when this process was exec'd (epoch; /proc's clock ticks since boot: 10 ms steps;
+    # /proc/stat's btime is whole seconds, so the age is taken on CLOCK_BOOTTIME)
     with open("/proc/self/stat") as handle:
         ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
+    age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - age
 
 
 def process_cpu_ms():

@@ -352,7 +352,8 @@ def bracketed(first: list[float], other: list[float]) -> list[float]:
 
 # Many short rounds: the noise of a round is the machine's load of that moment, which the
 # bracketing cancels better the shorter the round; 600 x 20 takes 80-90 s (load 5-15, 2 cores)
-# and bounds the ratio to ~+-3% there, its CPU to ~+-1.5%.
+# and bounds the ratio to ~+-3% there, its CPU to ~+-1.5%; the wall ratio also moves ~+-3%
+# from run to run (which workers a job got), the CPU's does not (docs/design.md#live-link).
 ROUND_TASKS = 20
 ROUND_PAIRS = 600
 
