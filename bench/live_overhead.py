@@ -3,9 +3,11 @@
 Three modes in one run on one local Ray (``ray.cluster_utils.Cluster`` on loopback, 2 CPUs):
 ``plain`` (no raydebug), ``off`` (``raydebug.runtime_env()`` with ``RAYDEBUG_LIVE=0``: the
 setup hook only) and ``live`` (the default: every worker linked to the hub from its start).
-Throughput runs alternate (plain, off, live, live, off, plain, ...) so that a drift of the
-machine favours no mode; each figure is a median. RSS and CPU are read from /proc of idle
-actors' workers, linked and waiting in select().
+Throughput is ``ray_bench.interleaved_throughput``: one driver per mode on the cluster at
+once, short rounds of no-op tasks in turn (plain, off, live, live, off, plain, ...), the
+median of the per-round ratios against plain with a bootstrap 95% interval, for the wall
+time and for the CPU of each job's driver and workers. RSS and CPU are read from /proc of
+idle actors' workers, linked and waiting in select().
 
 Worker start (an actor's creation to its first answer: every actor is a new worker process)
 takes 1-2 s on a loaded 2-core machine, ±0.3 s, so a difference of 10 ms between modes
@@ -24,7 +26,7 @@ cannot be seen in a few medians. It is measured twice:
 And a plain process's start with ``RAYDEBUG_LIVE=1`` (the startup ``.pth``, a real hub)
 against none, interleaved the same way: ``python -c pass`` end to end.
 
-    .venv/bin/python bench/live_overhead.py [--tasks 2000] [--repeats 3] [--actors 6]
+    .venv/bin/python bench/live_overhead.py [--tasks 20] [--pairs 400] [--actors 6]
         [--starts 20] [--only-start]
 """
 
@@ -33,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -42,24 +43,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ray_bench
+from ray_bench import median_ci
+
 ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 MODES = ("plain", "off", "live")
+# A worker's start end to end, in turn (the setup hook's own time is hook_ms): the actor's
+# creation to the worker's exec (Ray leases, the runtime env, the spawn), exec to the hook
+# (the interpreter, Ray's imports, the worker's connect), the hook's end to the answer
+# (__init__ and the first call), and the answer's way back to the driver.
+PHASES = ("create_to_exec_ms", "exec_to_hook_ms", "hook_to_answer_ms", "answer_to_driver_ms")
 
 DRIVER = """
 import json, os, statistics, sys, time
 import ray
 
-mode, address, tasks, actors = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+mode, address, actors = sys.argv[1], sys.argv[2], int(sys.argv[3])
 env = {}
 if mode != "plain":
     os.environ["RAYDEBUG_LIVE"] = "1" if mode == "live" else "0"
     import raydebug
     env = raydebug.runtime_env()
 ray.init(address=address, runtime_env=env, logging_level="ERROR", log_to_driver=False)
-
-@ray.remote(num_cpus=1)  # one worker per CPU, as a real job would
-def noop(i):
-    return sum(range(1000)) + i
 
 @ray.remote(num_cpus=0)
 class Idle:
@@ -78,27 +84,19 @@ class Idle:
         return None
 
 result = {}
-if tasks:
-    ray.get([noop.remote(i) for i in range(tasks // 4)])  # warm the worker pool up
+starts, handles = [], []
+for _ in range(actors):  # one at a time: each start measured alone
     start = time.perf_counter()
-    ray.get([noop.remote(i) for i in range(tasks)])
-    result["seconds"] = time.perf_counter() - start
-if actors:
-    starts, handles = [], []
-    for _ in range(actors):  # one at a time: each start measured alone
-        start = time.perf_counter()
-        handle = Idle.remote()
-        pid = ray.get(handle.pid.remote())
-        starts.append(time.perf_counter() - start)
-        handles.append((handle, pid))
-    result["start_seconds"] = starts
-    result["pids"] = [pid for _, pid in handles]
-    time.sleep(2.0)  # the links connect
-    result["link_cpu"] = ray.get([handle.link_cpu.remote() for handle, _ in handles])
-    print("RESULT", json.dumps(result), flush=True)
-    sys.stdin.readline()  # the bench reads RSS and CPU of the idle workers meanwhile
-else:
-    print("RESULT", json.dumps(result), flush=True)
+    handle = Idle.remote()
+    pid = ray.get(handle.pid.remote())
+    starts.append(time.perf_counter() - start)
+    handles.append((handle, pid))
+result["start_seconds"] = starts
+result["pids"] = [pid for _, pid in handles]
+time.sleep(2.0)  # the links connect
+result["link_cpu"] = ray.get([handle.link_cpu.remote() for handle, _ in handles])
+print("RESULT", json.dumps(result), flush=True)
+sys.stdin.readline()  # the bench reads RSS and CPU of the idle workers meanwhile
 """
 
 
@@ -114,9 +112,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def drive(script: Path, mode: str, cluster: Any, tasks: int,
+def drive(script: Path, mode: str, cluster: Any,
           actors: int) -> tuple[subprocess.Popen[str], dict[str, Any]]:
-    proc = subprocess.Popen([sys.executable, str(script), mode, cluster.address, str(tasks),
+    proc = subprocess.Popen([sys.executable, str(script), mode, cluster.address,
                              str(actors)], env={**os.environ, **ENV}, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -151,6 +149,7 @@ def timed_hook(mode=mode):
     # raydebug's own setup hook (none in plain), timed on the worker's main thread, and in
     # it the live link's part: the ids it reads and start_live_link
     import json, os, time
+    began = time.time()
     start = time.perf_counter()
     live_part = [0.0]
     if mode != "plain":
@@ -170,7 +169,8 @@ def timed_hook(mode=mode):
         worker_hooks.live_identity = timed(worker_hooks.live_identity)
         setup_worker()
     os.environ["BENCH_HOOK"] = json.dumps({"ms": (time.perf_counter() - start) * 1000,
-                                           "live_ms": live_part[0], "end": time.time()})
+                                           "live_ms": live_part[0], "end": time.time(),
+                                           "began": began})
 
 
 env["worker_process_setup_hook"] = timed_hook
@@ -186,6 +186,27 @@ def link_cpu_ms():
     return 0.0
 
 
+def exec_time():
+    # when this process was exec'd (epoch; /proc's clock ticks since boot: 10 ms steps;
+    # /proc/stat's btime is whole seconds, so the age is taken on CLOCK_BOOTTIME)
+    with open("/proc/self/stat") as handle:
+        ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+    age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - age
+
+
+def process_cpu_ms():
+    # every thread of this worker so far: Ray's, the link thread, the main thread
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as handle:
+                total += int(handle.read().split()[0])
+        except OSError:
+            pass
+    return total / 1e6
+
+
 @ray.remote(num_cpus=0)
 class Probe:
     def __init__(self):
@@ -196,27 +217,27 @@ class Probe:
         hook = json.loads(os.environ["BENCH_HOOK"])
         return {"hook_ms": hook["ms"], "live_part_ms": hook["live_ms"],
                 "hook_to_ready_ms": (self.ready - hook["end"]) * 1000,
-                "link_cpu_at_ready_ms": self.link_cpu}
+                "link_cpu_at_ready_ms": self.link_cpu,
+                "cpu_at_answer_ms": process_cpu_ms(), "link_cpu_at_answer_ms": link_cpu_ms(),
+                "exec": exec_time(), "hook_began": hook["began"], "hook_end": hook["end"],
+                "answered": time.time()}
 
 
 print("READY", flush=True)
 for _ in sys.stdin:
-    start = time.perf_counter()
+    start, created = time.perf_counter(), time.time()
     probe = Probe.remote()
     found = ray.get(probe.report.remote())
     found["start_ms"] = (time.perf_counter() - start) * 1000
+    # where the time goes, on the epoch clock that the worker shares
+    found["create_to_exec_ms"] = (found.pop("exec") - created) * 1000
+    found["exec_to_hook_ms"] = (found.pop("hook_began") - created) * 1000 - found[
+        "create_to_exec_ms"]
+    found["hook_to_answer_ms"] = (found["answered"] - found.pop("hook_end")) * 1000
+    found["answer_to_driver_ms"] = (time.time() - found.pop("answered")) * 1000
     ray.kill(probe)
     print("START", json.dumps(found), flush=True)
 """
-
-
-def median_ci(values: list[float], resamples: int = 2000) -> dict[str, float]:
-    """The median of ``values`` and a bootstrap 95% confidence interval of it."""
-    chooser = random.Random(0)
-    medians = sorted(statistics.median(chooser.choices(values, k=len(values)))
-                     for _ in range(resamples))
-    return {"median": statistics.median(values), "ci_low": medians[int(resamples * 0.025)],
-            "ci_high": medians[int(resamples * 0.975)], "n": len(values)}
 
 
 def paired(first: list[float], second: list[float]) -> dict[str, float]:
@@ -273,6 +294,16 @@ def interleaved_starts(cluster: Any, rounds: int) -> dict[str, Any]:
         "hook_to_ready_extra_ms_live_vs_off": paired(series("live", "hook_to_ready_ms"),
                                                      series("off", "hook_to_ready_ms")),
         "link_cpu_at_ready_ms": median_ci(series("live", "link_cpu_at_ready_ms")),
+        "cpu_at_answer_ms": {mode: median_ci(series(mode, "cpu_at_answer_ms"))
+                             for mode in MODES},
+        "cpu_at_answer_extra_ms_live_vs_off": paired(series("live", "cpu_at_answer_ms"),
+                                                     series("off", "cpu_at_answer_ms")),
+        "link_cpu_at_answer_ms": median_ci(series("live", "link_cpu_at_answer_ms")),
+        "phases_ms": {phase: {mode: median_ci(series(mode, phase)) for mode in MODES}
+                      for phase in PHASES},
+        "phases_extra_ms_live_vs_off": {phase: paired(series("live", phase),
+                                                      series("off", phase))
+                                        for phase in PHASES},
     }
 
 
@@ -299,34 +330,40 @@ def plain_process_start(rounds: int) -> dict[str, Any]:
             "extra_ms": paired(times["live"], times["none"])}
 
 
-def run(tasks: int, repeats: int, actors: int, idle_seconds: float, starts: int = 20,
-        only_start: bool = False) -> dict[str, Any]:
-    os.environ.update(ENV)
+def local_cluster(keep_idle_workers: bool) -> Any:
+    """A one-node ``ray.cluster_utils.Cluster`` on loopback with 2 CPUs."""
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": False})
+    config = {"num_workers_soft_limit": int(
+        ray_bench.KEEP_IDLE_WORKERS["RAY_num_workers_soft_limit"])} if keep_idle_workers else {}
+    return Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": False,
+        "_system_config": config})
+
+
+def run(tasks: int, pairs: int, actors: int, idle_seconds: float, starts: int = 20,
+        only_start: bool = False) -> dict[str, Any]:
+    os.environ.update(ENV)
+    cluster = local_cluster(keep_idle_workers=False)  # worker starts as Ray makes them
     try:
         started = {"worker_start": interleaved_starts(cluster, starts),
                    "plain_process_start": plain_process_start(starts),
                    "link_start_ms": link_start_ms()}
-        if only_start:
-            return started
+    finally:
+        cluster.shutdown()
+    if only_start:
+        return started
+    cluster = local_cluster(keep_idle_workers=True)  # see ray_bench.KEEP_IDLE_WORKERS
+    try:
         script = Path(tempfile.mkdtemp(prefix="live-bench")) / "live_driver.py"
         script.write_text(DRIVER)
-        seconds: dict[str, list[float]] = {mode: [] for mode in MODES}
-        for repeat in range(repeats * 2):
-            for mode in (MODES if repeat % 2 == 0 else tuple(reversed(MODES))):
-                proc, result = drive(script, mode, cluster, tasks, 0)
-                finish(proc)
-                seconds[mode].append(result["seconds"])
-        median = {mode: statistics.median(values) for mode, values in seconds.items()}
+        flow = ray_bench.interleaved_throughput(cluster.address, MODES, pairs, tasks)
         results: dict[str, Any] = {
-            "tasks": tasks, "seconds": seconds,
-            "throughput_live_vs_plain": median["plain"] / median["live"],
-            "throughput_live_vs_off": median["off"] / median["live"]}
+            "throughput": flow,
+            "throughput_live_vs_plain": flow["live_vs_plain"],
+            "throughput_off_vs_plain": flow["off_vs_plain"]}
         for mode in MODES:
-            proc, result = drive(script, mode, cluster, 0, actors)
+            proc, result = drive(script, mode, cluster, actors)
             try:
                 time.sleep(2.0)  # the links connect, then the workers sit idle
                 pids = result["pids"]
@@ -379,8 +416,10 @@ def link_start_ms(count: int = 5) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=ray_bench.ROUND_TASKS,
+                        help="No-op tasks per throughput round.")
+    parser.add_argument("--pairs", type=int, default=ray_bench.ROUND_PAIRS,
+                        help="Throughput rounds (one per mode each).")
     parser.add_argument("--actors", type=int, default=6)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--starts", type=int, default=20,
@@ -388,10 +427,18 @@ def main() -> None:
     parser.add_argument("--only-start", action="store_true",
                         help="Measure the starts alone.")
     args = parser.parse_args()
-    results = run(args.tasks, args.repeats, args.actors, args.idle_seconds, args.starts,
+    results = run(args.tasks, args.pairs, args.actors, args.idle_seconds, args.starts,
                   args.only_start)
     print(json.dumps(results, indent=2))
     print(start_table(results))
+    if "throughput" in results:
+        flow = results["throughput"]
+        for mode in MODES[1:]:
+            wall, cpu = flow[f"{mode}_vs_plain"], flow[f"{mode}_vs_plain_cpu"]
+            print(f"throughput {mode} / plain ({flow['pairs']} x {flow['tasks']} tasks, "
+                  f"paired): {wall['median']:.3f} [{wall['ci_low']:.3f}, "
+                  f"{wall['ci_high']:.3f}], CPU {cpu['median']:.3f} [{cpu['ci_low']:.3f}, "
+                  f"{cpu['ci_high']:.3f}]")
 
 
 def start_table(results: dict[str, Any]) -> str:
@@ -420,6 +467,16 @@ def start_table(results: dict[str, Any]) -> str:
         ("  hook end -> actor __init__, live - off",
          ci(start["hook_to_ready_extra_ms_live_vs_off"]), "-"),
         ("  link thread CPU until __init__ (bound)", ms(start["link_cpu_at_ready_ms"]), "-"),
+        ("worker CPU, start -> first answer, live - off",
+         ci(start["cpu_at_answer_extra_ms_live_vs_off"]), "-"),
+        ("  in it: the link thread's", ms(start["link_cpu_at_answer_ms"]), "-"),
+        ("  worker CPU plain / off / live",
+         " / ".join(ms(start["cpu_at_answer_ms"][m]) for m in MODES), "-"),
+        ("end to end by phase, live - off (plain / off / live)", "", "-"),
+        *((f"  {phase.removesuffix('_ms').replace('_', ' ')}",
+           f"{ci(start['phases_extra_ms_live_vs_off'][phase])} "
+           f"({' / '.join(ms(start['phases_ms'][phase][m]) for m in MODES)})", "-")
+          for phase in PHASES),
         ("start_live_link on the caller's thread", f"{results['link_start_ms']:.1f} ms", "-"),
         ("python -c pass: RAYDEBUG_LIVE=1 - none", ci(plain["extra_ms"]), "-"),
     ]

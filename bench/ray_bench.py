@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import statistics
@@ -29,6 +30,11 @@ HERE = Path(__file__).resolve().parent
 ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
        "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
        "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+
+# Idle workers are kept up to this many (Ray's default: one per CPU, killed after 1 s idle).
+# The throughput rounds alternate two jobs on 2 CPUs: without it each job's round killed
+# the other's idle workers, and every round measured two worker starts instead of tasks.
+KEEP_IDLE_WORKERS = {"RAY_num_workers_soft_limit": "8"}
 
 
 def free_port() -> int:
@@ -51,8 +57,8 @@ class LocalRay:
              "--dashboard-host=127.0.0.1", "--node-ip-address=127.0.0.1", "--num-cpus=2",
              "--include-dashboard=true", f"--temp-dir={self.temp}",
              f"--dashboard-agent-listen-port={free_port()}"],
-            env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True)
+            env={**os.environ, **ENV, **KEEP_IDLE_WORKERS}, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             if "Ray runtime started" in line:
@@ -211,45 +217,155 @@ def start_hub(cluster: LocalRay) -> float:
     return float(words[2])
 
 
-THROUGHPUT = """
-import sys, time, ray
-mode, address, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ROUNDS_DRIVER = """
+import os, sys, time, ray
+mode, address, tasks = sys.argv[1], sys.argv[2], int(sys.argv[3])
 env = {}
-if mode == "raydebug":
+if mode != "plain":  # live: raydebug's default; off: its setup hook without the link
+    os.environ["RAYDEBUG_LIVE"] = "1" if mode == "live" else "0"
     import raydebug
     env = raydebug.runtime_env()
 ray.init(address=address, runtime_env=env, logging_level="ERROR", log_to_driver=False)
 
 @ray.remote(num_cpus=1)  # one worker per CPU, as a real job would: a fair pool to compare
 def noop(i):
-    return sum(range(1000)) + i
+    sum(range(1000))
+    return os.getpid()
 
-ray.get([noop.remote(i) for i in range(count // 4)])  # warm the worker pool up
-start = time.perf_counter()
-ray.get([noop.remote(i) for i in range(count)])
-print("SECONDS", time.perf_counter() - start, flush=True)
+def cpu_seconds(pid):
+    # CPU of every thread of a process so far (schedstat: ns on the CPU)
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as handle:
+                total += int(handle.read().split()[0])
+    except OSError:  # a thread (or a killed worker) gone meanwhile
+        pass
+    return total / 1e9
+
+workers = set()
+
+def round_(count):
+    before = {pid: cpu_seconds(pid) for pid in (os.getpid(), *workers)}
+    start = time.perf_counter()
+    pids = set(ray.get([noop.remote(i) for i in range(count)]))
+    seconds = time.perf_counter() - start
+    # the CPU of the driver and of the workers that ran the round (an idle one's is not
+    # the tasks'); a worker new in this round is counted from its start
+    cpu = sum(cpu_seconds(pid) - before.get(pid, 0.0) for pid in (os.getpid(), *pids))
+    workers.update(pids)
+    return seconds, cpu, sorted(pids)
+
+for _ in range(40):  # warm: this job's two workers started and leased
+    round_(tasks)
+    if len(workers) >= 2:
+        break
+print("READY", flush=True)
+for line in sys.stdin:
+    seconds, cpu, pids = round_(int(line))
+    print("ROUND", seconds, cpu, *pids, flush=True)
 """
 
 
-def throughput(cluster: LocalRay, count: int = 2000, repeats: int = 3) -> dict[str, Any]:
-    """Tasks per second with raydebug enabled (no breakpoint hit) vs plain Ray.
+def median_ci(values: list[float], resamples: int = 2000) -> dict[str, float]:
+    """The median of ``values`` and a bootstrap 95% confidence interval of it."""
+    chooser = random.Random(0)
+    medians = sorted(statistics.median(chooser.choices(values, k=len(values)))
+                     for _ in range(resamples))
+    return {"median": statistics.median(values), "ci_low": medians[int(resamples * 0.025)],
+            "ci_high": medians[int(resamples * 0.975)], "n": len(values)}
 
-    Runs alternate A-B-B-A so that a drift of the machine (it has 2 cores) does not favour
-    either side; the ratio is of medians.
+
+def interleaved_throughput(address: str, modes: tuple[str, ...], pairs: int = 40,
+                           tasks: int = 200, warm_rounds: int = 2,
+                           env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Task throughput of each mode against the first (``plain``), paired and interleaved.
+
+    One long-lived driver per mode (a job of its own, its own warm workers), all connected
+    to the cluster at ``address`` at once; round after round each runs ``tasks`` no-op
+    tasks in turn, always in the same cycle (A-B-A-B): a job that ran the round before
+    its own finds warmer caches, 2-4% faster here, so A-B-B-A favoured whichever came
+    second. Each round of a mode is compared with the first mode's rounds on either side
+    of it (:func:`bracketed`), moments of the machine a fraction of a second apart, so
+    the load of its 2 shared cores cancels out; the figure is the median of those ratios
+    with a bootstrap 95% interval, for the wall time and for the CPU of the job's driver
+    and of the workers that ran the round (``/proc/<pid>/task/*/schedstat``: what a cost
+    per task would add, with much less noise than the wall time). A round in which a job
+    got a new worker is counted in ``worker_restarts``.
     """
-    script = Path(cluster.temp) / "throughput.py"
-    script.write_text(THROUGHPUT)
-    times: dict[str, list[float]] = {"plain": [], "raydebug": []}
-    for repeat in range(repeats * 2):
-        order = ("plain", "raydebug") if repeat % 2 == 0 else ("raydebug", "plain")
-        for mode in order:
-            out = subprocess.run([sys.executable, str(script), mode, cluster.gcs, str(count)],
-                                 capture_output=True, text=True, env={**os.environ, **ENV},
-                                 timeout=600, check=True).stdout
-            seconds = [line.split()[1] for line in out.splitlines() if line.startswith("SECONDS")]
-            times[mode].append(float(seconds[-1]))
-    median = {mode: statistics.median(values) for mode, values in times.items()}
-    return {"tasks": count, "seconds": times, "ratio": median["plain"] / median["raydebug"]}
+    script = Path(tempfile.mkdtemp(prefix="throughput")) / "rounds.py"
+    script.write_text(ROUNDS_DRIVER)
+    drivers = {mode: subprocess.Popen(
+        [sys.executable, str(script), mode, address, str(tasks)],
+        env={**os.environ, **ENV, **(env or {})}, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for mode in modes}
+    seconds: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpu: dict[str, list[float]] = {mode: [] for mode in modes}
+    workers: dict[str, set[str]] = {mode: set() for mode in modes}
+    restarts = 0
+    started = time.perf_counter()
+    try:
+        for mode, proc in drivers.items():
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "READY":
+                raise RuntimeError(f"the {mode} throughput driver failed: "
+                                   f"{proc.stderr.read() if proc.stderr else ''}")
+        for round_ in range(warm_rounds + pairs + 1):  # the last: the first mode's only
+            for mode in (modes if round_ < warm_rounds + pairs else modes[:1]):
+                proc = drivers[mode]
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(f"{tasks}\n")
+                proc.stdin.flush()
+                words = proc.stdout.readline().split()
+                if not words or words[0] != "ROUND":
+                    raise RuntimeError(f"the {mode} throughput driver failed: "
+                                       f"{proc.stderr.read() if proc.stderr else ''}")
+                pids = set(words[3:])
+                if round_ >= warm_rounds:
+                    seconds[mode].append(float(words[1]))
+                    cpu[mode].append(float(words[2]))
+                    restarts += bool(workers[mode]) and not pids <= workers[mode]
+                workers[mode] |= pids
+    finally:
+        for proc in drivers.values():  # end of stdin: the driver leaves Ray as a job does
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                core.stop(proc)
+    first = modes[0]
+    return {"tasks": tasks, "pairs": pairs, "seconds": seconds, "cpu_seconds": cpu,
+            "worker_restarts": restarts, "wall_seconds": time.perf_counter() - started,
+            **{f"{mode}_vs_{first}": median_ci(bracketed(seconds[first], seconds[mode]))
+               for mode in modes[1:]},
+            **{f"{mode}_vs_{first}_cpu": median_ci(bracketed(cpu[first], cpu[mode]))
+               for mode in modes[1:]}}
+
+
+def bracketed(first: list[float], other: list[float]) -> list[float]:
+    """Round ``i``'s ratio ``first / other``, ``first`` taken as the geometric mean of its
+    rounds just before and just after (``first`` has one more round): a drift of the machine
+    during the pair cancels out."""
+    return [(first[i] * first[i + 1]) ** 0.5 / value for i, value in enumerate(other)]
+
+
+# Many short rounds: the noise of a round is the machine's load of that moment, which the
+# bracketing cancels better the shorter the round; 600 x 20 takes 80-90 s (load 5-15, 2 cores)
+# and bounds the ratio to ~+-3% there, its CPU to ~+-1.5%; the wall ratio also moves ~+-3%
+# from run to run (which workers a job got), the CPU's does not (docs/design.md#live-link).
+ROUND_TASKS = 20
+ROUND_PAIRS = 600
+
+
+def throughput(cluster: LocalRay, pairs: int = ROUND_PAIRS,
+               tasks: int = ROUND_TASKS) -> dict[str, Any]:
+    """Tasks per second with raydebug enabled (live link on, no breakpoint hit) vs plain
+    Ray: :func:`interleaved_throughput`, ``ratio`` its median with ``ci_low``/``ci_high``."""
+    found = interleaved_throughput(cluster.gcs, ("plain", "live"), pairs, tasks)
+    ratio, cpu = found.pop("live_vs_plain"), found.pop("live_vs_plain_cpu")
+    return {**found, "ratio": ratio["median"], "ci_low": ratio["ci_low"],
+            "ci_high": ratio["ci_high"], "cpu": cpu}
 
 
 def run(requests: int = 200, steps: int = 100, rounds: int = 3) -> dict[str, Any]:
