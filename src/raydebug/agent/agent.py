@@ -258,6 +258,8 @@ class Agent:
             self.debugger.ensure_started()
         except BaseException:
             self._end_session(record.id)  # never listed as paused when it cannot be debugged
+            if (error := self.link.take_first_error()) is not None:
+                say(f"{error}; retrying in the background (pid {os.getpid()})")
             raise
         if session.released.is_set():
             return True
@@ -269,7 +271,9 @@ class Agent:
         if not attempted:  # a slow attempt: from now on the link says how it ends
             self.link.pause_reports_first_error = False
             attempted = self.link.attempted.is_set()  # it may have ended, unsaid, meanwhile
-        problem = self.link.last_error if attempted else None
+        # The first attempt's error, which the link left to us, else how they go now (the
+        # link said each change of it).
+        problem = self.link.take_first_error() or (self.link.last_error if attempted else None)
         if problem and problem != "lost":  # "lost": reconnecting to a hub that was there
             say(f"session {record.id} paused at {record.file}:{record.line}, but no debugger "
                 f"can attach: {problem}; retrying, then continuing{limit}")

@@ -159,10 +159,21 @@ class HubLink:
         self.last_error: str | None = None
         self.attempted = threading.Event()  # set once the first connection attempt is over
         # A pause that waits for the first attempt says its failure in its own notice: one
-        # line, not two (see Agent._wait_for_client).
+        # line, not two (see Agent._wait_for_client). Kept until the pause takes it: a
+        # pause that took long (pydevd's start, under load) may look after later attempts
+        # failed otherwise (an impostor that left), and the first error must still be said.
         self.pause_reports_first_error = False
+        self._unsaid_error: str | None = None
+        self._unsaid_lock = threading.Lock()
 
     # -- called from any thread -------------------------------------------------------------
+
+    def take_first_error(self) -> str | None:
+        """The first attempt's error, kept for the pause that started the link to say (None:
+        there was none, or it was taken); whoever takes it says it."""
+        with self._unsaid_lock:
+            error, self._unsaid_error = self._unsaid_error, None
+            return error
 
     def start(self) -> None:
         """Start the link thread once; it connects in the background."""
@@ -249,10 +260,13 @@ class HubLink:
             sock, leftover = self.handshake(ROLE_CONTROL, process=process_info())
         except RaydebugError as error:
             first = not self.attempted.is_set()
-            quiet = ((first and self.pause_reports_first_error) or self._hub_closed
-                     or discovery.installed().left_cluster())
-            if str(error) != self.last_error and not quiet:  # closed: it said goodbye
-                say(f"{error}; retrying in the background (pid {os.getpid()})")
+            if first and self.pause_reports_first_error:
+                with self._unsaid_lock:
+                    self._unsaid_error = str(error)
+            else:
+                quiet = self._hub_closed or discovery.installed().left_cluster()
+                if str(error) != self.last_error and not quiet:  # closed: it said goodbye
+                    say(f"{error}; retrying in the background (pid {os.getpid()})")
             self.last_error = str(error)
             self.attempted.set()
             return False
