@@ -198,6 +198,7 @@ def main() -> None:
     parser.add_argument("--only-scale", action="store_true",
                         help="Only the scale section (measures 6-8 without Ray).")
     args = parser.parse_args()
+    ray_bench.compile_raydebug()
     sections = set(args.only.split(","))
     if args.no_ray:
         sections.discard("ray")

@@ -10,7 +10,8 @@ are, their state tables), ``errors`` (every exception), ``selectors`` (KEY=VALUE
 selectors), ``stack_tree`` (stacks merged across processes), ``views`` and
 ``views_processes`` (rendering for the terminal), ``state_file`` (this machine's hub and
 tunnel records), ``tls`` (certificates and pinning), ``tunnel`` (``raydebug tunnel``'s SSH),
-``hub_options`` (``RAYDEBUG_HUB_ARGS``); ``__main__`` runs the command.
+``hub_options`` (``RAYDEBUG_HUB_ARGS``), ``lazy_names`` (a package's names imported at first
+use); ``__main__`` runs the command.
 """
 
 from __future__ import annotations

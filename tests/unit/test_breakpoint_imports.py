@@ -26,6 +26,7 @@ NOT_ON_THE_WAY = (
     "raydebug.agent.local_pdb", "raydebug.agent.relay", "raydebug.state_file", "raydebug.tls",
     "raydebug.hub", "raydebug.integrations", "raydebug.client", "debugpy", "pydevd", "ray",
     "ssl", "ctypes", "platform", "sysconfig", "pathlib", "traceback", "encodings.idna",
+    "raydebug.protocol.messages", "raydebug.protocol.connection",  # DAP's: the hub's, pydevd's
 )
 
 # The agent's way to a listed session, as raydebug.set_trace takes it, short of the hub: the
@@ -146,20 +147,19 @@ print(json.dumps(sorted((m.text, m.path, m.line, m.task) for m in made)))
     assert run_fresh(code) == [[str(i), "p", i, ""] for i in range(8)]
 
 
-def test_a_live_link_imports_the_rest_before_a_fork_may_go_on():
-    """A live process's link thread imports what the hub's first messages need (the arm,
-    stacks, the message types) while a fork waits for its imports: none is left for the
-    moment the set comes."""
+def test_a_live_link_connects_without_the_arm_the_stacks_or_the_dap_modules():
+    """A live process's link thread imports, as it starts, only what its connection needs:
+    the arm comes with the hub's first non-empty set, the stack reader with the first
+    question (docs/design.md#live-link)."""
     code = FIRST_BREAKPOINT.split("agent = get_agent()")[0] + """
 from raydebug import agent as package
+from raydebug.agent import live
+live.START_AT_LATEST = 0.0  # no wait for the start
 package.start_live_link()
-package._link_may_start.set()  # as a fork does: no start delay
-assert package._link_imported.wait(30)
-from raydebug.protocol import control
-print(json.dumps([sorted(m for m in ("raydebug.agent.armed_breakpoints", "raydebug.agent.stacks",
-                                     "traceback") if m in sys.modules),
-                  "__dataclass_fields__" in vars(control.ArmBreakpoints)]))
-"""
-    found = run_fresh(code, RAYDEBUG_TOKEN="token")
-    assert found == [["raydebug.agent.armed_breakpoints", "raydebug.agent.stacks", "traceback"],
-                     True]
+import time
+deadline = time.monotonic() + 30
+while package._agent is None or not package._agent.link.attempted.is_set():
+    assert time.monotonic() < deadline, "the link made no attempt"
+    time.sleep(0.01)
+""" + imported(NOT_ON_THE_WAY)
+    assert run_fresh(code, RAYDEBUG_TOKEN="token") == []

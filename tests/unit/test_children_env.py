@@ -79,7 +79,9 @@ def test_a_worker_exports_the_hub_for_its_children(monkeypatch: pytest.MonkeyPat
     hub = HubInfo(worker="10.0.0.1:7001", client="10.0.0.1:5678", token="cluster-secret",
                   owner="actor", node_ip="10.0.0.1", pid=1, cert="sha256:" + "ab" * 32)
     monkeypatch.setattr(children.ray, "is_initialized", lambda: True)
-    monkeypatch.setattr(children, "find_or_start_hub", lambda: hub)
+    from raydebug.integrations.ray import hub_actor  # (imported where a child is started)
+
+    monkeypatch.setattr(hub_actor, "find_or_start_hub", lambda: hub)
     monkeypatch.setattr(children, "session_fields", lambda: {"task_id": "t1"})
     monkeypatch.setattr(children, "_hub_failed_at", None)
     children.prepare_children()

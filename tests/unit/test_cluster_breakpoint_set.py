@@ -202,3 +202,29 @@ def test_a_hit_counts_logs_and_pauses_once_per_thread():
     assert hits == [2, 4] and logs == [f"i={i} rank=1" for i in range(5)]
     armed.disarm()
     assert not backend.installed and armed.files == frozenset()
+
+
+def test_the_hub_publishes_each_new_set_for_processes_that_start_later(
+        caplog: pytest.LogCaptureFixture):
+    from raydebug.hub import Hub, HubConfig
+
+    hub = Hub(HubConfig())
+    published: list[dict[str, Any] | None] = []
+    hub.publish_breakpoints = published.append
+    hub.cluster_attaches.cluster.set_breakpoints(
+        "cli", {"source": {"path": "/me/job.py"}, "breakpoints": [{"line": 3}]},
+        local_root="/me")
+    hub.cluster_attaches.changed()
+    hub.cluster_attaches.cluster.clear("cli")
+    hub.cluster_attaches.changed()
+    assert [bool(wire) for wire in published] == [True, False]
+    first = published[0]
+    assert first is not None and [s["path"] for s in first["sources"]] == ["/me/job.py"]
+    assert published[1] is None  # none left: the published set is removed
+
+    def failing(wire: dict[str, Any] | None) -> None:
+        raise RuntimeError("the GCS is gone")
+
+    hub.publish_breakpoints = failing  # the linked processes still get theirs; one line
+    hub.cluster_attaches.changed()
+    assert "could not publish the cluster's breakpoints: the GCS is gone" in caplog.text

@@ -6,12 +6,14 @@ raydebug, never a traceback, and continues.
 
 A forked child (multiprocessing's fork context, a DataLoader worker) is a process of its own:
 it drops the agent it inherited (whose link thread did not survive the fork, and whose
-sockets are its parent's connections to the hub) and makes its own at its first pause.
+sockets are its parent's connections to the hub) and makes its own at its first pause. A fork
+waits for the link thread's imports in flight (:mod:`.fork_guard`).
 
 Modules: ``agent`` (what a pause does, the bookkeeping of this process's sessions),
-``config`` (settings from the environment), ``discovery`` (how the hub is found; an
-integration installs its own), ``hub_link`` (the connection to the hub) and
-``relay`` (a TLS channel's one owning thread), ``live`` (a process linked from its start)
+``config`` (settings from the environment) and ``flags`` (its on/off variables),
+``discovery`` (how the hub is found; an integration installs its own), ``hub_link`` (the
+connection to the hub) and ``relay`` (a TLS channel's one owning thread), ``live`` (a
+process linked from its start), ``fork_guard`` (imports on the link thread a fork waits for)
 and ``stacks`` (its threads' stacks, read without pausing), ``metadata`` (what a session
 says about itself), ``returns`` (a paused function that returned), ``report`` (the one
 line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
@@ -36,7 +38,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from ..errors import RaydebugError
-from . import discovery, live
+from . import discovery, fork_guard, live
 from .report import say
 
 _agent_lock = threading.Lock()
@@ -80,8 +82,6 @@ _parent_pid = os.getpid()
 def _before_fork() -> None:
     global _parent_pid
     _parent_pid = os.getpid()  # the forking process: its child's parent
-    _link_may_start.set()  # a link thread still waiting to start imports now, and we wait
-    _link_imported.wait(FORK_WAITS_FOR_IMPORTS)
 
 
 os.register_at_fork(before=_before_fork, after_in_child=_forget_inherited_agent)
@@ -98,18 +98,24 @@ def start_live_link(identity: dict[str, Any] | None = None) -> None:
     if live.is_live():
         return
     live.mark_started()
-    # getaddrinfo imports this codec at the first connect; imported there, a fork at that
-    # moment leaves the child a half-imported module ("unknown encoding: idna").
-    import encodings.idna  # noqa: F401
-
-    global _link_may_start
-    _link_imported.clear()
-    _link_may_start = threading.Event()
-    thread = threading.Thread(target=_run_live_link, args=(_link_may_start,),
-                              name="raydebug-link", daemon=True)
+    thread = threading.Thread(target=_run_live_link, name="raydebug-link", daemon=True)
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]  # see mark_invisible
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
     thread.start()
+
+
+def arm_breakpoints(breakpoints: dict[str, Any]) -> None:
+    """Arm the cluster's breakpoints (the hub's wire set) now, on the calling thread: for
+    a process that must have them before its first line runs, which its link, coming later,
+    would arm too late (a Ray worker's setup hook reads them from the cluster). The link
+    arms the hub's set again once connected. Never raises."""
+    try:
+        get_agent().arm_breakpoints(breakpoints)
+    except RaydebugError as error:
+        say(f"the cluster's breakpoints are not armed here: {error}")
+    except Exception as error:  # raydebug must never break the user's program
+        say(f"the cluster's breakpoints are not armed here: internal error "
+            f"({type(error).__name__}: {error})")
 
 
 def retire_live_link() -> None:
@@ -121,45 +127,28 @@ def retire_live_link() -> None:
         agent = _agent
     if agent is not None:
         agent.link.retire()
+        agent.arm_breakpoints({})  # armed by its setup hook as any worker's: not the hub's
 
 
 _retired = False
 
 
-def _run_live_link(may_start: threading.Event) -> None:
-    """The link thread of a live process: make the agent, then serve its link here.
-
-    It first lets the process start (:data:`LINK_START_DELAY`, or until a fork): a Ray
-    worker's main thread goes from its setup hook to its actor's ``__init__`` in ~4 ms,
-    and the link's imports holding the GIL meanwhile made that ~14 ms; a process that ends
-    sooner (``python -c``) never waits for them at its exit."""
-    may_start.wait(LINK_START_DELAY)
+def _run_live_link() -> None:
+    """The link thread of a live process: make the agent, then serve its link here,
+    once the process has started (see :func:`.live.wait_for_the_start`)."""
+    live.wait_for_the_start()
     try:
-        agent = get_agent()
-        agent.load_the_rest()
+        with fork_guard.importing():  # a fork waits for them (see fork_guard)
+            agent = get_agent()
     except RaydebugError as error:
         say(f"live link off: {error}")
         return
     except Exception as error:  # raydebug must never break the user's program
         say(f"live link off: internal error ({type(error).__name__}: {error})")
         return
-    finally:
-        _link_imported.set()
     if _retired:
         agent.link.retire()
     agent.link.run_here()
-
-
-# Set while no link thread is importing the agent. A fork in the middle of those imports
-# would leave the child a module lock held by a thread it does not have: its own link thread
-# would wait on it forever. So a fork waits for them (milliseconds, once per process).
-_link_imported = threading.Event()
-_link_imported.set()
-FORK_WAITS_FOR_IMPORTS = 5.0
-# How long a new link thread lets its process start before importing the agent (see
-# _run_live_link; docs/design.md#live-link); set early by a fork.
-LINK_START_DELAY = 0.05
-_link_may_start = threading.Event()
 
 
 def set_trace(*args: Any, **kwargs: Any) -> None:

@@ -53,10 +53,9 @@ from ..protocol.control import (
     SessionEnded,
     SessionStarted,
     Stacks,
-    make_every_type,
 )
 from ..session import REASON_PAUSE, PausedThread
-from . import live
+from . import fork_guard, live
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
@@ -121,29 +120,17 @@ class Agent:
         has none never imports the arm (docs/design.md#agent-import)."""
         with self._breakpoints_lock:
             if self._breakpoints is None:
-                from .armed_breakpoints import ArmedBreakpoints
+                # on the link thread as the hub's set comes; the backend too is imported
+                with fork_guard.importing():
+                    from .armed_breakpoints import ArmedBreakpoints
 
-                self._breakpoints = ArmedBreakpoints(
-                    on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
-                    labels=lambda: {**process_labels(), **live.labels()},
-                    remote_root=_remote_root, on_loaded=self._post_loaded,
-                    standing_down=lambda: self._client_attached,
-                    on_raised=self.pause_on_raised)
+                    self._breakpoints = ArmedBreakpoints(
+                        on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
+                        labels=lambda: {**process_labels(), **live.labels()},
+                        remote_root=_remote_root, on_loaded=self._post_loaded,
+                        standing_down=lambda: self._client_attached,
+                        on_raised=self.pause_on_raised)
             return self._breakpoints
-
-    def load_the_rest(self) -> None:
-        """Import and make now what this agent otherwise leaves to first use: the arm and
-        its backend, the stack reader, ``traceback``, the message types' dataclasses. A live
-        process's link thread calls this where a fork waits for its imports
-        (``_run_live_link`` in :mod:`raydebug.agent`): the set the hub sends as it registers
-        is armed as soon as before, with no import in flight. A first ``breakpoint()``
-        leaves them to their first use."""
-        import traceback  # noqa: F401  # (metadata.describe_exception)
-
-        from . import stacks  # noqa: F401
-
-        self.breakpoints  # noqa: B018  # made, with its backend
-        make_every_type()
 
     def _reinstall_armed(self) -> None:
         """Put the armed set back (see :meth:`ArmedBreakpoints.reinstall`), if there is one."""
@@ -194,8 +181,8 @@ class Agent:
                 breakpoints.get(key) for key in ("sources", "functions", "exceptions")):
             self._post_mortem_for_ide(False)  # an empty set, and none armed: nothing to do
             return
-        from .armed_breakpoints import BreakpointSet
-
+        with fork_guard.importing():
+            from .armed_breakpoints import BreakpointSet
         try:
             wanted = BreakpointSet.from_wire(breakpoints)
         except (KeyError, TypeError, ValueError) as error:
@@ -391,7 +378,8 @@ class Agent:
         return Register(process=live.process_record()) if live.is_live() else None
 
     def collect_stacks(self, request: CollectStacks) -> ControlMessage:
-        from .stacks import collect_threads  # not at import: a breakpoint() needs no stacks
+        with fork_guard.importing():  # not at import: a breakpoint() needs no stacks
+            from .stacks import collect_threads
 
         threads = collect_threads(request.locals) if request.frames else []
         return Stacks(request_id=request.request_id, threads=threads,

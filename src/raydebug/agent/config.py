@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError
+from .flags import is_on
 
 CI_WAIT_TIMEOUT = 600.0
-TRUTHY = {"1", "true", "yes", "on"}
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class AgentConfig:
         if not hub and in_cluster:
             return cls(hub_host=None, hub_port=0, token="",
                        wait_timeout=_wait_timeout(environ),
-                       post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY)
+                       post_mortem=is_on(environ.get("RAYDEBUG_POST_MORTEM")))
         token = _token(environ)
         cert = environ.get("RAYDEBUG_HUB_CERT", "").strip()
         if not hub:  # a process started by a Ray task: its worker found the hub for it
@@ -87,7 +87,7 @@ class AgentConfig:
             hub_port=port,
             token=token,
             wait_timeout=_wait_timeout(environ),
-            post_mortem=environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY,
+            post_mortem=is_on(environ.get("RAYDEBUG_POST_MORTEM")),
             hub_cert=_pin(cert) if cert else None,
         )
 

@@ -52,7 +52,7 @@ from ..protocol.control import (
 )
 from ..protocol.framing import NeedData
 from ..protocol.handshake import AgentHandshake
-from . import discovery
+from . import discovery, fork_guard
 from .config import AgentConfig
 from .debugger import mark_invisible
 from .metadata import process_info
@@ -105,8 +105,11 @@ def _create_connection(address: tuple[str, int], timeout: float) -> socket.socke
     a str host with the idna codec, whose import (``unicodedata``, ``stringprep``) took
     ~2-7 ms of the link thread's first connect, on the way to a first pause's listing."""
     host, port = address
-    name = host.encode() if host.isascii() else host
-    return socket.create_connection((name, port), timeout)  # type: ignore[arg-type]  # bytes do
+    if not host.isascii():
+        with fork_guard.importing():  # not in a fork's midst ("unknown encoding: idna")
+            import encodings.idna  # noqa: F401
+        return socket.create_connection((host, port), timeout)
+    return socket.create_connection((host.encode(), port), timeout)  # type: ignore[arg-type]
 
 
 class HubLink:
@@ -317,7 +320,8 @@ class HubLink:
         try:
             sock.settimeout(HANDSHAKE_TIMEOUT)
             if cert is not None:
-                from ..tls import wrap_pinned
+                with fork_guard.importing():
+                    from ..tls import wrap_pinned
 
                 sock = wrap_pinned(sock, cert, address)
             shake = AgentHandshake(token, role, channel=channel, hub=f"the hub at {address}")

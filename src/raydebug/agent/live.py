@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import discovery
+from .flags import is_on
 
 LIVE_VARIABLE = "RAYDEBUG_LIVE"
 LABEL_PREFIX = "RAYDEBUG_LABEL_"
@@ -41,7 +44,7 @@ _parent_pid: int | None = None
 
 def enabled(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
     """Whether ``RAYDEBUG_LIVE`` asks for a live link (``1``, ``true``, ``yes``, ``on``)."""
-    return environ.get(LIVE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+    return is_on(environ.get(LIVE_VARIABLE))
 
 
 def is_live() -> bool:
@@ -103,6 +106,49 @@ def session_identity() -> dict[str, Any]:
     identity = {name: record[name] for name in names if name in record}
     identity.update({k: v for k, v in current_activity().items() if k in names})
     return identity
+
+
+def wait_for_the_start(span: float | None = None, longest: float | None = None) -> None:
+    """Sleep until this process has started, before the link thread's own work.
+
+    That work (importing and making the agent, the hub's lookup, the handshake: ~25-40 ms
+    of CPU holding the GIL) would otherwise be taken from the process's start: a Ray
+    worker's main thread runs its first task ~4 ms after the setup hook, then ~300 ms of
+    Ray's own imports before the task's answer goes back, and the link's work in that span
+    made a worker's start ~75 ms longer (docs/design.md#live-link). So the thread waits, in
+    spans of :data:`START_SPAN`, until its main thread used less than half a span's CPU
+    (it waits for a task, or for a lock, or it ended), and at most :data:`START_AT_LATEST`
+    (a main thread that computes from its start). A process that ends sooner (``python
+    -c``) never waits for the link at its exit. Without a CPU clock per thread it waits
+    one span."""
+    span = START_SPAN if span is None else span
+    deadline = time.monotonic() + (START_AT_LATEST if longest is None else longest)
+    main_cpu = _main_thread_cpu()
+    while True:
+        before = main_cpu() if main_cpu is not None else 0.0
+        time.sleep(span)
+        if main_cpu is None or time.monotonic() >= deadline:
+            return
+        try:
+            if main_cpu() - before < span / 2:
+                return
+        except OSError:  # the main thread has ended
+            return
+
+
+START_SPAN = 0.05  # seconds
+START_AT_LATEST = 1.0
+
+
+def _main_thread_cpu() -> Callable[[], float] | None:
+    """A function giving the main thread's CPU seconds so far, or None where there is no
+    such clock (it is Linux's and the BSDs')."""
+    try:
+        clock = time.pthread_getcpuclockid(threading.main_thread().ident or 0)
+        time.clock_gettime(clock)
+    except (AttributeError, OSError):
+        return None
+    return lambda: time.clock_gettime(clock)
 
 
 def labels(environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:

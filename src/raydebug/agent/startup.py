@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-TRUTHY = ("1", "true", "yes", "on")
+from .flags import is_on
 
 
 def install() -> None:
@@ -17,9 +17,9 @@ def install() -> None:
         return  # `raydebug ps` with RAYDEBUG_LIVE=1 exported would list itself
     from . import driver_breakpoint, install_excepthook
 
-    if os.environ.get("RAYDEBUG_POST_MORTEM", "").lower() in TRUTHY:
+    if is_on(os.environ.get("RAYDEBUG_POST_MORTEM")):
         install_excepthook()
-    if os.environ.get("RAYDEBUG_RAY_DRIVER", "").lower() in TRUTHY:
+    if is_on(os.environ.get("RAYDEBUG_RAY_DRIVER")):
         sys.breakpointhook = driver_breakpoint  # `raydebug run`: Ray only sets the env var
     from . import live, start_live_link
 

@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
@@ -119,6 +120,10 @@ class Hub:
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.channels = PendingChannels()
         self.cluster_attaches = ClusterAttaches(push=self._push_breakpoints)
+        # Told the cluster's breakpoints (None: there are none) each time they change: the
+        # Ray integration publishes them where a worker reads them at its start, before its
+        # first task (the link comes later); nobody by default.
+        self.publish_breakpoints: Callable[[dict[str, Any] | None], None] = lambda wire: None
         self.queries = ProcessQueries(self.registry)
         self.workers = WorkerListener(self.config.token, self.registry, self.channels,
                                       self.config.handshake_timeout, self.queries,
@@ -324,6 +329,10 @@ class Hub:
         message = ArmBreakpoints(breakpoints=wire)
         for process in self.registry.all_processes():
             process.send(message)
+        try:
+            self.publish_breakpoints(None if self.cluster_attaches.cluster.empty else wire)
+        except Exception as error:  # (Ray's errors are many) the linked processes have them
+            log.warning("could not publish the cluster's breakpoints: %s", error)
 
     def _routes(self) -> dict[str, Any]:
         """The HTTP route table (see :mod:`.http_api` for its keys and handlers)."""

@@ -11,9 +11,24 @@ forwards, rewrites, answers or refuses between a client and pydevd) with ``outst
 worker's paths).
 """
 
-from .connection import DapConnection, mentions
+from typing import TYPE_CHECKING
+
+from ..lazy_names import importer
 from .framing import NEED_DATA, Framer, frame
-from .messages import Event, Message, Request, Response, encode_message, parse_message
+
+# The DAP modules are imported at first use: an agent's link speaks only ``control`` and
+# ``handshake`` (``messages`` and ``connection`` were ~3 ms of a live process's start).
+_LATER = {**dict.fromkeys(("DapConnection", "mentions"), "connection"),
+          **dict.fromkeys(("Event", "Message", "Request", "Response", "encode_message",
+                           "parse_message"), "messages")}
+
+
+__getattr__ = importer(__name__, _LATER, globals())
+
+
+if TYPE_CHECKING:
+    from .connection import DapConnection, mentions
+    from .messages import Event, Message, Request, Response, encode_message, parse_message
 
 __all__ = [
     "NEED_DATA",

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 from dataclasses import asdict, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -80,8 +81,12 @@ else:
 
 _NOT_YET_DATACLASSES: dict[type, dict[str, Any]] = {}  # message type -> its dataclass options
 # A lock, no thread: an agent's paused threads and its link thread make messages, and a
-# type is not whole until dataclass() has returned.
+# type is not whole until dataclass() has returned. A fork waits for it: its child gets
+# whole types and a free lock.
 _making_dataclasses = threading.Lock()
+os.register_at_fork(before=_making_dataclasses.acquire,
+                    after_in_parent=_making_dataclasses.release,
+                    after_in_child=_making_dataclasses.release)
 
 
 def _make_dataclass(cls: type) -> None:
@@ -318,14 +323,6 @@ def _fields_of(cls: type[ControlMessage]) -> tuple[tuple[tuple[str, type], ...],
 
 
 _FIELDS: dict[type[ControlMessage], tuple[tuple[tuple[str, type], ...], tuple[str, ...]]] = {}
-
-
-def make_every_type() -> None:
-    """Make every message type its dataclass now, with its decoding table, not at first
-    use: for a live process's link thread at its start (see ``_run_live_link`` in
-    :mod:`raydebug.agent`), so that it answers the hub's first messages as soon as before."""
-    for cls in _MESSAGE_TYPES.values():
-        _fields_of(cls)
 
 
 def decode_control(body: bytes) -> ControlMessage:

@@ -11,50 +11,81 @@
 - :mod:`.hub_actor`: the hub as a detached actor, started once (the only one importing the hub);
 - :mod:`.metadata`: a process's identities from Ray's runtime context.
 
-The names below stay importable from here: ``RAY_RUNTIME_ENV_HOOK`` and
-``worker_process_setup_hook`` name them by string.
+The names below stay importable from here (``RAY_RUNTIME_ENV_HOOK`` and
+``worker_process_setup_hook`` name them by string), each module imported at its first use.
 """
 
 from __future__ import annotations
 
-from .children import CHILD_VARIABLES, prepare_children, watch_children
-from .discovery import (
-    GCS_CONNECT_TIMEOUT,
-    KV_HUB_KEY,
-    KV_NAMESPACE,
-    HubInfo,
-    connect_kv,
-    find_gcs_address,
-    local_node_ip,
-    publish_cli_hub,
-    publish_hub_info,
-    read_hub_info,
-    unpublish_hub_info,
-    wait_hub_info,
-)
-from .enable import SETUP_HOOK, ChainedSetupHook, runtime_env, runtime_env_hook
-from .hub_actor import (
-    HUB_ACTOR_NAME,
-    HUB_ACTOR_NAMESPACE,
-    find_or_start_cluster_hub,
-    find_or_start_hub,
-    hub_actor_class,
-)
-from .metadata import in_ray_worker, node_ip, session_fields
-from .worker_hooks import (
-    RayDiscovery,
-    install_driver_hook,
-    post_mortem,
-    post_mortem_enabled,
-    setup_worker,
-)
+from typing import TYPE_CHECKING
+
+from ...lazy_names import importer
+
+# name -> its module: imported at first use, so that a worker's setup hook (named
+# "raydebug.integrations.ray.setup_worker") imports only what it runs, not the hub lookup,
+# the protocol and argparse (~10 ms of every worker's start; docs/design.md#live-link).
+_EXPORTS = {
+    **dict.fromkeys(("CHILD_VARIABLES", "prepare_children", "watch_children"), "children"),
+    **dict.fromkeys(("GCS_CONNECT_TIMEOUT", "KV_HUB_KEY", "KV_NAMESPACE", "HubInfo",
+                     "connect_kv", "find_gcs_address", "local_node_ip", "publish_breakpoints",
+                     "publish_cli_hub", "publish_hub_info", "read_hub_info",
+                     "read_published_breakpoints", "unpublish_hub_info", "wait_hub_info"),
+                    "discovery"),
+    **dict.fromkeys(("SETUP_HOOK", "ChainedSetupHook", "runtime_env", "runtime_env_hook"),
+                    "enable"),
+    **dict.fromkeys(("HUB_ACTOR_NAME", "HUB_ACTOR_NAMESPACE", "find_or_start_cluster_hub",
+                     "find_or_start_hub", "hub_actor_class"), "hub_actor"),
+    **dict.fromkeys(("in_ray_worker", "node_ip", "session_fields"), "metadata"),
+    **dict.fromkeys(("RayDiscovery", "install_driver_hook", "post_mortem",
+                     "post_mortem_enabled", "setup_worker"), "worker_hooks"),
+}
+
+
+__getattr__ = importer(__name__, _EXPORTS, globals())
+
+
+if TYPE_CHECKING:
+    from .children import CHILD_VARIABLES, prepare_children, watch_children
+    from .discovery import (
+        GCS_CONNECT_TIMEOUT,
+        KV_HUB_KEY,
+        KV_NAMESPACE,
+        HubInfo,
+        connect_kv,
+        find_gcs_address,
+        local_node_ip,
+        publish_breakpoints,
+        publish_cli_hub,
+        publish_hub_info,
+        read_hub_info,
+        read_published_breakpoints,
+        unpublish_hub_info,
+        wait_hub_info,
+    )
+    from .enable import SETUP_HOOK, ChainedSetupHook, runtime_env, runtime_env_hook
+    from .hub_actor import (
+        HUB_ACTOR_NAME,
+        HUB_ACTOR_NAMESPACE,
+        find_or_start_cluster_hub,
+        find_or_start_hub,
+        hub_actor_class,
+    )
+    from .metadata import in_ray_worker, node_ip, session_fields
+    from .worker_hooks import (
+        RayDiscovery,
+        install_driver_hook,
+        post_mortem,
+        post_mortem_enabled,
+        setup_worker,
+    )
 
 __all__ = [
     "CHILD_VARIABLES", "GCS_CONNECT_TIMEOUT", "HUB_ACTOR_NAME", "HUB_ACTOR_NAMESPACE",
     "KV_HUB_KEY", "KV_NAMESPACE", "SETUP_HOOK", "ChainedSetupHook", "HubInfo", "RayDiscovery",
     "connect_kv", "find_gcs_address", "find_or_start_cluster_hub", "find_or_start_hub",
     "hub_actor_class", "in_ray_worker", "install_driver_hook", "local_node_ip", "node_ip",
-    "post_mortem", "post_mortem_enabled", "prepare_children", "publish_cli_hub",
-    "publish_hub_info", "read_hub_info", "runtime_env", "runtime_env_hook", "session_fields",
-    "setup_worker", "unpublish_hub_info", "wait_hub_info", "watch_children",
+    "post_mortem", "post_mortem_enabled", "prepare_children", "publish_breakpoints",
+    "publish_cli_hub", "publish_hub_info", "read_hub_info", "read_published_breakpoints",
+    "runtime_env", "runtime_env_hook", "session_fields", "setup_worker", "unpublish_hub_info",
+    "wait_hub_info", "watch_children",
 ]

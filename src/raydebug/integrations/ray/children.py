@@ -23,8 +23,6 @@ from typing import Any
 
 import ray
 
-from ... import state_file
-from .hub_actor import HUB_ACTOR_NAME, find_or_start_hub
 from .metadata import in_ray_worker, session_fields
 
 CLUSTER_HUB_VARIABLE = "RAYDEBUG_CLUSTER_HUB"
@@ -88,6 +86,9 @@ def prepare_children() -> None:
     if not in_ray_worker():
         return  # a fork child passes on what it inherited
     try:
+        # not at import: a worker's setup hook installs this, and most start no process
+        from .hub_actor import HUB_ACTOR_NAME, find_or_start_hub
+
         if ray.get_runtime_context().get_actor_name() == HUB_ACTOR_NAME:
             return  # the hub actor (it inherits a job's setup hook) must not wait for itself
         os.environ[TASK_VARIABLE] = json.dumps(
@@ -115,6 +116,8 @@ def _token_file(token: str) -> str:
     """A 0600 file in the user's raydebug state directory holding ``token``; one per hub."""
     path = _token_files.get(token)
     if path is None:
+        from ... import state_file  # (pathlib)
+
         name = "hub-token-" + hashlib.sha256(token.encode()).hexdigest()[:16]
         target = state_file.directory() / name
         if not target.exists():

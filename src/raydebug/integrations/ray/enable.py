@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ...agent.flags import is_on
 from .worker_hooks import LIVE_IN_RAY, install_driver_hook, live_wanted, setup_worker
 
 SETUP_HOOK = "raydebug.integrations.ray.setup_worker"
@@ -34,7 +35,7 @@ def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
             env_vars.setdefault(name, os.environ[name])
     # Workers link at start through the setup hook (RAYDEBUG_LIVE=0 turns it off).
     env_vars.setdefault("RAYDEBUG_LIVE", "1" if live_wanted() else "0")
-    if env_vars["RAYDEBUG_LIVE"].strip().lower() in ("1", "true", "yes", "on"):
+    if is_on(env_vars["RAYDEBUG_LIVE"]):
         env_vars["RAYDEBUG_LIVE"] = LIVE_IN_RAY  # not through the .pth: Ray is not up yet
     env["env_vars"] = env_vars
     user_hook = env.get("worker_process_setup_hook")

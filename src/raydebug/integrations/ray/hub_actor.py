@@ -20,11 +20,16 @@ from typing import Any
 
 import ray
 
-from ...agent.config import TRUTHY
+from ...agent.flags import is_on
 from ...errors import ConfigurationError, HubUnreachableError, RaydebugError
-from ...hub_options import hub_options_wanted
-from ...protocol.control import HubClosing
-from .discovery import HubInfo, connect_kv, publish_hub_info, read_hub_info, unpublish_hub_info
+from .discovery import (
+    HubInfo,
+    connect_kv,
+    publish_breakpoints,
+    publish_hub_info,
+    read_hub_info,
+    unpublish_hub_info,
+)
 from .metadata import node_ip
 
 HUB_ACTOR_NAME = "raydebug_hub"
@@ -60,6 +65,8 @@ def find_or_start_hub(stale: object = None, start: bool = True) -> HubInfo:
             name=HUB_ACTOR_NAME, namespace=HUB_ACTOR_NAMESPACE, lifetime="detached",
             get_if_exists=True, num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001},
         ).remote()
+        from ...hub_options import hub_options_wanted  # (argparse) not on a worker's way in
+
         started = actor.start.remote(tls=hub_tls_wanted(), options=hub_options_wanted())
         # Not ray.get(): in an async actor's process it logs "Using blocking ray.get inside
         # async actor", which the user's code did not cause (this runs on raydebug's thread).
@@ -81,7 +88,7 @@ def _is(info: HubInfo, address: object) -> bool:
 def hub_tls_wanted() -> bool:
     """``RAYDEBUG_HUB_TLS=1`` (in the job's environment): the hub actor, if this process
     starts it, serves workers over TLS; they pin its certificate through the KV."""
-    return os.environ.get("RAYDEBUG_HUB_TLS", "").strip().lower() in TRUTHY
+    return is_on(os.environ.get("RAYDEBUG_HUB_TLS"))
 
 
 def _hub_actor_alive() -> bool:
@@ -178,6 +185,8 @@ class _HubActor:
             except OSError:
                 await hub.close()
         self._hub = hub
+        publish_breakpoints(None)  # a hub that died before it has left its set there
+        hub.publish_breakpoints = publish_breakpoints
         self._serving = asyncio.ensure_future(hub.serve_forever())
         self._watching = asyncio.ensure_future(self._exit_when_node_drains())
         return HubInfo(worker="{}:{}".format(*hub.worker_address),
@@ -208,6 +217,8 @@ class _HubActor:
         closing, lets every paused thread run on, so the node's drain does not wait 30 s.
         """
         if self._hub is not None:
+            from ...protocol.control import HubClosing
+
             # Every linked process, not only the paused ones: a live link that lost its hub
             # would otherwise start a new hub actor on the node that is draining.
             registry = self._hub.registry

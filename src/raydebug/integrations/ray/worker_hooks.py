@@ -20,12 +20,11 @@ from typing import Any
 
 import ray
 
-from ...agent import discovery
-from ...agent.config import TRUTHY
+from ...agent import discovery, fork_guard
 from ...agent.discovery import HubAddress, LocalDiscovery
+from ...agent.flags import is_on
 from ...errors import HubUnreachableError, RaydebugError
 from .children import watch_children
-from .hub_actor import find_or_start_hub
 from .metadata import current_activity, in_ray_worker, left_ray, live_identity, session_fields
 
 LIVE_IN_RAY = "ray"  # RAYDEBUG_LIVE in a job's workers: the setup hook links them, not the .pth
@@ -56,15 +55,38 @@ def setup_worker() -> None:
         from .shipped_functions import follow
 
         follow(made)
-    if live_wanted():
+    if live_wanted():  # (without a link, nothing would disarm them)
         from ...agent import start_live_link
 
+        arm_published_breakpoints()
         start_live_link(live_identity())
         os.environ["RAYDEBUG_LIVE"] = "1"  # the processes it starts link through the .pth
 
 
+def arm_published_breakpoints() -> None:
+    """Arm the cluster's breakpoints, as the hub published them, before this process's first
+    task runs: its link comes only once the process has started (see
+    :func:`raydebug.agent.live.wait_for_the_start`), and a task that fails at once must
+    still meet the IDE's "uncaught" filter. One read of the KV; the arm is imported only when
+    there are breakpoints. Never raises."""
+    try:
+        from .discovery import read_published_breakpoints
+
+        breakpoints = read_published_breakpoints()
+    except Exception as error:  # Ray's errors are many; the link arms them later
+        from ...agent.report import say
+
+        say(f"could not read the cluster's breakpoints ({type(error).__name__}: {error}); "
+            "they come with the hub's link")
+        return
+    if breakpoints:
+        from ...agent import arm_breakpoints
+
+        arm_breakpoints(breakpoints)
+
+
 def post_mortem_enabled() -> bool:
-    return any(os.environ.get(name, "").lower() in TRUTHY
+    return any(is_on(os.environ.get(name))
                for name in ("RAYDEBUG_POST_MORTEM", "RAY_DEBUG_POST_MORTEM"))
 
 
@@ -94,13 +116,15 @@ def install_driver_hook() -> None:
 
 
 def link_driver() -> None:
-    """Link the driver (once connected to Ray) to the cluster's hub, in the background."""
+    """Arm the cluster's breakpoints and link the driver (once connected to Ray) to the
+    cluster's hub, in the background."""
     from ...agent import start_live_link
 
     try:
         identity = live_identity()
     except Exception:  # Ray's errors are many; the link works without the ids
         identity = {}
+    arm_published_breakpoints()
     start_live_link(identity)
 
 
@@ -142,6 +166,8 @@ class RayDiscovery:
 
     def find_hub(self, stale: object = None, start: bool = True) -> HubAddress:
         try:
+            with fork_guard.importing():  # on the link thread, not at the setup hook
+                from .hub_actor import find_or_start_hub
             return find_or_start_hub(stale=stale, start=start).address()
         except RaydebugError:
             raise
