@@ -8,6 +8,7 @@
   3.10/3.11 as cloudpickle rebuilds them in a worker;
 - :mod:`.children`: what a worker exports to the processes it starts;
 - :mod:`.discovery`: the hub published in the GCS's KV, and finding a cluster;
+- :mod:`.kv`: raydebug's KV namespace, and the cluster's breakpoints published there;
 - :mod:`.hub_actor`: the hub as a detached actor, started once (the only one importing the hub);
 - :mod:`.metadata`: a process's identities from Ray's runtime context.
 
@@ -26,11 +27,12 @@ from ...lazy_names import importer
 # the protocol and argparse (~10 ms of every worker's start; docs/design.md#live-link).
 _EXPORTS = {
     **dict.fromkeys(("CHILD_VARIABLES", "prepare_children", "watch_children"), "children"),
-    **dict.fromkeys(("GCS_CONNECT_TIMEOUT", "KV_HUB_KEY", "KV_NAMESPACE", "HubInfo",
-                     "connect_kv", "find_gcs_address", "local_node_ip", "publish_breakpoints",
-                     "publish_cli_hub", "publish_hub_info", "read_hub_info",
-                     "read_published_breakpoints", "unpublish_hub_info", "wait_hub_info"),
-                    "discovery"),
+    **dict.fromkeys(("GCS_CONNECT_TIMEOUT", "KV_HUB_KEY", "HubInfo", "connect_kv",
+                     "find_gcs_address", "local_node_ip", "publish_cli_hub",
+                     "publish_hub_info", "read_hub_info", "unpublish_hub_info",
+                     "wait_hub_info"), "discovery"),
+    **dict.fromkeys(("KV_NAMESPACE", "publish_breakpoints", "read_published_breakpoints"),
+                    "kv"),
     **dict.fromkeys(("SETUP_HOOK", "ChainedSetupHook", "runtime_env", "runtime_env_hook"),
                     "enable"),
     **dict.fromkeys(("HUB_ACTOR_NAME", "HUB_ACTOR_NAMESPACE", "find_or_start_cluster_hub",
@@ -49,16 +51,13 @@ if TYPE_CHECKING:
     from .discovery import (
         GCS_CONNECT_TIMEOUT,
         KV_HUB_KEY,
-        KV_NAMESPACE,
         HubInfo,
         connect_kv,
         find_gcs_address,
         local_node_ip,
-        publish_breakpoints,
         publish_cli_hub,
         publish_hub_info,
         read_hub_info,
-        read_published_breakpoints,
         unpublish_hub_info,
         wait_hub_info,
     )
@@ -70,6 +69,7 @@ if TYPE_CHECKING:
         find_or_start_hub,
         hub_actor_class,
     )
+    from .kv import KV_NAMESPACE, publish_breakpoints, read_published_breakpoints
     from .metadata import in_ray_worker, node_ip, session_fields
     from .worker_hooks import (
         RayDiscovery,

@@ -23,10 +23,9 @@ import ray
 
 from ...agent.discovery import HubAddress
 from ...errors import ConfigurationError, HubUnreachableError, hub_unreachable
+from .kv import KV_BREAKPOINTS_KEY, KV_NAMESPACE
 
-KV_NAMESPACE = b"raydebug"
 KV_HUB_KEY = b"hub"
-KV_BREAKPOINTS_KEY = b"breakpoints"
 
 
 @dataclass(frozen=True)
@@ -98,37 +97,6 @@ def unpublish_hub_info(info: HubInfo) -> None:
     if read_hub_info() == info:
         internal_kv._internal_kv_del(KV_HUB_KEY, namespace=KV_NAMESPACE)
         internal_kv._internal_kv_del(KV_BREAKPOINTS_KEY, namespace=KV_NAMESPACE)
-
-
-def publish_breakpoints(wire: dict[str, Any] | None) -> None:
-    """Publish the cluster's breakpoints as the hub has them now (None: there are none),
-    for the workers that start later: their setup hook arms them before their first task
-    (:func:`read_published_breakpoints`). The hub's seam ``Hub.publish_breakpoints``.
-
-    Whoever may write the KV may already publish a hub of its own there, token included:
-    this adds no one to those the workers trust."""
-    from ray.experimental import internal_kv
-
-    if wire is None:
-        internal_kv._internal_kv_del(KV_BREAKPOINTS_KEY, namespace=KV_NAMESPACE)
-    else:
-        internal_kv._internal_kv_put(KV_BREAKPOINTS_KEY, json.dumps(wire).encode(),
-                                     overwrite=True, namespace=KV_NAMESPACE)
-
-
-def read_published_breakpoints() -> dict[str, Any] | None:
-    """The cluster's breakpoints as published (see :func:`publish_breakpoints`); None when
-    there are none, or what is there is not a set."""
-    from ray.experimental import internal_kv
-
-    data = internal_kv._internal_kv_get(KV_BREAKPOINTS_KEY, namespace=KV_NAMESPACE)
-    if not data:
-        return None
-    try:
-        wire = json.loads(data)
-    except ValueError:
-        return None
-    return wire if isinstance(wire, dict) else None
 
 
 def publish_cli_hub(client: str, worker: str, token: str, cert: str | None = None) -> HubInfo:

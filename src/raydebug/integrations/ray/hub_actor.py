@@ -22,14 +22,8 @@ import ray
 
 from ...agent.flags import is_on
 from ...errors import ConfigurationError, HubUnreachableError, RaydebugError
-from .discovery import (
-    HubInfo,
-    connect_kv,
-    publish_breakpoints,
-    publish_hub_info,
-    read_hub_info,
-    unpublish_hub_info,
-)
+from .discovery import HubInfo, connect_kv, publish_hub_info, read_hub_info, unpublish_hub_info
+from .kv import publish_breakpoints
 from .metadata import node_ip
 
 HUB_ACTOR_NAME = "raydebug_hub"

@@ -70,7 +70,7 @@ def arm_published_breakpoints() -> None:
     still meet the IDE's "uncaught" filter. One read of the KV; the arm is imported only when
     there are breakpoints. Never raises."""
     try:
-        from .discovery import read_published_breakpoints
+        from .kv import read_published_breakpoints
 
         breakpoints = read_published_breakpoints()
     except Exception as error:  # Ray's errors are many; the link arms them later
