@@ -116,29 +116,33 @@ def wait_for_the_start(span: float | None = None, longest: float | None = None) 
     worker's main thread runs its first task ~4 ms after the setup hook, then ~300 ms of
     Ray's own imports before the task's answer goes back, and the link's work in that span
     made a worker's start ~75 ms longer (docs/design.md#live-link). So the thread waits, in
-    spans of :data:`START_SPAN`, until its main thread used less than a tenth of a span's
-    CPU (it waits for a task, or for a lock, or it ended; one still starting gets more than
-    that even on a loaded machine, where half a span let the link in during Ray's imports),
-    and at most :data:`START_AT_LATEST` (a main thread that computes from its start). A process that ends sooner (``python
+    spans of :data:`START_SPAN`, until its main thread used less than a tenth of each of
+    two spans' CPU in a row (it waits for a task, or for a lock, or it ended; one still
+    starting gets more than that even on a loaded machine, where half of one span let the
+    link in during Ray's imports), and at most :data:`START_AT_LATEST` (a main thread that
+    computes from its start). A process that ends sooner (``python
     -c``) never waits for the link at its exit. Without a CPU clock per thread it waits
     one span."""
     span = START_SPAN if span is None else span
     deadline = time.monotonic() + (START_AT_LATEST if longest is None else longest)
     main_cpu = _main_thread_cpu()
+    idle_spans = 0
     while True:
         before = main_cpu() if main_cpu is not None else 0.0
         time.sleep(span)
         if main_cpu is None or time.monotonic() >= deadline:
             return
         try:
-            if main_cpu() - before < span * IDLE_SHARE:
-                return
+            idle_spans = idle_spans + 1 if main_cpu() - before < span * IDLE_SHARE else 0
         except OSError:  # the main thread has ended
+            return
+        if idle_spans == IDLE_SPANS:
             return
 
 
 START_SPAN = 0.05  # seconds
 IDLE_SHARE = 0.1  # of a span's time on a CPU: the main thread has started
+IDLE_SPANS = 2
 START_AT_LATEST = 1.0
 
 
