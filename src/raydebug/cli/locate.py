@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .. import state_file
 from ..client.hub_api import DEFAULT_HUB
 from ..errors import ConfigurationError, HubUnreachableError
 
@@ -51,6 +50,8 @@ def locate_hub(hub: str | None, ray_address: str | None, start: bool = True) -> 
     named = explicit_ray_address(ray_address)
     if named:
         return _cluster_hub(named, start, required=True) or _default()
+    from .. import state_file  # (pathlib, urllib.parse: ~5 ms of a start) not with --hub
+
     local = state_file.read()
     if local is not None:
         return HubLocation(str(local["client"]),
