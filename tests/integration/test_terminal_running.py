@@ -337,6 +337,9 @@ def test_stepping_off_a_call_into_the_next_call_of_its_thread_says_whose_stop_it
     assert f"({line_of(script, 'last line')})first()" in str(term.child.before)
     stepped = term.do("n")
     sessions = hub.wait_sessions(1)
+    # what the first call returned, though the thread went on into the next before the
+    # return was seen (it was lost: the first session ended as "moved", with no value)
+    assert "--Return-- first() -> 20\r\n" in stepped, stepped
     assert re.search(rf"session {sessions[0]['id']}: [^\r\n]* pid \d+\r\n"
                      rf"breakpoint\(\) at {re.escape(str(script))}:"
                      rf"{line_of(script, 'its stop') - 1}\r\n"

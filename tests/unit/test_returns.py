@@ -122,3 +122,25 @@ def test_on_stack_finds_callers_only():
     here = sys._getframe()
     assert caller is here and on_stack(here, here) and not on_stack(mine, here)
     assert not on_stack(here, None)
+
+
+def test_a_new_pause_of_the_thread_takes_what_its_last_function_returned():
+    """A Ray worker's thread steps off its task and runs the next task, which pauses before
+    the watcher saw the first return: the new pause takes the value (it was lost)."""
+    watcher = ReturnWatcher(is_suspended=lambda ident: False,
+                            on_returned=lambda session, value: None)
+    found: dict[str, Any] = {}
+
+    def first() -> int:
+        watcher.follow("first", threading.get_ident(), sys._getframe())
+        found["inside"] = watcher.take_return("first", sys._getframe())  # still in it
+        return 20
+
+    def second() -> None:
+        found["after"] = watcher.take_return("first", sys._getframe())
+        found["again"] = watcher.take_return("first", sys._getframe())  # taken once
+
+    first()
+    second()
+    assert found == {"inside": None, "after": "", "again": None}  # "": the value not seen
+

@@ -236,8 +236,10 @@ class Agent:
             self._pause_requests.pop(ident, None)  # this pause is the thread's session
             others = [s for s in self._sessions.values() if s.thread_ident == ident]
             self._sessions[record.id] = session  # first: the process never looks idle here
-            for other in others:
-                self._end_session_locked(other.record.id, END_MOVED)  # this thread moved on
+            here = sys._getframe()
+            for other in others:  # this thread moved on: with what its function returned
+                returned = self.returns.take_return(other.record.id, here)
+                self._end_session_locked(other.record.id, END_MOVED, returned or "")
             if self._client_ready:
                 session.released.set()
         self.link.post(SessionStarted(session=record.to_dict()))

@@ -82,6 +82,19 @@ class ReturnWatcher:
         with self._lock:
             self._followed[session_id] = _Followed(thread_ident, frame)
 
+    def take_return(self, session_id: str, frame: FrameType) -> str | None:
+        """For a session whose thread pauses anew at ``frame``: if its function is no longer
+        on that stack (it returned, and the thread went on into other code: a Ray worker's
+        next task), stop following it and give the repr of what it returned ("" when that
+        was not seen); None while it is still on the stack (the new pause is inside it), or
+        when the session is not followed."""
+        with self._lock:
+            followed = self._followed.get(session_id)
+            if followed is None or on_stack(followed.frame, frame):
+                return None
+            del self._followed[session_id]
+            return followed.returned or ""
+
     def forget(self, session_id: str) -> None:
         with self._lock:
             self._followed.pop(session_id, None)

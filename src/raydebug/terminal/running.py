@@ -153,6 +153,11 @@ class RunningCommands(DebuggerContext):
                         event.session_id == self.session.get("id")  # of this thread
                         or self._is_running_thread(event.thread))
                     ends_seen += 1  # decided: a Ctrl-C before this looks at it again
+                    if event.reason == END_MOVED and event.returned and \
+                            event.session_id == self.session.get("id"):
+                        # Stepped off its function into the thread's next call (a Ray
+                        # worker's next task): what it returned, as pdb says it.
+                        self.write(f"--Return-- {function}() -> {event.returned}")
                     if not ours:
                         continue  # another thread's session, or its stop follows
             except KeyboardInterrupt:
