@@ -16,7 +16,9 @@ cannot be seen in a few medians. It is measured twice:
 - end to end, *interleaved*: one driver per mode, all three connected to the same cluster
   at once, start one actor each in turn (the order alternating), round after round; the
   figure is the median of the paired differences (live - off, live - plain, within a
-  round) with a bootstrap 95% confidence interval;
+  round) with a bootstrap 95% confidence interval; and the same from the setup hook's start
+  to the answer at the driver: all that raydebug can change (before its hook it does
+  nothing in a worker), without the noise of Ray's exec and imports (~1.2 s, +-0.3 s);
 - inside each worker, where the link's cost is: the setup hook's time on the worker's main
   thread (the live part: ``start_live_link``, the ids it reads), the time from the hook's
   end to the actor's ``__init__`` (where a link thread competing for the GIL would show),

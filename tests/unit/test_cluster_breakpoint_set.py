@@ -131,7 +131,7 @@ def test_a_parent_pushes_its_breakpoints_is_told_when_verified_and_takes_them_aw
         assert output.body["output"] == "[f, rank 3, pid 12] x=1\n"
         client._incoming.put_nowait(Request(seq=4, command="disconnect"))
         await asyncio.wait_for(running, 5)
-        assert pushed[-1]["sources"] == [] and parents.arm_message() is None
+        assert pushed[-1]["sources"] == [] and parents.arm_message().breakpoints["sources"] == []
 
     asyncio.run(scenario())
 

@@ -19,6 +19,7 @@ from raydebug.agent.hub_link import HubLink
 from raydebug.errors import RaydebugError
 from raydebug.protocol import NEED_DATA
 from raydebug.protocol.control import (
+    ArmBreakpoints,
     CollectStacks,
     ControlMessage,
     ControlStream,
@@ -82,6 +83,8 @@ class MemoryHub:
                         return
                     stream.receive_data(data)
                     continue
+                if isinstance(message, Identify):  # as the hub does: its breakpoints first
+                    sock.sendall(encode_control(ArmBreakpoints(breakpoints={})))
                 self.received.put((number, message))
         except OSError:
             return
@@ -102,6 +105,8 @@ class Handler:
 
     def registration(self) -> Register:
         return Register(process={"pid": 4242, "labels": {"RANK": "1"}})
+
+    def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None: ...
 
     def live_sessions(self) -> list[SessionStarted]:
         return [SessionStarted(session={"id": "s1"})]

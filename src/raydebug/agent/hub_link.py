@@ -283,11 +283,14 @@ class HubLink:
         self._selector.register(sock, selectors.EVENT_READ, "control")
         self._outbox.clear()
         try:
+            self._arm_first(sock)
             registration = self._handler.registration()
             for message in ([registration] if registration else []) \
                     + list(self._handler.live_sessions()):
                 sock.sendall(encode_control(message))
-        except OSError:
+        except (OSError, RaydebugError) as error:
+            if isinstance(error, RaydebugError):
+                say(f"dropping the hub connection: {error}")
             self._drop_control()
             return False
         self._stale_hub = None
@@ -406,27 +409,56 @@ class HubLink:
         except OSError:
             self._drop_control()
 
+    def _arm_first(self, sock: socket.socket) -> None:
+        """Before registering: handle what the hub sends as this process identifies itself,
+        up to the cluster's breakpoints (``ArmBreakpoints``, an empty set when there are
+        none). A process the hub lists as live then has them armed: their import takes this
+        thread 20-40 ms, and a program told "linked" may hit one at once. Raises
+        :class:`RemoteProtocolError`, or ``OSError`` when the hub sends nothing in time."""
+        deadline = self._clock() + HANDSHAKE_TIMEOUT
+        while True:
+            message = self._control_stream.next_event()
+            if not isinstance(message, NeedData):
+                self._handle(message)
+                if isinstance(message, ArmBreakpoints) or self._control is None:
+                    return
+                continue
+            sock.settimeout(max(deadline - self._clock(), 0.001))
+            try:
+                data = sock.recv(RECV_SIZE)
+            finally:
+                sock.settimeout(None)
+            if not data:
+                raise ConnectionResetError("the hub closed the connection")
+            self._control_stream.receive_data(data)
+
     def _handle_control_input(self) -> None:
         try:
             while True:
                 message = self._control_stream.next_event()
                 if isinstance(message, NeedData):
                     return
-                handle = self._dispatch.get(type(message))
-                if handle is None:
-                    raise RemoteProtocolError(f"unexpected {message.TYPE!r} from the hub")
-                try:
-                    handle(message)
-                except (RaydebugError, OSError):
-                    raise  # the hub's fault, or the connection's: handled below, by _serve
-                except Exception as error:  # a bug of ours: the link (and process) go on
-                    say(f"internal error answering the hub's {message.TYPE} "
-                        f"({type(error).__name__}: {error})")
+                self._handle(message)
                 if self._control is None:
                     return  # the handler dropped the connection
         except RaydebugError as error:
             say(f"dropping the hub connection: {error}")
             self._drop_control()
+
+    def _handle(self, message: ControlMessage) -> None:
+        """One message from the hub, to its handler. Raises :class:`RaydebugError` (the
+        hub's fault) and ``OSError`` (the connection's); a bug of ours is said, and the link
+        (and the process) go on."""
+        handle = self._dispatch.get(type(message))
+        if handle is None:
+            raise RemoteProtocolError(f"unexpected {message.TYPE!r} from the hub")
+        try:
+            handle(message)
+        except (RaydebugError, OSError):
+            raise
+        except Exception as error:
+            say(f"internal error answering the hub's {message.TYPE} "
+                f"({type(error).__name__}: {error})")
 
     def _on_client_ready(self, message: ClientReady) -> None:
         if self._channel == message.channel:

@@ -132,9 +132,11 @@ class ClusterAttaches:
         """The cluster's set changed: every linked process gets it."""
         self._push(self.cluster.wire())
 
-    def arm_message(self) -> ArmBreakpoints | None:
-        """What a process that just connected is sent, if there are breakpoints."""
-        return None if self.cluster.empty else ArmBreakpoints(breakpoints=self.cluster.wire())
+    def arm_message(self) -> ArmBreakpoints:
+        """What a process that just identified itself is sent first: the cluster's
+        breakpoints, an empty set when there are none. The process registers once it has
+        armed them, so that a process listed as live has them."""
+        return ArmBreakpoints(breakpoints=self.cluster.wire())
 
     def loaded(self, paths: list[str]) -> None:
         """A process has code of these client paths loaded: their breakpoints are verified."""

@@ -226,8 +226,7 @@ class WorkerListener:
                 raise RemoteProtocolError("expected an identify message first on a control "
                                           "connection")
             process = self._registry.add_process(message.process, peer, send)
-            if (arm := self._cluster.arm_message()) is not None:
-                send(arm)  # the cluster's breakpoints, from the process's start
+            send(self._cluster.arm_message())  # the cluster's breakpoints, before it registers
             log.info("worker %s: process %s (pid %s) connected", peer, process.id,
                      message.process.get("pid"))
             identified.set_result(process)
