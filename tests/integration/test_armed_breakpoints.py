@@ -53,6 +53,7 @@ import target, elsewhere
 
 agent = get_agent()
 agent.link.start()  # the live link does this at start
+agent.link.attempted.wait(30)  # armed with the hub's set (none) before it registers: then ours
 logged = []
 post = agent._post_logpoint
 agent.breakpoints._on_log = lambda text, frame: (logged.append(text), post(text, frame))

@@ -234,6 +234,7 @@ import stepped
 
 agent = get_agent()
 agent.link.start()
+agent.link.attempted.wait(30)  # armed with the hub's set (none) before it registers: then ours
 agent.arm_breakpoints(json.loads(sys.argv[1]))
 print("modes", *sorted(set(agent.breakpoints.modes().values())), repr(sys.gettrace()),
       flush=True)

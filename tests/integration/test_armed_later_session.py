@@ -39,6 +39,7 @@ import target
 
 agent = get_agent()
 agent.link.start()  # the live link does this at start
+agent.link.attempted.wait(30)  # armed with the hub's set (none) before it registers: then ours
 agent.arm_breakpoints(json.loads(sys.argv[1]))
 for session in range(2):
     print("returned", target.work(session), flush=True)
