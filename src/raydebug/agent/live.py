@@ -120,9 +120,8 @@ def wait_for_the_start(span: float | None = None, longest: float | None = None) 
     two spans' CPU in a row (it waits for a task, or for a lock, or it ended; one still
     starting gets more than that even on a loaded machine, where half of one span let the
     link in during Ray's imports), and at most :data:`START_AT_LATEST` (a main thread that
-    computes from its start). A process that ends sooner (``python
-    -c``) never waits for the link at its exit. Without a CPU clock per thread it waits
-    one span."""
+    computes from its start). A process that ends sooner (``python -c``) never waits for
+    the link at its exit. Without a CPU clock per thread it waits one span."""
     span = START_SPAN if span is None else span
     deadline = time.monotonic() + (START_AT_LATEST if longest is None else longest)
     main_cpu = _main_thread_cpu()
