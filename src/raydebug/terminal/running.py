@@ -95,6 +95,7 @@ class RunningCommands(DebuggerContext):
         stops = self.remote.stops
         seen, ends_seen = stops.count, len(stops.ends)
         function = self._session_function()
+        resumed = str(self.session.get("id"))  # (a new session may be adopted meanwhile)
         interrupted = False
         stops.resuming(self.thread_id)
         try:
@@ -153,11 +154,7 @@ class RunningCommands(DebuggerContext):
                         event.session_id == self.session.get("id")  # of this thread
                         or self._is_running_thread(event.thread))
                     ends_seen += 1  # decided: a Ctrl-C before this looks at it again
-                    if event.reason == END_MOVED and event.returned and \
-                            event.session_id == self.session.get("id"):
-                        # Stepped off its function into the thread's next call (a Ray
-                        # worker's next task): what it returned, as pdb says it.
-                        self.write(f"--Return-- {function}() -> {event.returned}")
+                    self._say_returned_before_moving(event, resumed, function)
                     if not ours:
                         continue  # another thread's session, or its stop follows
             except KeyboardInterrupt:
@@ -169,6 +166,8 @@ class RunningCommands(DebuggerContext):
             if isinstance(event, SessionEnd):
                 return self._session_ended(event, function)
             break
+        for end in stops.ends[ends_seen:]:  # came with the stop (which is read first)
+            self._say_returned_before_moving(end, resumed, function)
         self._adopt_new_session()
         if event.thread_id != self.thread_id:
             # Another thread stopped first (its own breakpoint()): the prompt goes there,
@@ -182,6 +181,12 @@ class RunningCommands(DebuggerContext):
             self.thread_id = event.thread_id
             self._refresh_stack()
         return Outcome.STOPPED
+
+    def _say_returned_before_moving(self, end: SessionEnd, resumed: str, function: str) -> None:
+        """The resumed session's function returned and its thread went on into its next
+        call (a Ray worker's next task), which paused: what it returned, as pdb says it."""
+        if end.reason == END_MOVED and end.returned and end.session_id == resumed:
+            self.write(f"--Return-- {function}() -> {end.returned}")
 
     def _is_running_thread(self, thread_name: str) -> bool:
         """Whether ``thread_name`` names the thread this prompt resumed: its session ended
