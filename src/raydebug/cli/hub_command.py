@@ -98,8 +98,7 @@ async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
     published = None
     if ray_integration is not None:
         published = ray_integration.publish_cli_hub(client, worker, hub.config.token, cert)
-        ray_integration.publish_breakpoints(None)  # a hub that died before left its set
-        hub.publish_breakpoints = ray_integration.publish_breakpoints
+        ray_integration.publish_breakpoints_of(hub)
     recorded = state_file.write(client, worker, hub.config.token, hub.config.unix_socket, cert)
     click.echo(views.hub_banner(client, worker, hub.config.token, cert), nl=False)
     sys.stdout.flush()

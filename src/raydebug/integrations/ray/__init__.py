@@ -31,8 +31,8 @@ _EXPORTS = {
                      "find_gcs_address", "local_node_ip", "publish_cli_hub",
                      "publish_hub_info", "read_hub_info", "unpublish_hub_info",
                      "wait_hub_info"), "discovery"),
-    **dict.fromkeys(("KV_NAMESPACE", "publish_breakpoints", "read_published_breakpoints"),
-                    "kv"),
+    **dict.fromkeys(("KV_NAMESPACE", "publish_breakpoints", "publish_breakpoints_of",
+                     "read_published_breakpoints"), "kv"),
     **dict.fromkeys(("SETUP_HOOK", "ChainedSetupHook", "runtime_env", "runtime_env_hook"),
                     "enable"),
     **dict.fromkeys(("HUB_ACTOR_NAME", "HUB_ACTOR_NAMESPACE", "find_or_start_cluster_hub",
@@ -69,7 +69,12 @@ if TYPE_CHECKING:
         find_or_start_hub,
         hub_actor_class,
     )
-    from .kv import KV_NAMESPACE, publish_breakpoints, read_published_breakpoints
+    from .kv import (
+        KV_NAMESPACE,
+        publish_breakpoints,
+        publish_breakpoints_of,
+        read_published_breakpoints,
+    )
     from .metadata import in_ray_worker, node_ip, session_fields
     from .worker_hooks import (
         RayDiscovery,
@@ -85,6 +90,7 @@ __all__ = [
     "connect_kv", "find_gcs_address", "find_or_start_cluster_hub", "find_or_start_hub",
     "hub_actor_class", "in_ray_worker", "install_driver_hook", "local_node_ip", "node_ip",
     "post_mortem", "post_mortem_enabled", "prepare_children", "publish_breakpoints",
+    "publish_breakpoints_of",
     "publish_cli_hub", "publish_hub_info", "read_hub_info", "read_published_breakpoints",
     "runtime_env", "runtime_env_hook", "session_fields", "setup_worker", "unpublish_hub_info",
     "wait_hub_info", "watch_children",

@@ -23,7 +23,7 @@ import ray
 
 from ...agent.discovery import HubAddress
 from ...errors import ConfigurationError, HubUnreachableError, hub_unreachable
-from .kv import KV_BREAKPOINTS_KEY, KV_NAMESPACE
+from .kv import KV_NAMESPACE, publish_breakpoints
 
 KV_HUB_KEY = b"hub"
 
@@ -96,7 +96,7 @@ def unpublish_hub_info(info: HubInfo) -> None:
 
     if read_hub_info() == info:
         internal_kv._internal_kv_del(KV_HUB_KEY, namespace=KV_NAMESPACE)
-        internal_kv._internal_kv_del(KV_BREAKPOINTS_KEY, namespace=KV_NAMESPACE)
+        publish_breakpoints(None)
 
 
 def publish_cli_hub(client: str, worker: str, token: str, cert: str | None = None) -> HubInfo:

@@ -23,7 +23,7 @@ import ray
 from ...agent.flags import is_on
 from ...errors import ConfigurationError, HubUnreachableError, RaydebugError
 from .discovery import HubInfo, connect_kv, publish_hub_info, read_hub_info, unpublish_hub_info
-from .kv import publish_breakpoints
+from .kv import publish_breakpoints_of
 from .metadata import node_ip
 
 HUB_ACTOR_NAME = "raydebug_hub"
@@ -179,8 +179,7 @@ class _HubActor:
             except OSError:
                 await hub.close()
         self._hub = hub
-        publish_breakpoints(None)  # a hub that died before it has left its set there
-        hub.publish_breakpoints = publish_breakpoints
+        publish_breakpoints_of(hub)
         self._serving = asyncio.ensure_future(hub.serve_forever())
         self._watching = asyncio.ensure_future(self._exit_when_node_drains())
         return HubInfo(worker="{}:{}".format(*hub.worker_address),

@@ -31,6 +31,13 @@ def publish_breakpoints(wire: dict[str, Any] | None) -> None:
                                      overwrite=True, namespace=KV_NAMESPACE)
 
 
+def publish_breakpoints_of(hub: Any) -> None:
+    """From now on, publish ``hub``'s breakpoints each time they change; first clear the set
+    a hub that died before it left there."""
+    publish_breakpoints(None)
+    hub.publish_breakpoints = publish_breakpoints
+
+
 def read_published_breakpoints() -> dict[str, Any] | None:
     """The cluster's breakpoints as published (see :func:`publish_breakpoints`); None when
     there are none, or what is there is not a set."""
