@@ -11,7 +11,7 @@ import sys
 import textwrap
 import time
 import urllib.request
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,11 @@ class HubProcess:
                                     timeout=timeout + 5) as response:
             return json.loads(response.read())
 
+    def wait_processes(self, what: str, check: Callable[[list[dict[str, Any]]], Any],
+                       timeout: float = TIMEOUT, query: str = "now=0") -> Any:
+        """:func:`wait_processes` on this hub."""
+        return wait_processes(self.client_address, what, check, timeout, query)
+
     def wait_sessions(self, count: int, timeout: float = TIMEOUT,
                       state: str | None = None) -> list[dict[str, Any]]:
         """Long-poll the hub until exactly ``count`` sessions (in ``state``) exist."""
@@ -178,6 +183,30 @@ class HubProcess:
             except subprocess.TimeoutExpired:
                 pass
         stop(self.proc)
+
+
+def wait_processes(client_address: str, what: str,
+                   check: Callable[[list[dict[str, Any]]], Any], timeout: float = TIMEOUT,
+                   query: str = "now=0") -> Any:
+    """Long-poll the hub's ``/api/processes?QUERY`` until ``check(processes)`` is true, and
+    return its value. Each poll waits for the hub's registry to change after the listing it
+    last read, so this wakes on the change that makes it true, never on a clock; raise
+    ``TimeoutError`` naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    after = ""
+    while True:
+        remaining = deadline - time.monotonic()
+        url = f"http://{client_address}/api/processes?{query}{after}"
+        with urllib.request.urlopen(url, timeout=max(remaining, 0) + 10) as response:
+            processes = json.loads(response.read())
+            version = response.headers["Raydebug-Version"]
+        value = check(processes)
+        if value:
+            return value
+        if remaining <= 0:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s; the hub lists "
+                               f"{len(processes)} processes")
+        after = f"&after={version}&timeout={max(remaining, 0.1):.2f}"
 
 
 def start_hub(*args: str, token: str = "test-token") -> HubProcess:

@@ -15,6 +15,7 @@ from devtools.processes import (
     run,
     start_hub,
     stop,
+    wait_processes,
     write_script,
 )
 from devtools.pythons import find_python, venv_with_debugpy
@@ -22,5 +23,5 @@ from devtools.pythons import find_python, venv_with_debugpy
 __all__ = [
     "PAUSING_WORKER", "TIMEOUT", "Evaluated", "HubProcess", "attach", "evaluate_and_continue",
     "find_python", "finish", "line_of", "listening_ports", "read_line", "run", "start_hub",
-    "stop", "venv_with_debugpy", "write_script",
+    "stop", "venv_with_debugpy", "wait_processes", "write_script",
 ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from helpers import TIMEOUT, HubProcess, line_of, write_script
@@ -42,10 +41,7 @@ def test_a_fork_child_stops_as_its_own_process(hub: HubProcess, tmp_path: Path):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     hub.workers.append(proc)
-    deadline = time.monotonic() + TIMEOUT
-    while not [p for p in hub.get("/api/processes?now=0") if p.get("live")]:
-        assert time.monotonic() < deadline, "the process did not link"
-        time.sleep(0.05)  # the hub's process list has no long-poll
+    hub.wait_processes("the process links", lambda ps: [p for p in ps if p.get("live")])
     assert proc.stdin is not None
     proc.stdin.write("\n")
     proc.stdin.flush()

@@ -58,10 +58,8 @@ def test_break_list_clear(hub: HubProcess, tmp_path: Path):
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for rank in (1, 2)]
     hub.workers.extend(procs)
-    deadline = time.monotonic() + TIMEOUT
-    while len([p for p in hub.get("/api/processes?now=0") if p.get("live")]) < 2:
-        assert time.monotonic() < deadline, "the processes did not link"
-        time.sleep(0.05)  # the hub's process list has no long-poll
+    hub.wait_processes("the processes link",
+                       lambda ps: len([p for p in ps if p.get("live")]) >= 2)
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.write("\n")

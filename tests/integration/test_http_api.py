@@ -3,14 +3,16 @@ the page's files with their Content-Security-Policy, and the client token's cook
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
-from helpers import HubProcess, start_hub
+from helpers import PAUSING_WORKER, HubProcess, start_hub, write_script
 from raydebug.hub.http_api import MAX_REQUEST_BODY, MAX_REQUEST_HEAD
 
 pytestmark = pytest.mark.integration
@@ -129,3 +131,24 @@ def test_raydebug_web_prints_the_page_with_the_token_link():
                             capture_output=True, text=True, timeout=60)
     assert nobody.returncode == 1 and "Traceback" not in nobody.stderr
     assert len(nobody.stderr.strip().splitlines()) == 1
+
+
+def test_the_process_list_long_polls_for_its_next_version(hub: HubProcess, tmp_path):
+    """``after=VERSION`` answers on the change after that version, not at once, and a long
+    poll with nothing changing ends at its ``timeout`` with what there is."""
+
+    def listing(query: str) -> tuple[list, int]:
+        with urllib.request.urlopen(f"http://{hub.client_address}/api/processes?{query}",
+                                    timeout=30) as response:
+            return json.loads(response.read()), int(response.headers["Raydebug-Version"])
+
+    empty, version = listing("now=0")
+    assert empty == []
+    started = time.monotonic()
+    again, same = listing(f"now=0&after={version}&timeout=0.5")
+    assert (again, same) == ([], version) and time.monotonic() - started >= 0.5
+    hub.spawn(write_script(tmp_path, "paused.py", PAUSING_WORKER), RAYDEBUG_LIVE="1")
+    listed, later = listing(f"now=0&after={version}&timeout=60")
+    assert later > version and len(listed) == 1 and listed[0]["live"], listed
+    assert status(exchange(hub.client, b"GET /api/processes?after=x&timeout=1 HTTP/1.1\r\n"
+                           b"Host: 127.0.0.1\r\n\r\n")) == 400

@@ -211,10 +211,8 @@ def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
         busy = hub.spawn(write_script(tmp_path, "busy.py", HOLDS_THE_GIL), str(flag),
                          RAYDEBUG_LIVE="1", RANK="1")
         hub.spawn(write_script(tmp_path, "ranked.py", RANKED), RAYDEBUG_LIVE="1", RANK="0")
+        hub.wait_processes("the processes link", lambda ps: len(ps) >= 2)
         deadline = time.monotonic() + TIMEOUT
-        while len(hub.get("/api/processes?now=0")) < 2:  # no long-poll for processes
-            assert time.monotonic() < deadline, "the processes never linked"
-            time.sleep(0.05)
         flag.touch()
         # The regex starts once the loop sees the flag; until then the process answers.
         while hub.get(f"/api/stacks?pid={busy.pid}&timeout=0.5")["processes"][0]["answered"]:

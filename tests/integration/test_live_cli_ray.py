@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_live_ray import until  # ask until true, bounded: no long-poll for processes
+from test_live_ray import until  # ask until true, bounded: what runs now is asked, not pushed
 
 from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from helpers import run
+from helpers import run, wait_processes
 from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
 
 pytest.importorskip("ray")
@@ -88,7 +88,9 @@ def post(port: int, path: str, body: Any) -> tuple[int, Any]:
 
 
 def until(what: str, check: Any, timeout: float = 180) -> Any:
-    """Ask ``check()`` until it returns something true (bounded)."""
+    """Ask ``check()`` until it returns something true (bounded). For what the hub cannot
+    push: what a process runs now and where its threads are are asked of it at each call
+    (a change of the process list itself is waited on: ``wait_processes``)."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -96,7 +98,7 @@ def until(what: str, check: Any, timeout: float = 180) -> Any:
             return value
         if time.monotonic() > deadline:
             raise TimeoutError(what)
-        time.sleep(0.25)  # the hub's listings have no long-poll for processes
+        time.sleep(0.25)  # asked, not pushed: see the docstring
 
 
 def straggler_entry(port: int) -> dict[str, Any] | None:
@@ -122,9 +124,9 @@ def test_a_straggler_is_found_paused_and_continued(tmp_path: Path):
             assert line[0] == "children", (line, driver.stderr.read() if not line else "")
             children = [int(line[1]), int(line[2])]
             port = hub_port(cluster.address)
-            processes = until("the children are linked", lambda: (
-                ps := get(port, "/api/processes")) and
-                all(pid in {p["pid"] for p in ps} for pid in children) and ps)
+            processes = wait_processes(f"127.0.0.1:{port}", "the children are linked", lambda ps: (
+                all(pid in {p["pid"] for p in ps} for pid in children) and ps),
+                timeout=180, query="now=1")
             by_pid = {p["pid"]: p for p in processes}
             worker = next(p for p in processes if p["pid"] not in children
                           and p["worker_id"] and by_pid[children[0]]["parent"] == p["id"])

@@ -89,3 +89,22 @@ def test_a_process_id_names_its_host_and_pid_whichever_hub_gave_it():
     assert again.startswith(f"{kept}-")
     ids = [process.id for process in first.all_processes()]
     assert len(ids) == len(set(ids)) == 4
+
+
+def test_a_long_poll_wakes_on_the_next_change_of_processes_not_before():
+    async def scenario() -> None:
+        registry = Registry()
+        seen = registry.version
+        waiter = asyncio.ensure_future(registry.wait_for_version_after(seen))
+        await asyncio.sleep(0)
+        assert not waiter.done()
+        process = registry.add_process({}, "peer", lambda message: None)
+        await asyncio.sleep(0)
+        assert not waiter.done()  # connected, not yet registered: nothing listed changed
+        await registry.register_process(process, {"host": "h", "pid": 1})
+        await asyncio.wait_for(waiter, 1)
+        assert registry.version > seen
+        # A version already passed answers at once.
+        await asyncio.wait_for(registry.wait_for_version_after(seen), 1)
+
+    asyncio.run(scenario())

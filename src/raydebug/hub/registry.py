@@ -136,6 +136,9 @@ class Registry:
         self._processes: dict[str, Process] = {}
         self._sessions: dict[str, HubSession] = {}
         self._changed = asyncio.Condition()
+        # Counts every change of processes or sessions: a listing says which version it
+        # shows, and a long-poll waits for a later one (``wait_for_version_after``).
+        self.version = 0
         self._process_ids = itertools.count(1)
         self._by_pid: dict[tuple[str, int], Process] = {}  # (host, pid) of live processes
         self.registered_total = 0
@@ -384,6 +387,13 @@ class Registry:
             "registered_total": self.registered_total,
         }
 
+    async def wait_for_version_after(self, version: int) -> None:
+        """Return once a process or session changed after ``version`` (at once if one
+        already did); the caller bounds the wait."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.version > version)
+
     async def _notify(self) -> None:
         async with self._changed:
+            self.version += 1
             self._changed.notify_all()

@@ -382,7 +382,18 @@ class Hub:
         processes run now is asked of them (``now=0``: not; those that do not answer in
         time, or that the bound left unasked, are listed with their last answer,
         ``activity_stale``). ``argv`` is bounded
-        (``argv=1``: whole)."""
+        (``argv=1``: whole). The reply's ``Raydebug-Version`` header names the registry's
+        version it shows; ``after=VERSION&timeout=S`` long-polls: it answers once processes or
+        sessions changed after that version, or when ``S`` (at most ``MAX_LONG_POLL``) ran
+        out, with what there is."""
+        after = query.pop("after", None)
+        timeout = min(float(query.pop("timeout", "0")), MAX_LONG_POLL)
+        if after is not None and timeout > 0:
+            try:
+                await asyncio.wait_for(self.registry.wait_for_version_after(int(after)), timeout)
+            except TimeoutError:
+                pass  # answer with what there is
+        version = self.registry.version
         started = time.perf_counter()
         self.queries.last_round_writing, self.queries.last_round_asked = 0.0, 0
         now = query.pop("now", "1") != "0"
@@ -399,7 +410,8 @@ class Hub:
                   f"write;dur={self.queries.last_round_writing * 1000:.1f}, "
                   f"encode;dur={(time.perf_counter() - asked) * 1000:.1f}, "
                   f'asked;desc="{self.queries.last_round_asked}"')
-        return Reply(body=body, headers=(("Server-Timing", timing),))
+        return Reply(body=body, headers=(("Server-Timing", timing),
+                                          ("Raydebug-Version", str(version))))
 
     async def _stacks_route(self, query: dict[str, str]) -> dict[str, Any]:
         """Every thread's stack of the selected processes (``?KEY=VALUE`` terms,
