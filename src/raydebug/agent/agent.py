@@ -60,7 +60,7 @@ from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
 from .metadata import innermost_frame, process_labels, ray_fields, record_for_frame
-from .report import say
+from .report import pause_place, say
 from .returns import ReturnWatcher
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ class Agent:
         ident = threading.get_ident()
         session = ParkedThread(record, ident)
         if self._hub_closed is not None:  # e.g. a loop's next breakpoint() while Ray stops
-            say(f"session {record.id} paused at {record.file}:{record.line}, but the hub shut "
+            say(f"session {record.id} paused at {pause_place(record)}, but the hub shut "
                 f"down ({self._hub_closed}); continuing")
             self.returns.forget(record.id)
             return None
@@ -264,10 +264,10 @@ class Agent:
         # link said each change of it).
         problem = self.link.take_first_error() or (self.link.last_error if attempted else None)
         if problem and problem != "lost":  # "lost": reconnecting to a hub that was there
-            say(f"session {record.id} paused at {record.file}:{record.line}, but no debugger "
+            say(f"session {record.id} paused at {pause_place(record)}, but no debugger "
                 f"can attach: {problem}; retrying, then continuing{limit}")
         else:
-            say(f"session {record.id} paused at {record.file}:{record.line}, waiting for a "
+            say(f"session {record.id} paused at {pause_place(record)}, waiting for a "
                 f"debugger (hub: {self.config.hub_address}){limit}")
         started = time.monotonic()
         if session.released.wait(timeout):
@@ -342,6 +342,9 @@ class Agent:
             session.released.set()  # nothing waits in raydebug: pydevd holds it
             self._sessions[record.id] = session
             self.link.post(SessionStarted(session=record.to_dict()))
+        # Said as a breakpoint() says it: the driver's log is where a user looks first.
+        say(f"session {record.id} paused at {pause_place(record)}, waiting for a debugger "
+            f"(hub: {self.config.hub_address})")
 
     def _forget_abandoned_pauses_locked(self) -> None:
         """Forget the pause requests pydevd no longer holds (a resume of every thread
