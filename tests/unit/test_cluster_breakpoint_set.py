@@ -228,3 +228,31 @@ def test_the_hub_publishes_each_new_set_for_processes_that_start_later(
     hub.publish_breakpoints = failing  # the linked processes still get theirs; one line
     hub.cluster_attaches.changed()
     assert "could not publish the cluster's breakpoints: the GCS is gone" in caplog.text
+
+
+def test_one_line_is_removed_of_the_terminals_and_the_pages_and_an_ides_stays():
+    """``POST /api/breakpoints {"remove": {"path", "line"}}`` (``raydebug break --remove``):
+    the terminal's or the web page's breakpoint on that line goes, the rest of the file
+    stays, an IDE's on the same line stays (the IDE owns it), and every process is told."""
+    pushed: list[dict[str, Any]] = []
+    parents = ClusterAttaches(push=pushed.append)
+    parents.set_from_terminal({"path": "/me/job.py", "line": 3})
+    parents.set_from_terminal({"path": "/me/job.py", "line": 7, "condition": "i > 2"})
+    parents.set_from_terminal({"source": {"path": "/me/lib.py"}, "breakpoints": [{"line": 5}]})
+    parents.cluster.set_breakpoints("ide", {"source": {"path": "/me/job.py"},
+                                            "breakpoints": [{"line": 3}]})
+    answer = parents.set_from_terminal({"remove": {"path": "/me/job.py", "line": 3}})
+    assert [(b["path"], b["line"], b["client"]) for b in answer["removed"]] == [
+        ("/me/job.py", 3, "terminal")]
+    assert sorted((b["path"], b["line"], b["client"]) for b in answer["breakpoints"]) == [
+        ("/me/job.py", 3, "ide"), ("/me/job.py", 7, "terminal"), ("/me/lib.py", 5, "web page")]
+    assert [[b["line"] for b in s["breakpoints"]] for s in pushed[-1]["sources"]] == [
+        [7], [5], [3]]
+    sent = len(pushed)
+    again = parents.set_from_terminal({"remove": {"path": "/me/job.py", "line": 3}})
+    assert again["removed"] == [] and len(pushed) == sent  # nothing changed: nothing sent
+    page = parents.set_from_terminal({"remove": {"path": "/me/lib.py", "line": 5}})
+    assert [b["client"] for b in page["removed"]] == ["web page"]
+    assert "/me/lib.py" not in parents.cluster.sources_of("web page")
+    with pytest.raises(ValueError, match="absolute path"):
+        parents.set_from_terminal({"remove": {"path": "job.py", "line": 3}})

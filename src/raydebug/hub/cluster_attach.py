@@ -158,10 +158,12 @@ class ClusterAttaches:
         line), ``{"clear": true}`` removes the terminal's own (an IDE's stay: the IDE owns
         them, and so do the web page's), and the web page's gutter sends a file's whole set
         as DAP's ``setBreakpoints`` arguments: ``{"source": {"path"}, "breakpoints": [...]}``.
+        ``{"remove": {"path", "line"}}`` removes the terminal's or the web page's breakpoint
+        on that line (the answer's ``removed``: ``[]`` when there was none of theirs).
         Raises ValueError for any other body."""
         if not isinstance(body, dict):
-            raise ValueError('the body must be {"path": FILE, "line": N, ...} or '
-                             '{"clear": true}')
+            raise ValueError('the body must be {"path": FILE, "line": N, ...}, '
+                             '{"remove": {"path": FILE, "line": N}} or {"clear": true}')
         if body.get("clear") is True:
             cleared = [self.cluster.clear(owner) for owner in (TERMINAL, WEB_PAGE)]
             if any(cleared):
@@ -171,10 +173,13 @@ class ClusterAttaches:
             answer = self.cluster.set_breakpoints(WEB_PAGE, body)
             self.changed()
             return {**self.breakpoints_view(), "set": answer.get("breakpoints", [])}
-        path, line = body.get("path"), body.get("line")
-        if not isinstance(path, str) or not path.startswith("/") \
-                or not isinstance(line, int) or isinstance(line, bool) or line < 1:
-            raise ValueError("a breakpoint needs an absolute path and a line number >= 1")
+        if "remove" in body:
+            removed = self.cluster.remove_line((TERMINAL, WEB_PAGE), *_path_and_line(
+                body["remove"]))
+            if removed:
+                self.changed()
+            return {**self.breakpoints_view(), "removed": removed}
+        path, line = _path_and_line(body)
         spec = {"line": line, **{key: body[key] for key in ("condition", "hitCondition",
                                                              "logMessage")
                                  if isinstance(body.get(key), str) and body[key]}}
@@ -221,6 +226,15 @@ class ClusterAttaches:
         for parent in self._parents.values():
             if parent.host == host:
                 parent.tell(text)
+
+
+def _path_and_line(where: Any) -> tuple[str, int]:
+    """``{"path": "/abs/job.py", "line": 12}`` -> its two fields; raises ValueError."""
+    path, line = (where.get("path"), where.get("line")) if isinstance(where, dict) else (0, 0)
+    if not isinstance(path, str) or not path.startswith("/") \
+            or not isinstance(line, int) or isinstance(line, bool) or line < 1:
+        raise ValueError("a breakpoint needs an absolute path and a line number >= 1")
+    return path, line
 
 
 def process_prefix(view: dict[str, Any]) -> str:

@@ -107,6 +107,27 @@ class ClusterBreakpointSet:
         self.generation += 1
         return {}
 
+    def remove_line(self, clients: tuple[str, ...], path: str, line: int
+                    ) -> list[dict[str, Any]]:
+        """Remove the line breakpoints at ``path``:``line`` that ``clients`` set (the others'
+        stay: an IDE owns its own); returns them as :meth:`listing` entries, ``[]`` when
+        none was there."""
+        removed = [entry for entry in self.listing() if entry["client"] in clients
+                   and entry["path"] == path and entry["line"] == line]
+        for key in {entry["client"] for entry in removed}:
+            sources = self._clients[key].sources
+            kept = [(spec, id_) for spec, id_ in zip(sources[path].breakpoints,
+                                                     sources[path].ids, strict=True)
+                    if spec["line"] != line]
+            if kept:
+                sources[path].breakpoints = [spec for spec, _ in kept]
+                sources[path].ids = [id_ for _, id_ in kept]
+            else:
+                del sources[path]
+        if removed:
+            self.generation += 1
+        return removed
+
     def clear(self, client: str) -> bool:
         """Forget every breakpoint of ``client`` (it left); True if the set changed."""
         entry = self._clients.pop(client, None)

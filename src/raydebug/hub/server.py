@@ -448,7 +448,8 @@ class Hub:
         return self.cluster_attaches.breakpoints_view()
 
     async def _set_breakpoints_route(self, query: dict[str, str], body: Any) -> dict[str, Any]:
-        """Add a cluster breakpoint, or clear the terminal's (``raydebug break``)."""
+        """Add a cluster breakpoint, remove one, or clear the terminal's (``raydebug
+        break``)."""
         return self.cluster_attaches.set_from_terminal(body)
 
     async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
