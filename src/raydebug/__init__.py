@@ -7,7 +7,8 @@ Packages: ``protocol`` (sans-IO), ``agent`` (inside debugged processes), ``hub``
 ``terminal`` (``raydebug attach``), ``cli`` (the command), ``web`` (the page),
 ``integrations`` (Ray). Modules shared by several: ``session`` (what a session and a process
 are, their state tables), ``errors`` (every exception), ``selectors`` (KEY=VALUE process
-selectors), ``stack_tree`` (stacks merged across processes), ``views`` and
+selectors), ``stack_tree`` (stacks merged across processes, odd among ``peer_groups``),
+``views`` and
 ``views_processes`` (rendering for the terminal), ``state_file`` (this machine's hub and
 tunnel records), ``tls`` (certificates and pinning), ``tunnel`` (``raydebug tunnel``'s SSH),
 ``hub_options`` (``RAYDEBUG_HUB_ARGS``), ``lazy_names`` (a package's names imported at first

@@ -22,11 +22,16 @@ What "agree" means (the node's key):
   inner node has ``line`` None and always has children. A thread sitting in ``f`` at line 7
   and another one in ``f`` calling ``g`` are two sibling nodes (``f:7`` and ``f -> g``).
 
-*Odd groups*: among siblings (the children of one node, or the roots), a child is ``odd``
-when it holds fewer processes than its largest sibling and at most ``odd_share`` (a third by
-default) of its parent's processes: three ranks waiting on a lock among 64 in ``allreduce``.
-The mark is on the node where the group splits off; a renderer highlights it and what is
-below it. A lone child, or siblings of equal size, are never odd.
+*Odd groups* are odd among *peers*: processes doing the same job (:mod:`raydebug.peer_groups`), the
+same Ray task or actor method, or the ranks of one job. A driver is not the peer of its
+workers, nor an idle worker of a busy one: their stacks differ by nature, and marking them
+would bury the one stuck task. So, among siblings (the children of one node, or the roots),
+a child is ``odd`` when, for some peer group, it holds fewer of the group's processes than
+the group's largest sibling and at most ``odd_share`` (a third by default) of the group's
+processes at the parent: three ranks waiting on a lock among 64 in ``allreduce``, one
+``shard`` task of eight stuck elsewhere. ``odd_among`` names those groups. The mark is on
+the node where the group splits off; a renderer highlights it and what is below it. A group
+all on one child, or split in equal parts, is never odd there.
 
 Processes that did not answer in time (``answered`` false) are not in the tree: they are
 listed apart (:attr:`StackTree.not_answering`) with their one-line reason. A process that
@@ -42,6 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .peer_groups import peer_group
+
 TREE_VERSION = 1
 ODD_SHARE = 1 / 3  # a group of at most this share of its parent's processes can be odd
 MAX_LOCAL_NAMES = 20  # locals kept per node in to_dict() (the first seen)
@@ -52,12 +59,13 @@ WHO_SHORT = 30  # a label names its processes when that takes at most this many 
 @dataclass(frozen=True)
 class ProcessRef:
     """Who a member belongs to: the hub's process id, its pid, host and rank (the ``RANK``
-    label as an int, None when absent or not a number)."""
+    label as an int, None when absent or not a number), and its :func:`peer_group`."""
 
     id: str
     pid: int | None
     host: str
     rank: int | None
+    peers: str = ""
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> ProcessRef:
@@ -66,7 +74,8 @@ class ProcessRef:
         return cls(id=str(record.get("id") or f"pid-{pid}"),
                    pid=pid if isinstance(pid, int) else None,
                    host=str(record.get("node_ip") or record.get("host") or ""),
-                   rank=_as_int(labels.get("RANK", labels.get("rank"))))
+                   rank=_as_int(labels.get("RANK", labels.get("rank"))),
+                   peers=peer_group(record))
 
     def to_dict(self) -> dict[str, Any]:
         return {"process": self.id, "pid": self.pid, "host": self.host, "rank": self.rank}
@@ -96,6 +105,7 @@ class StackNode:
     members: list[Member] = field(default_factory=list)
     children: dict[tuple[str, str, int | None], StackNode] = field(default_factory=dict)
     odd: bool = False
+    odd_among: list[str] = field(default_factory=list)  # the peer groups it is odd in
     # name -> repr -> number of threads whose frame held it (only when locals were asked)
     locals: dict[str, Counter[str]] = field(default_factory=dict)
     _codes: dict[int, str] = field(default_factory=dict, repr=False)
@@ -134,7 +144,8 @@ class StackNode:
         node: dict[str, Any] = {
             "function": self.function, "file": self.file, "line": self.line,
             "lines": sorted(self.lines), "code": self.code_line(),
-            "leaf": self.is_leaf, "odd": self.odd, "label": self.label(),
+            "leaf": self.is_leaf, "odd": self.odd, "odd_among": self.odd_among,
+            "label": self.label(),
             "count": {"processes": len(processes), "threads": len(self.members)},
             "processes": [p.id for p in processes],
             "ranks": sorted({p.rank for p in processes if p.rank is not None}),
@@ -196,7 +207,8 @@ class StackTree:
                     "lines": [12, 15],            # lines its members were at
                     "code": "run()",              # the source line if one line, else ""
                     "leaf": bool,                 # innermost frame: line set, no children
-                    "odd": bool,                  # a minority among its siblings
+                    "odd": bool,                  # a minority of its peers
+                    "odd_among": ["task shard of job 01000000"],   # of these peer groups
                     "label": "3 processes here: ranks 7, 19, 44",
                     "count": {"processes": 3, "threads": 3},
                     "processes": ["p..", ..],     # ids, in rank then pid order
@@ -278,17 +290,21 @@ def _add(root: StackNode, member: Member, frames: Sequence[Mapping[str, Any]]) -
 
 
 def _finish(node: StackNode, odd_share: float) -> None:
-    """Count each node's processes once, and mark the odd children (module docstring)."""
+    """Count each node's processes once, and mark the children odd among their peers
+    (module docstring)."""
     node._processes = list({m.process.id: m.process for m in node.members}.values())
     children = list(node.children.values())
     for child in children:
         _finish(child, odd_share)
     if len(children) > 1:
-        total = node.process_count()
-        largest = max(child.process_count() for child in children)
-        for child in children:
-            count = child.process_count()
-            child.odd = count < largest and count <= odd_share * total
+        here = Counter(process.peers for process in node.processes())
+        counts = [Counter(process.peers for process in child.processes())
+                  for child in children]
+        largest = {group: max(count[group] for count in counts) for group in here}
+        for child, count in zip(children, counts, strict=True):
+            child.odd_among = sorted(group for group, n in count.items()
+                                     if n < largest[group] and n <= odd_share * here[group])
+            child.odd = bool(child.odd_among)
 
 
 def _bounded_locals(values: dict[str, Counter[str]]) -> dict[str, list[dict[str, Any]]]:

@@ -13,8 +13,9 @@ tree of :mod:`raydebug.stack_tree` (its JSON form, as the hub's ``/api/stacks`` 
 The left column counts the processes on each frame. A chain of frames that every process of
 a group shares stays at one indentation; the tree indents only where the group splits, so
 the depth on screen is the number of splits, not of frames. An odd group (a minority among
-its siblings) and everything under it is drawn in red. Every line fits ``width``: the
-source line gives way first, then the path (cut from the left), then the function.
+its peers: the same task, actor method or ranks) and everything under it is drawn in red.
+Every line fits ``width``: the source line gives way first, then the path (cut from the
+left), then the function.
 
 No printing and no I/O here, so tests compare rendered text.
 """
@@ -26,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .peer_groups import RANK_LABELS, RAY_WORKER_MAIN
 from .stack_tree import ProcessRef, describe_group
 from .views import Column, fitted_table, format_age, short_path
 
@@ -33,8 +35,6 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.text import Text
 
-RANK_LABELS = ("RANK", "rank")
-RAY_WORKER_MAIN = "ray/_private/workers/default_worker.py"  # every Ray worker's argv[0]
 HOW_TO_LINK = "processes link when started under `raydebug run` or with RAYDEBUG_LIVE=1"
 ODD_STYLE = "bold red"
 MAX_LOCALS_SHOWN = 10  # local names shown under one frame; then "… N more"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from raydebug.peer_groups import peer_group
 from raydebug.stack_tree import (
     ProcessRef,
     describe_group,
@@ -154,13 +155,13 @@ def test_to_dict_is_json_with_the_documented_shape():
     step, wait = train["children"]
     assert step == {
         "function": "step", "file": JOB, "line": 12, "lines": [12], "code": "total += x",
-        "leaf": True, "odd": False, "label": "3 processes here: ranks 0, 2, 3",
+        "leaf": True, "odd": False, "odd_among": [], "label": "3 processes here: ranks 0, 2, 3",
         "count": {"processes": 3, "threads": 3}, "processes": ["p1000", "p1002", "p1003"],
         "ranks": [0, 2, 3], "pids": [1000, 1002, 1003],
         "members": [{"process": f"p{pid}", "thread": 100, "name": "MainThread"}
                     for pid in (1000, 1002, 1003)],
         "children": []}
-    assert wait["odd"] and wait["ranks"] == [1]
+    assert wait["odd"] and wait["odd_among"] == ["ranks"] and wait["ranks"] == [1]
     # the same input gives the same JSON, whatever the order the processes came in
     shuffled = merge_stacks([process(3, LOOPING), process(1, BLOCKED), process(0, LOOPING),
                              process(2, LOOPING)]).to_dict()
@@ -187,3 +188,62 @@ def test_a_thread_without_frames_and_odd_share_is_a_parameter():
     assert empty.is_leaf and empty.odd  # 1 of 3 with a share of one half
     assert merge_stacks([process(0, []), process(1, LOOPING), process(2, LOOPING)],
                         odd_share=0.2).to_dict()["root"]["children"][1]["odd"] is False
+
+
+# A Ray job as `raydebug stacks` sees it: its driver waiting in ray.get, an idle worker in
+# Ray's main loop, and four `shard` tasks, three waiting where they should, one stuck.
+RAY_WORKER = "/venv/lib/python3.12/site-packages/ray/_private/workers/default_worker.py"
+RAY_LOOP = "/venv/lib/python3.12/site-packages/ray/_private/worker.py"
+DRIVER_STACK = [frame("<module>", 44, "run()"), frame("run", 40, "ray.get(refs)"),
+                frame("get", 2771, file=RAY_LOOP)]
+IDLE_STACK = [frame("<module>", 290, file=RAY_WORKER), frame("main_loop", 946, file=RAY_LOOP)]
+WAITING_TASK = [*IDLE_STACK, frame("shard", 12, "wait_for_the_others(i)"),
+                frame("wait_for_the_others", 8, "time.sleep(600)")]
+STUCK_TASK = [*IDLE_STACK, frame("shard", 14, "lock.acquire()"),
+              frame("wait", 320, file="/usr/lib/threading.py")]
+
+
+def ray_process(pid: int, stack: list[dict[str, Any]], task: str | None = None,
+                worker: bool = True) -> dict[str, Any]:
+    """One /api/stacks entry of a Ray job's driver (``worker`` false) or worker."""
+    argv = [RAY_WORKER, "--node-ip-address=10.0.0.1"] if worker else ["job.py"]
+    record = {"id": f"p{pid}", "pid": pid, "host": "node-1", "labels": {}, "argv": argv,
+              "worker_id": f"w{pid}", "job_id": "01000000", "task_name": task,
+              "actor_class": None}
+    return {"process": record, "answered": True, "reason": None,
+            "threads": [{"id": 1, "name": "MainThread", "daemon": False, "frames": stack}]}
+
+
+def test_only_the_stuck_task_is_odd_not_the_driver_nor_an_idle_worker():
+    tree = merge_stacks([ray_process(10, DRIVER_STACK, worker=False),
+                         ray_process(20, IDLE_STACK),
+                         *[ray_process(pid, WAITING_TASK, "shard") for pid in (31, 32, 33)],
+                         ray_process(34, STUCK_TASK, "shard")])
+    odd = [node for node in tree.root.walk() if node.odd]
+    assert [(node.function, [p.pid for p in node.processes()]) for node in odd] == [
+        ("wait", [34])], [
+        (node.function, node.odd_among) for node in odd]
+    assert odd[0].odd_among == ["task shard of job 01000000"]
+    assert odd[0].label() == "1 process here: pid 34"
+
+
+def test_a_task_of_another_name_is_not_odd_among_these():
+    other = [*IDLE_STACK, frame("straggler", 20, "never.wait(0.05)")]
+    tree = merge_stacks([*[ray_process(pid, WAITING_TASK, "shard") for pid in range(30, 37)],
+                         ray_process(37, other, "straggler")])
+    assert not [node.function for node in tree.root.walk() if node.odd]
+
+
+def test_peer_groups_are_named_as_a_user_reads_them():
+    worker = {"argv": [RAY_WORKER], "worker_id": "w", "job_id": "02000000"}
+    assert peer_group({**worker, "task_name": "shard"}) == "task shard of job 02000000"
+    assert peer_group({**worker, "task_name": "Trainer.step", "actor_class": "Trainer"}) == \
+        "actor method Trainer.step of job 02000000"
+    assert peer_group({**worker, "actor_class": "Trainer"}) == \
+        "idle actors Trainer of job 02000000"
+    assert peer_group(worker) == "idle Ray workers of job 02000000"
+    assert peer_group({"argv": ["job.py"], "worker_id": "w"}) == "driver"
+    assert peer_group({"labels": {"RANK": "3", "LOCAL_RANK": "1"}}) == "ranks"
+    assert peer_group({"argv": ["/srv/prep.py", "--n", "4"], "parent": "p7"}) == \
+        "command prep.py under p7"
+    assert peer_group({}) == "processes"
