@@ -108,8 +108,8 @@ def test_when_the_channel_closes_every_request_gets_one_answer_then_terminated()
     pair.worker_sends(answer(threads))
     closed = pair.channel_closes()
     answers = [m for m in closed.to_client if isinstance(m, Response)]
-    assert [(r.request_seq, r.success) for r in answers] == [(1, False), (3, True)]
-    assert answers[0].message == PROCESS_ENDED
+    assert [(r.request_seq, r.success) for r in answers] == [(3, True), (1, False)]
+    assert answers[1].message == PROCESS_ENDED
     assert [m.event for m in closed.to_client if isinstance(m, Event)] == ["terminated"]
     later = pair.client_sends(Request(seq=4, command="stackTrace"), Request(seq=5,
                                                                             command="disconnect"))
@@ -125,6 +125,34 @@ def test_terminated_is_said_once_and_a_closing_channel_is_answered_by_the_hub():
     assert pair.channel_closes().to_client == []
     closing = ProxyPair()
     closing.channel_open = False
-    answered = closing.client_sends(Request(seq=1, command="next"))
+    answered = closing.client_sends(Request(seq=1, command="next"),
+                                    Request(seq=2, command="scopes"))
     assert answered.to_worker == []
-    assert [r.message for r in answered.to_client if isinstance(r, Response)] == [PROCESS_ENDED]
+    assert [(r.success, r.message) for r in answered.to_client
+            if isinstance(r, Response)] == [(True, None), (False, PROCESS_ENDED)]
+
+
+def test_a_resume_in_flight_when_the_channel_closes_succeeds_before_terminated():
+    # The process ran on as asked, then ended before pydevd's answer left it: the request
+    # did what it asked. What the client needs a result from still fails.
+    pair = ProxyPair()
+    resumes = [Request(seq=1, command="continue", arguments={"threadId": 1}),
+               Request(seq=2, command="next", arguments={"threadId": 2}),
+               Request(seq=3, command="stepIn", arguments={"threadId": 3}),
+               Request(seq=4, command="stepOut", arguments={"threadId": 4})]
+    stack_trace = Request(seq=5, command="stackTrace", arguments={"threadId": 1})
+    pair.client_sends(*resumes, stack_trace, Request(seq=6, command="disconnect"))
+    closed = pair.channel_closes()
+    said = [(m.request_seq, m.success) if isinstance(m, Response) else m.event
+            for m in closed.to_client if isinstance(m, Response | Event)]
+    assert said == [(1, True), (2, True), (3, True), (4, True), (6, True), "terminated",
+                    (5, False)]
+    continued = closed.to_client[0]
+    assert isinstance(continued, Response) and continued.body == {"allThreadsContinued": True}
+    (failed,) = [m for m in closed.to_client if isinstance(m, Response) and not m.success]
+    assert failed.message == PROCESS_ENDED
+    # Read once the end is known (the client sent it before it learned so): the same answers.
+    later = pair.client_sends(Request(seq=7, command="continue", arguments={"threadId": 1}),
+                              Request(seq=8, command="variables"))
+    assert [(r.request_seq, r.success) for r in later.to_client
+            if isinstance(r, Response)] == [(7, True), (8, False)]

@@ -14,8 +14,11 @@ carries out its decisions). Its rules:
 - the answer to ``configurationDone`` is followed by :class:`TellAgentReady`, which releases
   the paused threads (pydevd then sends ``stopped``) or replays old stops;
 - when the channel closes (:meth:`ProxyPolicy.channel_closed`), every request pydevd had not
-  answered gets its answer from the hub (see :mod:`.outstanding`), then the client gets
-  ``terminated`` (once); requests sent after that are answered by the hub too.
+  answered gets its answer from the hub (see :mod:`.outstanding`) and the client gets
+  ``terminated`` (once); requests sent after that are answered by the hub too. A request
+  that only lets the process run on (:data:`RESUMING`) succeeds: the process did run on,
+  then ended (it often ends before pydevd's answer leaves it); one whose result the client
+  needs fails with :data:`PROCESS_ENDED`.
 
 Decisions are lists of actions (:class:`ToClient`, :class:`ToWorker`, :class:`TellAgentReady`,
 :class:`ThreadsResumed`), in the order they must happen. The fast path stays fast: a body
@@ -38,6 +41,9 @@ INJECTED_SEQ = 1_000_000_000  # requests the hub sends pydevd itself count from 
 # client's are all parsed: few, and each request is noted until its answer.)
 WORKER_WORDS = (b'"request"', b'"configurationDone"', b'"terminated"')
 PROCESS_ENDED = "the debugged process has ended (it exited, was killed, or its channel closed)"
+# Requests that ask only that the process run on (or that it be left): one the process could
+# not answer was carried out all the same, since it ran on until it ended.
+RESUMING = frozenset({"continue", "next", "stepIn", "stepOut", "disconnect"})
 REFUSED = "refused by the raydebug hub"
 
 # pydevd's own answer to initialize (debugpy 1.8, in-process adapter), so that clients see
@@ -206,25 +212,32 @@ class ProxyPolicy:
     # -- the end ----------------------------------------------------------------------------
 
     def channel_closed(self) -> list[Action]:
-        """The channel has closed: say ``terminated`` (once; pydevd may have said it
-        already), then answer every request pydevd left unanswered. Afterwards the hub
-        answers every request itself. ``terminated`` goes first so that a client reading
+        """The channel has closed: answer every request pydevd left unanswered and say
+        ``terminated`` (once; pydevd may have said it already). Afterwards the hub answers
+        every request itself. In the order things happened: the resumes the process carried
+        out succeed first, then ``terminated``, then the failures, so that a client reading
         an answer "the process has ended" already knows the session is over."""
         self.ended = True
-        actions: list[Action] = []
-        if not self._terminated_sent:
-            self._terminated_sent = True
-            actions.append(ToClient(Event(seq=0, event="terminated")))
+        resumed: list[Action] = []
+        failed: list[Action] = []
         for request in self._outstanding.take_all():
-            actions.extend(self.answer_after_end(request))
-        return actions
+            (resumed if request.command in RESUMING else failed).extend(
+                self.answer_after_end(request))
+        if self._terminated_sent:
+            return resumed + failed
+        self._terminated_sent = True
+        return [*resumed, ToClient(Event(seq=0, event="terminated")), *failed]
 
     @staticmethod
     def answer_after_end(message: Message) -> list[Action]:
-        """Answer a request the process can no longer answer: ``disconnect`` succeeds
-        (there is nothing left to detach from), anything else fails saying why."""
+        """Answer a request the process can no longer answer: one of :data:`RESUMING`
+        succeeds (the process ran on, then ended; there is nothing left to detach from),
+        with ``allThreadsContinued`` for ``continue`` as pydevd says it; anything else
+        fails with :data:`PROCESS_ENDED`."""
         if not isinstance(message, Request):
             return []
-        if message.command == "disconnect":
+        if message.command == "continue":
+            return [ToClient(success(message, {"allThreadsContinued": True}))]
+        if message.command in RESUMING:
             return [ToClient(success(message))]
         return [ToClient(failure(message, PROCESS_ENDED))]
