@@ -5,10 +5,15 @@ A real second Unix user, created for the test and removed afterwards, runs real 
 paused worker: both are refused, naming their uid, and the hub logs it. The hub's user then
 lists and debugs the worker as usual. A hub run by an ordinary user serves that user; and
 through a real sshd, a forward (what ``raydebug tunnel`` runs) is the user who logged in.
+
+The other users run raydebug from a copy that the test makes where they can read it: the
+checkout and its venv may be in a directory only we can read (a clone in ``mktemp -d``).
 """
 
 from __future__ import annotations
 
+import compileall
+import importlib.metadata
 import json
 import os
 import pwd
@@ -27,7 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
+import raydebug
 from helpers import PAUSING_WORKER, TIMEOUT, HubProcess, finish, read_line, stop, write_script
 
 pytestmark = pytest.mark.integration
@@ -46,9 +54,82 @@ print(json.dumps([json.loads(b) for b in bodies]))
 """
 
 
+def required_distributions(name: str) -> list[importlib.metadata.Distribution]:
+    """The installed distributions that ``name`` requires, directly or not (not its extras')."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    wanted = [Requirement(text) for text in importlib.metadata.requires(name) or []]
+    while wanted:
+        requirement = wanted.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        key = canonicalize_name(requirement.name)
+        if key not in found:
+            found[key] = importlib.metadata.distribution(requirement.name)
+            wanted += [Requirement(text) for text in found[key].requires or []]
+    return list(found.values())
+
+
+@pytest.fixture(scope="module")
+def packages() -> Iterator[Path]:
+    """A directory any user can read, for PYTHONPATH: raydebug and the distributions it
+    requires, copied (raydebug itself from the source it was imported from). Removed
+    afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="raydebug-packages-"))
+    try:
+        shutil.copytree(Path(raydebug.__file__).parent, root / "raydebug")
+        compileall.compile_dir(root / "raydebug", quiet=1)  # they could not write the .pyc
+        for distribution in required_distributions("raydebug"):
+            for file in distribution.files or []:
+                if ".." not in file.parts:  # (its scripts are in the venv's bin)
+                    (root / file).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(Path(str(distribution.locate_file(file))), root / file)
+        for path in (root, *root.rglob("*")):
+            path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class User:
+    """A Unix user other than ours, and the Python it runs raydebug with."""
+
+    uid: int
+    gid: int
+    python: str
+    packages: Path  # its PYTHONPATH
+
+    def command(self, *args: str) -> list[str]:
+        """``python *args``, run as this user."""
+        return ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
+                self.python, *args]
+
+    def env(self, **variables: str) -> dict[str, str]:
+        return {"PATH": os.environ["PATH"], "HOME": "/nonexistent",
+                "PYTHONPATH": str(self.packages), **variables}
+
+
+def user(uid: int, gid: int, packages: Path) -> User:
+    """``uid`` and a Python it can run that imports raydebug's client and hub from
+    ``packages``: ours, else our venv's base interpreter (a venv in a directory only we can
+    read cannot be run by another user). Skips the test when neither can."""
+    tried = []
+    for python in dict.fromkeys([sys.executable, getattr(sys, "_base_executable", None)]):
+        if python is None:
+            continue
+        found = User(uid, gid, python, packages)
+        probe = subprocess.run(found.command("-c", "import raydebug.cli, raydebug.hub.server"),
+                               capture_output=True, text=True, timeout=TIMEOUT, env=found.env())
+        if probe.returncode == 0:
+            return found
+        tried.append(f"{python}: {(probe.stderr.strip().splitlines() or ['?'])[-1]}")
+    pytest.skip(f"another user can run no Python that imports raydebug from {packages} "
+                f"({'; '.join(tried)})")
+
+
 @pytest.fixture
-def other_user() -> Iterator[tuple[int, int]]:
-    """A throwaway Unix user: (uid, gid); deleted afterwards."""
+def other_user(packages: Path) -> Iterator[User]:
+    """A throwaway Unix user, deleted afterwards."""
     if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("setpriv"):
         pytest.skip("needs root, useradd and setpriv to create and become another user")
     name = f"rdbg{secrets.token_hex(3)}"
@@ -56,37 +137,32 @@ def other_user() -> Iterator[tuple[int, int]]:
                     "--user-group", name], check=True, timeout=TIMEOUT)
     try:
         entry = pwd.getpwnam(name)
-        yield entry.pw_uid, entry.pw_gid
+        yield user(entry.pw_uid, entry.pw_gid, packages)
     finally:
         subprocess.run(["userdel", name], check=True, timeout=TIMEOUT)  # its group too
 
 
-def become(user: tuple[int, int]) -> list[str]:
-    uid, gid = user
-    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
-
-
-def as_user(user: tuple[int, int], *command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*become(user), *command], capture_output=True, text=True,
-                          timeout=TIMEOUT, env={"PATH": os.environ["PATH"],
-                                                "HOME": "/nonexistent", "NO_COLOR": "1"})
+def as_user(other: User, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python *args`` as ``other``, finished."""
+    return subprocess.run(other.command(*args), capture_output=True, text=True,
+                          timeout=TIMEOUT, env=other.env(NO_COLOR="1"))
 
 
 def test_another_user_is_refused_and_the_hubs_user_is_not(hub: HubProcess, tmp_path: Path,
-                                                          other_user: tuple[int, int]):
-    uid = other_user[0]
+                                                          other_user: User):
+    uid = other_user.uid
     proc = hub.spawn(write_script(tmp_path, "worker.py", PAUSING_WORKER))
     [session] = hub.wait_sessions(1)
     why = f"this hub serves its own user (uid {os.geteuid()}) and root only"
 
-    listed = as_user(other_user, sys.executable, "-m", "raydebug", "list", "--hub",
-                     hub.client_address, "--json")
+    listed = as_user(other_user, "-m", "raydebug", "list", "--hub", hub.client_address,
+                     "--json")
     assert listed.returncode == 1, listed
     error = " ".join(listed.stderr.split())  # as one line, however the terminal wrapped it
     assert "HTTP 403" in error and why in error and f"belongs to uid {uid}" in error
     assert session["id"] not in listed.stdout
 
-    dap = as_user(other_user, sys.executable, "-c", DAP_CLIENT, *hub.client_address.split(":"))
+    dap = as_user(other_user, "-c", DAP_CLIENT, *hub.client_address.split(":"))
     assert dap.returncode == 0, dap.stderr
     messages = json.loads(dap.stdout)
     [output] = [m for m in messages if m.get("event") == "output"]
@@ -107,21 +183,20 @@ def test_another_user_is_refused_and_the_hubs_user_is_not(hub: HubProcess, tmp_p
     assert log.count(f"belongs to uid {uid}") == 2, log
 
 
-def test_a_hub_run_by_another_user_serves_that_user_and_root(other_user: tuple[int, int]):
+def test_a_hub_run_by_another_user_serves_that_user_and_root(other_user: User):
     """The rule is "the hub's own uid", not "root": a hub of an ordinary user serves it."""
     state = tempfile.mkdtemp(prefix="raydebug-other-user-")
-    os.chown(state, *other_user)  # where that user's hub writes its state file
+    os.chown(state, other_user.uid, other_user.gid)  # where that user's hub writes its state
     proc = subprocess.Popen(
-        [*become(other_user), sys.executable, "-m", "raydebug", "hub", "--port", "0",
-         "--worker-port", "0", "--token", "t"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env={"PATH": os.environ["PATH"], "HOME": "/nonexistent",
-                        "XDG_STATE_HOME": state})
+        other_user.command("-m", "raydebug", "hub", "--port", "0", "--worker-port", "0",
+                           "--token", "t"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=other_user.env(XDG_STATE_HOME=state))
     try:
         words = read_line(proc).split()  # "raydebug hub ready: clients H:P workers H:P"
         host, port = words[4].rsplit(":", 1)
         hub = HubProcess(proc, (host, int(port)), ("127.0.0.1", 0), "t")
-        listed = as_user(other_user, sys.executable, "-m", "raydebug", "list", "--hub",
-                         hub.client_address, "--json")
+        listed = as_user(other_user, "-m", "raydebug", "list", "--hub", hub.client_address,
+                         "--json")
         assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed
         assert hub.get("/api/health")["status"] == "ok"  # root: admitted too
     finally:
@@ -219,7 +294,7 @@ def get_through(port: int, timeout: float = TIMEOUT) -> tuple[int, object]:
 
 @pytest.mark.parametrize("who", ["the hub's user", "another user"])
 def test_an_ssh_forward_is_the_user_who_logged_in(two_logins: tuple[list[Login], list[str]],
-                                                  who: str):
+                                                  packages: Path, who: str):
     """The forward's socket on the head node belongs to the user who logged in (sshd's
     session process runs as them): that user's hub serves it, another user's is refused."""
     (owner, other), ssh_options = two_logins
@@ -227,11 +302,11 @@ def test_an_ssh_forward_is_the_user_who_logged_in(two_logins: tuple[list[Login],
     state = owner.home / "state"
     state.mkdir()
     os.chown(state, owner.uid, owner.gid)
+    runner = user(owner.uid, owner.gid, packages)
     hub_proc = subprocess.Popen(
-        [*become((owner.uid, owner.gid)), sys.executable, "-m", "raydebug", "hub", "--port",
-         "0", "--worker-port", "0", "--token", "t"], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        env={"PATH": os.environ["PATH"], "HOME": str(owner.home), "XDG_STATE_HOME": str(state)})
+        runner.command("-m", "raydebug", "hub", "--port", "0", "--worker-port", "0", "--token",
+                       "t"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=runner.env(HOME=str(owner.home), XDG_STATE_HOME=str(state)))
     forward = None
     try:
         client = read_line(hub_proc).split()[4]  # "raydebug hub ready: clients H:P ..."
