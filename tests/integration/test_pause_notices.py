@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import selectors
 import subprocess
+import sys
 import time
 
 import pytest
@@ -48,3 +49,25 @@ def test_a_post_mortem_notice_names_the_exception(hub: HubProcess, tmp_path):
     notice = stderr_line_with(proc, "paused at")
     assert f"paused at {script}:{line_of(script, 'raised here')} on ZeroDivisionError: " \
            "division by zero, waiting for a debugger" in notice, notice
+
+
+SPIN = """
+def spin():
+    laps = 0
+    while True:
+        laps += 1  # spinning
+
+spin()
+"""
+
+
+def test_a_raydebug_pause_says_so_as_a_breakpoint_does(hub: HubProcess, tmp_path):
+    script = write_script(tmp_path, "spin.py", SPIN)
+    proc = hub.spawn(script, RAYDEBUG_LIVE="1")
+    hub.wait_processes("the spinner linked", lambda ps: any(p["pid"] == proc.pid for p in ps))
+    subprocess.run([sys.executable, "-m", "raydebug", "pause", f"pid={proc.pid}",
+                    "--hub", hub.client_address], check=True, capture_output=True,
+                   timeout=TIMEOUT)
+    notice = stderr_line_with(proc, "paused at")
+    assert f"paused at {script}:{line_of(script, 'spinning')} by raydebug pause, waiting for " \
+           f"a debugger (hub: {hub.worker_address})" in notice, notice
