@@ -154,3 +154,23 @@ def test_attach_follow_takes_each_hit_of_a_terminal_breakpoint_in_turn(hub: HubP
     finally:
         term.close()
         raydebug(hub, "--clear")
+
+
+def test_a_quoted_condition_and_removing_one_breakpoint(hub: HubProcess, tmp_path: Path):
+    """``raydebug break 'FILE:LINE if CONDITION'`` as one shell word (a condition with ``>``
+    and ``(``), and ``--remove FILE:LINE`` takes out that one, through the hub."""
+    script = write_script(tmp_path, "loop.py", LOOP)
+    line = line_of(script, "breakpoint line")
+    quoted = raydebug(hub, f"{script}:{line} if len(str(i)) > 0 and i > 2")
+    assert quoted.returncode == 0, quoted.stderr
+    assert raydebug(hub, f"{script}:{line + 3}").returncode == 0
+    removed = raydebug(hub, "--remove", f"{script}:{line + 3}")
+    assert (removed.returncode, removed.stdout.strip()) == (
+        0, f"removed {script}:{line + 3}  [not loaded yet] (terminal)"), removed
+    listed = raydebug(hub, "--list")
+    assert listed.stdout.strip() == (f"{script}:{line} if len(str(i)) > 0 and i > 2  "
+                                     "[not loaded yet] (terminal)"), listed
+    again = raydebug(hub, "--remove", f"{script}:{line + 3}")
+    assert again.returncode == 1 and again.stderr.count("\n") == 1, again
+    assert f"no cluster breakpoint at {script}:{line + 3}" in again.stderr
+    raydebug(hub, "--clear")

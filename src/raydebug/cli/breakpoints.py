@@ -2,8 +2,9 @@
 
 ``raydebug break FILE:LINE [if CONDITION]`` arms a breakpoint in every linked process, now
 and as processes start (the hub's ``POST /api/breakpoints``); ``--log MESSAGE`` makes it a
-logpoint. ``--list`` shows every cluster breakpoint, an IDE's included; ``--clear`` removes
-those set from the terminal (an IDE's belong to it). ``raydebug attach --follow`` then takes
+logpoint; one quoted word ``'FILE:LINE if CONDITION'`` is the same. ``--list`` shows every
+cluster breakpoint, an IDE's included; ``--remove FILE:LINE`` removes one, ``--clear`` those
+set from the terminal (an IDE's belong to it). ``raydebug attach --follow`` then takes
 each hit in turn, and ``raydebug logs [--follow]`` prints the logpoints' lines.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 import click
@@ -20,24 +22,40 @@ from ..errors import ConfigurationError
 from .locate import locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 
+USAGE = "expected FILE:LINE [if CONDITION], e.g. `raydebug break 'job.py:12 if i > 3'`"
+# FILE:LINE, then anything after a space (a path may hold spaces, and colons before its line)
+_WHERE = re.compile(r"(?P<path>.+?):(?P<line>\d+)(?:\s+(?P<rest>.*))?", re.DOTALL)
+
 
 def parse_spec(words: tuple[str, ...]) -> tuple[str, int, str]:
-    """``("job.py:12", "if", "i", "==", "3")`` -> (absolute path, 12, ``"i == 3"``).
+    """``("job.py:12", "if", "i", "==", "3")`` or, as one quoted word, ``("job.py:12 if
+    i > 3",)`` -> (absolute path, 12, ``"i > 3"``).
 
     Raises :class:`ConfigurationError` naming the expected form."""
-    usage = "expected FILE:LINE [if CONDITION], e.g. `raydebug break job.py:12 if i == 3`"
     if not words:
-        raise ConfigurationError(f"no breakpoint given: {usage}")
-    where, rest = words[0], list(words[1:])
-    path, _, line_text = where.rpartition(":")
-    if not path or not line_text.isdigit() or int(line_text) < 1:
-        raise ConfigurationError(f"{where!r} is not FILE:LINE: {usage}")
-    if rest and rest[0] != "if":
-        raise ConfigurationError(f"unexpected {rest[0]!r} after {where}: {usage}")
-    condition = " ".join(rest[1:]).strip()
-    if rest and not condition:
-        raise ConfigurationError(f"`if` without a condition: {usage}")
-    return os.path.abspath(path), int(line_text), condition
+        raise ConfigurationError(f"no breakpoint given: {USAGE}")
+    text = " ".join(words).strip()
+    where = _WHERE.fullmatch(text)
+    if where is None or int(where["line"]) < 1:
+        raise ConfigurationError(f"{words[0]!r} is not FILE:LINE: {USAGE}")
+    rest = (where["rest"] or "").split(maxsplit=1)  # ["if", "CONDITION"], or fewer
+    keyword, condition = (rest[0] if rest else ""), (rest[1] if len(rest) > 1 else "")
+    place = f"{where['path']}:{where['line']}"
+    if keyword and keyword != "if":
+        raise ConfigurationError(f"unexpected {keyword!r} after {place}: {USAGE}")
+    if keyword and not condition.strip():
+        raise ConfigurationError(f"`if` without a condition: {USAGE}")
+    return os.path.abspath(where["path"]), int(where["line"]), condition.strip()
+
+
+def parse_place(text: str) -> tuple[str, int]:
+    """``"job.py:12"`` -> (absolute path, 12): the breakpoint ``--remove`` names. Raises
+    :class:`ConfigurationError`."""
+    path, line, condition = parse_spec((text,))
+    if condition:
+        raise ConfigurationError(f"--remove takes FILE:LINE (one breakpoint a line), not "
+                                 f"{text!r}")
+    return path, line
 
 
 # The hub's owners of cluster breakpoints besides IDEs (whose owner is their connection).
@@ -102,17 +120,28 @@ def logs_command(hub: str | None, ray_address: str | None, client_token: str | N
               help="Your checkout, when the code runs from Ray's working_dir (FILE is "
                    "relative to it there).")
 @click.option("--list", "as_list", is_flag=True, help="List every cluster breakpoint.")
+@click.option("--remove", default=None, metavar="FILE:LINE",
+              help="Remove the breakpoint on this line (set from the terminal or the web "
+                   "page; an IDE's is removed in the IDE).")
 @click.option("--clear", is_flag=True, help="Remove the breakpoints set from the terminal.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hub's answer as JSON.")
 def break_command(hub: str | None, ray_address: str | None, client_token: str | None,
                   spec: tuple[str, ...], log_message: str | None, local_root: str | None,
-                  as_list: bool, clear: bool, as_json: bool) -> None:
-    """Pause every process that reaches FILE:LINE [if CONDITION] (no breakpoint() needed)."""
-    if sum((bool(spec), as_list, clear)) != 1:
-        raise ConfigurationError("give FILE:LINE [if CONDITION], --list or --clear (one)")
+                  as_list: bool, remove: str | None, clear: bool, as_json: bool) -> None:
+    """Pause every process that reaches FILE:LINE [if CONDITION] (no breakpoint() needed).
+    Quote it as one word when the condition holds what the shell reads (> < ( | &):
+    raydebug break 'job.py:12 if len(rows) > 3'."""
+    if sum((bool(spec), as_list, remove is not None, clear)) != 1:
+        raise ConfigurationError("give FILE:LINE [if CONDITION], --list, --remove FILE:LINE "
+                                 "or --clear (one)")
+    place = parse_place(remove) if remove is not None else None
     address = locate_hub(hub, ray_address).address
     if as_list:
         answer = get_json(address, "/api/breakpoints", token=client_token)
+    elif place is not None:
+        path, line = place
+        answer = post_json(address, "/api/breakpoints",
+                           {"remove": {"path": path, "line": line}}, token=client_token)
     elif clear:
         before = get_json(address, "/api/breakpoints", token=client_token)
         answer = post_json(address, "/api/breakpoints", {"clear": True}, token=client_token)
@@ -135,6 +164,12 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
     if as_json:
         click.echo(json.dumps(answer, indent=2))
         return
+    if place is not None:
+        removed = answer.get("removed") or []
+        if not removed:
+            raise ConfigurationError(_nothing_to_remove(place, answer.get("breakpoints") or []))
+        click.echo(f"removed {format_breakpoints(removed)}")
+        return
     if clear:  # what went, then what is left (an IDE's)
         click.echo(f"cleared {len(cleared)} breakpoint{'s' if len(cleared) != 1 else ''} "
                    "set from the terminal" + (":" if cleared else ""))
@@ -146,3 +181,12 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
     click.echo(format_breakpoints(answer.get("breakpoints") or []))
     if spec and replaced:  # one breakpoint a line, as in an IDE: say what went
         click.echo(f"(replaced {format_breakpoints(replaced)})")
+
+
+def _nothing_to_remove(place: tuple[str, int], listing: list[dict[str, Any]]) -> str:
+    """Why ``--remove`` removed nothing at ``place``: no breakpoint there, or an IDE's."""
+    path, line = place
+    if any(b.get("path") == path and b.get("line") == line for b in listing):
+        return (f"the breakpoint at {path}:{line} was set by an IDE: remove it there "
+                "(raydebug break --remove takes the terminal's and the web page's)")
+    return f"no cluster breakpoint at {path}:{line} (raydebug break --list shows them)"
