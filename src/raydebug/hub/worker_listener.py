@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..errors import (
@@ -51,7 +52,7 @@ from ..protocol.handshake import HubHandshake
 from ..session import PausedThread
 from .cluster_attach import ClusterAttaches, process_prefix
 from .control_reader import ControlReader
-from .net import peer_name, read_next, set_nodelay, vouch_for_this_connection
+from .net import peer_host, peer_name, read_next, set_nodelay, vouch_for_this_connection
 from .processes import ProcessQueries
 from .registry import Process, Registry
 
@@ -125,6 +126,37 @@ class PendingChannels:
             return None
 
 
+REFUSAL_LOG_INTERVAL = 60.0  # seconds between two log lines of one host's same refusal
+_MAX_REFUSAL_KEYS = 10_000
+
+
+class RefusalLog:
+    """Logs the refusal of a worker's connection: the first of each peer host and reason,
+    then at most one a :data:`REFUSAL_LOG_INTERVAL`, saying how many went unlogged. A
+    process that holds another token (paused under a hub that restarted with a new one)
+    retries every few seconds for as long as it waits."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 interval: float = REFUSAL_LOG_INTERVAL) -> None:
+        self._clock = clock
+        self._interval = interval
+        self._said: dict[tuple[str, str], tuple[float, int]] = {}  # -> (when, unlogged since)
+
+    def refused(self, peer: str, host: str | None, reason: object) -> None:
+        """Log that ``peer`` (``host:port``; ``host`` its address) was refused for ``reason``,
+        unless the same was logged less than an interval ago."""
+        key, now = (host or peer, str(reason)), self._clock()
+        said, unlogged = self._said.get(key, (None, 0))
+        if said is not None and now - said < self._interval:
+            self._said[key] = (said, unlogged + 1)
+            return
+        if len(self._said) >= _MAX_REFUSAL_KEYS:
+            self._said.clear()  # a flood of hosts and reasons: start counting again
+        self._said[key] = (now, 0)
+        more = f" (and {unlogged} more from {key[0]} since the last said)" if unlogged else ""
+        log.warning("worker %s: refused: %s%s", peer, reason, more)
+
+
 class WorkerListener:
     def __init__(self, token: str, registry: Registry, channels: PendingChannels,
                  handshake_timeout: float = 10.0,
@@ -137,12 +169,13 @@ class WorkerListener:
         self._channels = channels
         self._handshake_timeout = handshake_timeout
         self.refused = 0
+        self.refusals = RefusalLog()
 
     async def refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      reason: str) -> None:
         """Answer a connection with ``Refused(reason)`` instead of a challenge; close it."""
         self.refused += 1
-        log.warning("worker %s: refused: %s", peer_name(writer), reason)
+        self.refusals.refused(peer_name(writer), peer_host(writer), reason)
         try:
             writer.write(encode_control(Refused(reason=reason)))
             await asyncio.wait_for(writer.drain(), self._handshake_timeout)
@@ -191,7 +224,7 @@ class WorkerListener:
                                       f"{self._handshake_timeout:g}s") from None
         except (AuthenticationError, ProtocolVersionError) as error:
             self.refused += 1
-            log.warning("worker %s: refused: %s", peer, error)
+            self.refusals.refused(peer, peer_host(writer), error)
             writer.write(handshake.refuse(str(error)))
             await writer.drain()
             return None
