@@ -5,6 +5,11 @@
 ``--tls``, the fingerprint workers pin) and removes it
 when it exits. Commands and processes on the machine read it when no address was given.
 A file left by a hub that crashed is recognised by its dead pid and ignored.
+
+``hub-tokens.json`` beside it (mode 0600 too) keeps, by worker address, the token each hub
+started there last used, after it exits: a process linked to a hub keeps the token it was
+given, so a hub started again on the same address takes the same one (see
+:func:`saved_token`), and the processes paused under the previous one link again.
 """
 
 from __future__ import annotations
@@ -69,6 +74,33 @@ def remove(record: dict[str, Any]) -> None:
             path().unlink()
     except (OSError, ValueError):
         pass
+
+
+KEPT_TOKENS = 32  # worker addresses whose last token is kept (the most recent)
+
+
+def saved_token(worker: str) -> str | None:
+    """The token the last hub on ``worker`` (``host:port``) on this machine, of this user,
+    served with; None when there is none (or the file cannot be read)."""
+    token = _saved_tokens().get(worker)
+    return token if isinstance(token, str) and token else None
+
+
+def save_token(worker: str, token: str) -> None:
+    """Keep ``token`` as the one a hub serves on ``worker`` with, for the next hub there.
+    Raises OSError when the file cannot be written."""
+    tokens = {address: kept for address, kept in _saved_tokens().items() if address != worker}
+    tokens[worker] = token
+    kept = dict(list(tokens.items())[-KEPT_TOKENS:])
+    write_private(directory() / "hub-tokens.json", json.dumps(kept).encode())
+
+
+def _saved_tokens() -> dict[str, Any]:
+    try:
+        tokens = json.loads((directory() / "hub-tokens.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return tokens if isinstance(tokens, dict) else {}
 
 
 def _alive(pid: int) -> bool:

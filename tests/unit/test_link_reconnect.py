@@ -16,7 +16,7 @@ from raydebug.agent import discovery
 from raydebug.agent.config import AgentConfig
 from raydebug.agent.discovery import HubAddress
 from raydebug.agent.hub_link import HubLink
-from raydebug.errors import RaydebugError
+from raydebug.errors import AuthenticationError, RaydebugError
 from raydebug.protocol import NEED_DATA
 from raydebug.protocol.control import (
     ArmBreakpoints,
@@ -40,10 +40,13 @@ CONFIG = AgentConfig(hub_host="127.0.0.1", hub_port=9, token=TOKEN, wait_timeout
 
 class MemoryHub:
     """Each dial is a socketpair; the hub's end runs the real handshake on a thread and
-    queues what the agent sends. ``down``: dials are refused."""
+    queues what the agent sends. ``down``: dials are refused. ``token``: the hub's (one
+    refused for the agent's is put in ``refusals``)."""
 
     def __init__(self) -> None:
         self.down = False
+        self.token = TOKEN
+        self.refusals: queue.Queue[str] = queue.Queue()
         self.dials: list[float] = []
         self.received: queue.Queue[tuple[int, ControlMessage]] = queue.Queue()
         self.sockets: list[socket.socket] = []
@@ -66,10 +69,15 @@ class MemoryHub:
                 return  # the link went away: nothing to serve
 
     def _serve_connection(self, sock: socket.socket, number: int) -> None:
-        shake = HubHandshake(TOKEN)
+        shake = HubHandshake(self.token)
         sock.sendall(shake.send())
-        while shake.next_event() is NEED_DATA:
-            shake.receive_data(sock.recv(65536))
+        try:
+            while shake.next_event() is NEED_DATA:
+                shake.receive_data(sock.recv(65536))
+        except AuthenticationError as error:  # as the hub does: say why, then close
+            sock.sendall(shake.refuse(str(error)))
+            self.refusals.put(str(error))
+            return
         sock.sendall(shake.send())
         stream = ControlStream()
         if leftover := shake.take_buffered():  # (b"" would say end of stream)
@@ -280,3 +288,23 @@ def test_a_process_that_left_its_cluster_says_nothing_of_the_hub_it_took_down(
         assert "lost the connection" in capfd.readouterr().err  # a member: it is news
     finally:
         discovery.install(previous)
+
+
+def test_a_hub_whose_token_changed_is_said_once_and_the_link_comes_back_with_it(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A hub started again with another token refuses the token the process linked with:
+    the process says so once (not "set RAYDEBUG_TOKEN", which a running process cannot),
+    keeps trying, and links again when a hub with its token is back."""
+    hub = MemoryHub()
+    link(hub, retry_delays=(0.01,), stable_after=0.0)
+    registered(hub)
+    capfd.readouterr()
+    hub.token = "another-token"
+    hub.drop()
+    for _ in range(3):
+        assert hub.refusals.get(timeout=5).startswith("wrong token")
+    said = [line for line in capfd.readouterr().err.splitlines() if "refused us" in line]
+    assert len(said) == 1, said
+    assert "refused us: the hub's token changed since this process linked" in said[0]
+    hub.token = TOKEN
+    assert registered(hub)[1] == ["Identify", "Register", "SessionStarted"]

@@ -51,7 +51,7 @@ from ..protocol.control import (
     encode_control,
 )
 from ..protocol.framing import NeedData
-from ..protocol.handshake import AgentHandshake
+from ..protocol.handshake import WRONG_TOKEN, AgentHandshake
 from . import discovery, fork_guard
 from .config import AgentConfig
 from .debugger import mark_invisible
@@ -67,6 +67,9 @@ RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
 STABLE_AFTER = 5.0  # seconds a control connection must last to reset the backoff
 RECV_SIZE = 256 * 1024
 LOST_IN_HANDSHAKE = "lost the connection in the handshake with the hub at"
+TOKEN_CHANGED = ("the hub's token changed since this process linked (a hub started there "
+                 "again with another token): start the hub with its former token, or this "
+                 "process again")
 
 
 class LinkHandler(Protocol):
@@ -147,6 +150,7 @@ class HubLink:
             None if config.discover
             else (str(config.hub_host), config.hub_port, config.token, config.hub_cert))
         self._stale_hub: object = None
+        self._linked_to: set[str] = set()  # the addresses whose hub took our token
         self._hub_closed = False  # the last hub said it shut down for good (HubClosing)
         self._retired = False  # see retire()
         self._outbox: collections.deque[ControlMessage] = collections.deque()
@@ -328,13 +332,17 @@ class HubLink:
 
                 sock = wrap_pinned(sock, cert, address)
             shake = AgentHandshake(token, role, channel=channel, hub=f"the hub at {address}")
-            greeting = _read_greeting(sock, shake, address, tls=cert is not None)
+            greeting = _read_greeting(sock, shake, address, tls=cert is not None,
+                                      linked=address in self._linked_to)
             if isinstance(greeting, Refused):  # e.g. too many connections from this host
                 raise HubUnreachableError(f"the hub at {address} refused us: {greeting.reason}")
             sock.sendall(shake.send())
             reply = _read_event(sock, shake, address, exact=role == ROLE_DATA)
             if isinstance(reply, Refused):
-                raise AuthenticationError(f"the hub at {address} refused us: {reply.reason}")
+                changed = reply.reason == WRONG_TOKEN and address in self._linked_to
+                raise AuthenticationError(f"the hub at {address} refused us: "
+                                          f"{TOKEN_CHANGED if changed else reply.reason}")
+            self._linked_to.add(address)
             # The hub is proven: only now does it learn who we are.
             if process is not None:
                 sock.sendall(encode_control(Identify(process=process)))
@@ -534,18 +542,22 @@ class HubLink:
 
 
 def _read_greeting(sock: socket.socket, shake: AgentHandshake, address: str,
-                   tls: bool) -> Challenge | Refused:
+                   tls: bool, linked: bool = False) -> Challenge | Refused:
     """The hub's first message. A hub started with --tls waits for a TLS handshake that a
-    plaintext worker never starts, then closes: say so, rather than "connection closed"."""
+    plaintext worker never starts, then closes: say so, rather than "connection closed".
+    ``linked``: a hub there took us without TLS before (one stopping or starting now)."""
     try:
         event = _read_event(sock, shake, address)
     except (OSError, HubUnreachableError) as error:
         if tls:
             raise
         reason = "timed out" if isinstance(error, TimeoutError) else "closed the connection"
+        hint = ("it may be stopping or starting (started again with --tls, it needs "
+                "RAYDEBUG_HUB_CERT in this process)" if linked else
+                "if it runs with --tls, set RAYDEBUG_HUB_CERT to the certificate fingerprint "
+                "it prints")
         raise HubUnreachableError(
-            f"the hub at {address} {reason} before its challenge: if it runs with --tls, set "
-            "RAYDEBUG_HUB_CERT to the certificate fingerprint it prints") from None
+            f"the hub at {address} {reason} before its challenge: {hint}") from None
     assert not isinstance(event, Welcome)  # the handshake takes no welcome before a hello
     return event
 

@@ -16,21 +16,25 @@ from ..errors import ConfigurationError
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address of the client port (DAP and HTTP). Loopback only.")
+              help="Address of the client port (DAP and HTTP): a loopback address, or "
+                   "any with --client-token (every client can run code in the workers).")
 @click.option("--port", default=5678, show_default=True, help="Client port (0: any free one).")
 @click.option("--worker-host", default="127.0.0.1", show_default=True,
               help="Address workers dial; use the node's cluster address for other nodes.")
 @click.option("--worker-port", default=5679, show_default=True, help="Worker port (0: any).")
 @click.option("--token", envvar="RAYDEBUG_TOKEN", default=None,
-              help="Worker token (env RAYDEBUG_TOKEN); generated when not given.")
+              help="Worker token (env RAYDEBUG_TOKEN). Default: the token of the last hub "
+                   "on the same worker address (its paused processes link again), else a "
+                   "new one.")
 @click.option("--allow-terminate", is_flag=True,
               help="Let clients kill debuggees with terminate / terminateDebuggee.")
 @click.option("--max-sessions", default=10_000, show_default=True,
               help="Paused sessions the hub lists at once; a worker beyond it is told the "
                    "session is refused.")
 @click.option("--client-token", envvar="RAYDEBUG_CLIENT_TOKEN", default=None,
-              help="Require this token of every DAP and HTTP client; needed to listen beyond "
-                   "loopback (env RAYDEBUG_CLIENT_TOKEN).")
+              help="Require this token of every DAP and HTTP client (env "
+                   "RAYDEBUG_CLIENT_TOKEN). Needed for a --host that is not loopback; "
+                   "without it, only this user's (and root's) loopback clients are served.")
 @click.option("--unix-socket", default=None, type=click.Path(dir_okay=False),
               help="Also serve clients on this Unix socket (mode 0600); raydebug tunnel "
                    "forwards to it when present.")
@@ -82,6 +86,11 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
                        client_idle_timeout=client_idle_timeout)
     if token:
         config.token = token
+    elif worker_port and (saved := state_file.saved_token(f"{worker_host}:{worker_port}")):
+        config.token = saved  # the processes linked to the last hub here hold this token
+        logging.getLogger("raydebug.hub").info(
+            "serving with the token of the last hub on %s:%s (its processes link again)",
+            worker_host, worker_port)
     asyncio.run(_serve_hub(Hub(config), ray_integration))
 
 
@@ -100,6 +109,11 @@ async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
         published = ray_integration.publish_cli_hub(client, worker, hub.config.token, cert)
         ray_integration.publish_breakpoints_of(hub)
     recorded = state_file.write(client, worker, hub.config.token, hub.config.unix_socket, cert)
+    try:
+        state_file.save_token(worker, hub.config.token)  # for the next hub on this address
+    except OSError as error:
+        logging.getLogger("raydebug.hub").warning(
+            "could not keep the token for the next hub on %s: %s", worker, error)
     click.echo(views.hub_banner(client, worker, hub.config.token, cert), nl=False)
     sys.stdout.flush()
     stop = asyncio.Event()
