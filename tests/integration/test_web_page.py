@@ -152,6 +152,9 @@ def test_the_page_lists_debugs_and_lets_tasks_finish(cluster: Any, tmp_path: Pat
             button(browser, "Step over").click()
             wait_for(browser, lambda: current_line(browser) == "return loss", 30, "stepped")
             button(browser, "Continue").click()
+            ended = "the process continued; session ended"  # the worker runs on, task done
+            wait_for(browser, lambda: browser.find_element(By.ID, "debugger-state").text ==
+                     ended, 60, "the session's end")
             browser.find_element(By.CSS_SELECTOR, "a.back").click()
             wait_for(browser, lambda: len(rows(browser)) == 2, 60, "the finished task gone")
             assert browser.execute_script("return window.notReloaded") is True

@@ -2,7 +2,8 @@
 and served by the hub as they are (no build step, nothing fetched from elsewhere: clusters
 are often offline).
 
-``/`` is ``static/index.html``; every other file of ``static/`` is served at ``/<name>``.
+``/`` is ``static/index.html``; every other file of ``static/`` is served at ``/<name>``, and
+the icon also at ``/favicon.ico`` (:data:`ALIASES`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from importlib import resources
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
           ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml",
           ".png": "image/png", ".ico": "image/x-icon"}
+# Paths that serve another page file: a browser asks for /favicon.ico without being told
+# (and accepts an SVG there).
+ALIASES = {"/favicon.ico": "/favicon.svg"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -24,6 +28,7 @@ def _files() -> dict[str, tuple[bytes, str]]:
         if entry.is_file() and suffix in _TYPES:
             path = "/" if entry.name == "index.html" else "/" + entry.name
             found[path] = (entry.read_bytes(), _TYPES[suffix])
+    found.update({alias: found[path] for alias, path in ALIASES.items() if path in found})
     return found
 
 

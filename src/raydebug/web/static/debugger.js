@@ -11,6 +11,9 @@ const WEB_PAGE = "web page"; // the hub's name for the page's cluster breakpoint
 
 const MAX_OUTPUT = 200_000; // characters kept in the output panel
 
+// The thread returned from where it paused and runs on; pydevd will not stop it again.
+const SESSION_ENDED = "the process continued; session ended";
+
 function sourceExpression(path) {
   // base64: pydevd answers a str with its repr, and base64 needs no unescaping
   return "__import__('base64').b64encode(''.join(__import__('linecache').getlines("
@@ -70,6 +73,9 @@ export class Debugger {
     this.sources.clear();
     this.$("debugger-title").textContent = record ? `${sessionName(record)} · pid ${record.pid}`
       : `session ${id}`;
+    window.scrollTo(0, 0); // a session opens at its header, wherever the list was
+    this.endedWith = null;
+    this.$("session-ended").hidden = true;
     this.$("output").textContent = "";
     this.$("console-log").replaceChildren();
     this.$("stack").replaceChildren();
@@ -85,10 +91,11 @@ export class Debugger {
     dap.on("terminated", () => this.ended("the process has ended"));
     dap.on("exited", () => this.ended("the process has ended"));
     dap.on("raydebug/sessionEnded", (body) => {
-      if (body.session === this.id) this.ended("the thread ran on: the session has ended");
+      if (body.session === this.id) this.ended(SESSION_ENDED);
     });
     dap.on("close", (body) => {
-      if (this.dap === dap) this.ended(`disconnected: ${body.reason}`);
+      // After the session's end (or the process's), the hub's closing says nothing new.
+      if (this.dap === dap && !this.endedWith) this.ended(`disconnected: ${body.reason}`);
     });
     try {
       await dap.connect();
@@ -128,6 +135,22 @@ export class Debugger {
     this.setState(why, false);
     this.$("btn-pause").disabled = true;
     this.$("btn-detach").disabled = true;
+    this.$("session-ended").hidden = false;
+    this.offerNext();
+  }
+
+  // Once this session has ended: a link to the longest-waiting other session, if any (the
+  // list is polled: called again at each of its updates).
+  offerNext() {
+    if (!this.endedWith) return;
+    const next = this.app.sessions.sessions.filter((session) => session.id !== this.id
+      && session.state === "waiting").sort((a, b) => a.since - b.since)[0];
+    const link = this.$("next-session");
+    link.hidden = !next;
+    if (next) {
+      link.href = `#/session/${encodeURIComponent(next.id)}`;
+      link.textContent = `Next session: ${sessionName(next)} · pid ${next.pid}`;
+    }
   }
 
   running() {
@@ -169,6 +192,7 @@ export class Debugger {
 
   async stopped(body) {
     this.endedWith = null;
+    this.$("session-ended").hidden = true;
     this.$("btn-detach").disabled = false;
     this.threadId = body.threadId || this.threadId;
     this.setState(`paused (${body.reason || "stopped"})`, true);
@@ -274,7 +298,13 @@ export class Debugger {
       list.append(line);
     });
     box.replaceChildren(list);
-    box.querySelector(".current")?.scrollIntoView({ block: "center" });
+    const current = box.querySelector(".current");
+    if (current) {
+      // The box alone scrolls to the line (scrollIntoView would scroll the page too, and a
+      // post-mortem's exception panel puts the box low enough to cut the header off).
+      const offset = current.getBoundingClientRect().top - box.getBoundingClientRect().top;
+      box.scrollTop += offset - (box.clientHeight - current.offsetHeight) / 2;
+    }
   }
 
   // The gutter's breakpoints are the cluster's (the hub arms them in every linked process,

@@ -22,6 +22,7 @@ export class SessionList {
         this.sessions = await getJson("/api/sessions");
         this.app.hubStatus("");
         this.render();
+        this.app.debugger.offerNext();
       } catch (error) {
         this.app.failed(error);
       }
