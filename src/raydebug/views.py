@@ -71,6 +71,13 @@ def _where(session: dict[str, Any]) -> str:
     return f"{session.get('file', '')}:{session.get('line', '')}"
 
 
+def _whole_file_width(places: list[str]) -> int:
+    """The width at which every ``file:line`` of ``places`` keeps its file name and line
+    whole (``…/train.py:136``): what tells places apart."""
+    return max([0, *(min(len(place), len(place.rsplit(os.sep, 1)[-1]) + 2)
+                     for place in places)])
+
+
 def _what(session: dict[str, Any]) -> str:
     """What ran: the Ray task (``Actor.method`` for an actor), else the function."""
     return str(session.get("task_name") or session.get("function") or "")
@@ -95,13 +102,14 @@ def session_columns(sessions: list[dict[str, Any]], now: float | None = None
     (labels, job, ...) and without a job column when all sessions share one job."""
     ray = any(s.get("task_name") for s in sessions)
     jobs = {s.get("job_id") for s in sessions}
+    places = [_where(s) for s in sessions]
     columns = [
         Column("id", [str(s.get("id", "")) for s in sessions], 12),
         Column("task" if ray else "function", [_what(s) for s in sessions], 12),
         Column("node", [str(s.get("node_ip") or s.get("host") or "") for s in sessions], 9),
         Column("pid", [str(s.get("pid", "")) for s in sessions], 7),
         Column("thread", _threads(sessions), 8),
-        Column("where", [_where(s) for s in sessions], 14, short_path),
+        Column("where", places, _whole_file_width(places), short_path),
         Column("reason", [_reason(s) for s in sessions], 10),
         Column("age", [format_age(float(s.get("since", 0)), now) for s in sessions], 6),
         Column("state", [str(s.get("state", "")) for s in sessions], 8),
@@ -116,6 +124,9 @@ def session_columns(sessions: list[dict[str, Any]], now: float | None = None
 
 # The order in which columns give way when even their narrowest does not fit.
 _DROP_FIRST = ("labels", "job", "state", "age", "node", "thread", "reason")
+# Columns said once above the table when every session has the same value in them (a node
+# column reading 10.0.0.7 on every line only takes room from the file names).
+_SAID_ONCE = ("node", "state", "reason")
 _GAP = 2  # spaces between columns; 1 below 80 columns, where every character counts
 
 
@@ -127,18 +138,37 @@ def fit_columns(columns: list[Column], width: int, gap: int = _GAP,
     header)."""
     columns = list(columns)
     while True:
-        widths = [c.natural for c in columns]
         budget = width - gap * (len(columns) - 1)
-        while sum(widths) > budget:
-            shrinkable = [i for i, c in enumerate(columns) if widths[i] > c.narrowest]
-            if not shrinkable:
-                break
-            widest = max(shrinkable, key=lambda i: widths[i])
-            widths[widest] -= 1
+        widths = _shrunk([c.natural for c in columns], [c.narrowest for c in columns], budget)
         droppable = [c for name in drop_first for c in columns if c.header == name]
+        if sum(widths) > budget and not droppable:  # then below their narrowest
+            widths = _shrunk(widths, [len(c.header) for c in columns], budget)
         if sum(widths) <= budget or not droppable:
             return list(zip(columns, widths, strict=True))
         columns.remove(droppable[0])
+
+
+def _shrunk(widths: list[int], floors: list[int], budget: int) -> list[int]:
+    """``widths`` with the widest narrowed first, one at a time, until they fit ``budget``
+    or each is at its floor."""
+    widths = list(widths)
+    while sum(widths) > budget:
+        shrinkable = [i for i, floor in enumerate(floors) if widths[i] > floor]
+        if not shrinkable:
+            break
+        widths[max(shrinkable, key=lambda i: widths[i])] -= 1
+    return widths
+
+
+def said_once(columns: list[Column], rows: int, names: tuple[str, ...] = _SAID_ONCE
+              ) -> tuple[list[Column], str]:
+    """``columns`` without those among ``names`` whose cells are one value on every one of
+    two or more rows, and those values said once: ``all: node 10.0.0.7, state waiting``
+    (``""`` when none)."""
+    same = {c.header for c in columns
+            if rows > 1 and c.header in names and len(set(c.cells)) == 1}
+    said = ", ".join(f"{c.header} {c.cells[0]}" for c in columns if c.header in same)
+    return [c for c in columns if c.header not in same], f"all: {said}" if said else ""
 
 
 def describe_session(session: dict[str, Any]) -> str:
@@ -157,19 +187,23 @@ def sessions_table(sessions: list[dict[str, Any]], now: float | None = None,
     if not sessions:
         how = f" ({found_by})" if found_by else ""
         return Text(f"no sessions{asked}{how}: nothing is paused")
-    count = f"{len(sessions)} paused session{'s' if len(sessions) != 1 else ''}"
-    return fitted_table(count + asked, session_columns(sessions, now), len(sessions), width)
+    title = f"{len(sessions)} paused session{'s' if len(sessions) != 1 else ''}{asked}"
+    columns, said = said_once(session_columns(sessions, now), len(sessions))
+    if said:  # on the title's line when both fit, else on a line of its own
+        title += f"; {said}" if len(title) + 2 + len(said) <= width else f"\n{said}"
+    return fitted_table(title, columns, len(sessions), width)
 
 
 def fitted_table(title: str, columns: list[Column], rows: int, width: int,
                  drop_first: tuple[str, ...] = _DROP_FIRST) -> RenderableType:
-    """A table of ``columns`` (``rows`` cells each) under ``title``, one line per row at
-    ``width`` columns (see :func:`fit_columns`)."""
+    """A table of ``columns`` (``rows`` cells each) under ``title`` (each of its lines
+    cut to ``width``), one line per row at ``width`` columns (see :func:`fit_columns`)."""
     from rich.console import Group
     from rich.text import Text
 
     gap = _GAP if width >= 80 else 1
-    heading = Text(_cut_right(title, width), no_wrap=True, style="italic")
+    heading = Text("\n".join(_cut_right(part, width) for part in title.split("\n")),
+                   no_wrap=True, style="italic")
     fitted = fit_columns(columns, width, gap, drop_first)
     columns = [column for column, _ in fitted]
     widths = [column_width for _, column_width in fitted]

@@ -188,7 +188,39 @@ def test_the_threads_of_one_paused_process_are_told_apart(width: int):
     threads = [dict(SESSION, id=f"s{n}", reason="pause", exception=None, labels={},
                     thread=name) for n, name in enumerate(("MainThread", "Dummy-1"))]
     text = render(views.sessions_table(threads, now=1075.0, width=width), width)
-    assert "thread" in text.splitlines()[1], text
+    header = next(line for line in text.splitlines() if line.startswith("id "))
+    assert "thread" in header.split(), text
     assert "MainThread" in text and "Dummy-1" in text, text
     single = render(views.sessions_table([dict(SESSION, thread="MainThread")], now=1075.0))
     assert "MainThread" not in single  # one session a process: nothing to tell apart
+
+
+def test_at_80_columns_file_names_stay_whole_and_what_all_share_is_said_once():
+    """Sessions of one node with long paths (a Ray job's working_dir): the where column keeps
+    each file name and line (paths shortened from the left); the node, the same on every
+    row, is said once above the table instead of taking a column."""
+    same_node = [{**RAY_SESSIONS[0], "node_ip": "10.0.0.7"},
+                 {**RAY_SESSIONS[1], "node_ip": "10.0.0.7"},
+                 {**RAY_SESSIONS[0], "id": "c2f0e2a1b9d4", "line": 1204,
+                  "task_name": "preprocess_records", "file": "/home/user/project/src/"
+                  "pipeline/preprocess_records.py"}]
+    text = render(views.sessions_table(same_node, now=1075.0, width=80,
+                                       hub="127.0.0.1:5678"), 80)
+    lines = text.rstrip("\n").splitlines()
+    assert lines[0] == "3 paused sessions on the hub at 127.0.0.1:5678; all: node 10.0.0.7"
+    header = lines[1].split()
+    assert "node" not in header and "10.0.0.7" not in "".join(lines[1:]), text
+    assert all(len(line) <= 80 for line in lines), text
+    for session, line in zip(same_node, lines[2:], strict=True):
+        assert f"/{session['file'].rsplit('/', 1)[1]}:{session['line']}" in line, text
+    one = render(views.sessions_table(same_node[:1], now=1075.0, width=80), 80)
+    assert "node" in one.splitlines()[1].split()  # one row: nothing is shared by "all"
+
+
+def test_what_all_share_takes_a_line_of_its_own_when_the_title_is_full():
+    sessions = [dict(SESSION, id=f"s{n}", labels={}, line=17 + n) for n in range(3)]
+    lines = render(views.sessions_table(sessions, now=1075.0, width=60,
+                                        hub="127.0.0.1:5678"), 60).splitlines()
+    assert lines[:2] == ["3 paused sessions on the hub at 127.0.0.1:5678",
+                         "all: node node-1, reason ValueError: bad, state waiting"]
+    assert lines[2].split() == ["id", "function", "pid", "where", "age"], lines
