@@ -20,6 +20,7 @@ from helpers import TIMEOUT, HubProcess, finish, line_of, start_hub, write_scrip
 pytestmark = pytest.mark.integration
 
 PROMPT = "(raydebug) "
+LEAVE_PROMPT = "(Enter leaves) "  # after a session ended by itself
 # What `c` prints when the session's function returns: said by the agent, unless the process
 # exits first (a script that ends right after it).
 SESSION_OVER = ["returned; the process runs on", "has ended"]
@@ -158,6 +159,8 @@ def test_a_session_debugged_with_pdb_commands(hub: HubProcess, attach: list[Atta
     assert "compute()" in term.do("r")
     ended = term.do_and_end("c", SESSION_OVER)
     assert "job-1 result=20 total=10" in ended  # the assignment took, output shown in place
+    term.expect(LEAVE_PROMPT)
+    term.child.sendline("")
     term.child.expect(pexpect.EOF)
     code, out, _ = finish(worker)
     assert code == 0 and "job-1 result=20 total=10" in out
@@ -320,7 +323,11 @@ def test_a_worker_killed_under_the_prompt_ends_the_session_cleanly(
     hub.wait_sessions(0)
     term.child.sendline("p total")
     term.expect("has ended")
-    term.child.expect(pexpect.EOF)
+    # Said at the prompt, Enter (here the line typed) leaves; said in answer to the line,
+    # as the session ended by itself: through the prompt that waits for Enter.
+    if term.child.expect_exact([pexpect.EOF, LEAVE_PROMPT]) == 1:
+        term.child.sendline("")
+        term.child.expect(pexpect.EOF)
     assert "Traceback" not in str(term.child.before)
     term.child.close()
     assert term.child.exitstatus == 0

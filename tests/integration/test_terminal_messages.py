@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from test_terminal import JOB, PROMPT, Attach, start_attach
+from test_terminal import JOB, LEAVE_PROMPT, PROMPT, Attach, start_attach
 
 from helpers import HubProcess, line_of, write_script
 
@@ -77,6 +77,8 @@ def test_a_process_ended_by_a_statement_is_noticed_at_once(hub: HubProcess,
     term.child.sendline("!import os; os._exit(1)")
     term.expect(f"process {proc.pid} has ended")
     assert time.monotonic() - started < 2.0  # was 5.1 s: the evaluate's answer never comes
+    term.expect(LEAVE_PROMPT)
+    term.child.sendline("")
     term.child.expect(pexpect.EOF)
 
 

@@ -4,6 +4,7 @@ attached, threads that stop and run one at a time, and the ways out. A real pseu
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -14,9 +15,9 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from test_terminal import PROMPT, Attach, start_attach
+from test_terminal import LEAVE_PROMPT, PROMPT, Attach, start_attach
 
-from helpers import HubProcess, line_of, start_hub, stop, write_script
+from helpers import TIMEOUT, HubProcess, line_of, start_hub, stop, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -109,6 +110,14 @@ def exits_cleanly(term: Attach) -> str:
     return rest
 
 
+def leaves_after_the_end(term: Attach) -> str:
+    """What ``raydebug attach`` printed as the session ended by itself, up to the prompt
+    that keeps what was typed ahead from the shell; then Enter, and it exits (status 0)."""
+    said = term.expect(LEAVE_PROMPT)
+    term.child.sendline("")
+    return said + exits_cleanly(term)
+
+
 @pytest.fixture
 def attach() -> Iterator[list[Attach]]:
     started: list[Attach] = []
@@ -122,10 +131,45 @@ def test_next_off_the_end_of_the_function_ends_the_session_with_its_value(
     term, script = attached(hub, attach, tmp_path, POOL)
     assert f"({line_of(script, 'last line')})task()" in term.do("n")
     term.child.sendline("n")
-    ended = exits_cleanly(term)
+    ended = leaves_after_the_end(term)
     assert "--Return-- task() -> 41" in ended
     assert "task() returned; the process runs on" in ended
     assert hub.wait_sessions(0) == []
+
+
+@pytest.mark.parametrize("typed", ["p rows", "Ctrl-D", "Ctrl-C"])
+def test_what_is_typed_as_the_session_ends_never_reaches_the_shell(
+        hub: HubProcess, tmp_path: Path, typed: str):
+    """`n` off the end of the function ends the session; `p rows`, typed for a stop that did
+    not come, ran in the shell after ``raydebug attach`` (bash: p: command not found). Here
+    the shell reads a line after it, and says what it got."""
+    hub.spawn(write_script(tmp_path, "job.py", POOL))
+    hub.wait_sessions(1)
+    command = f"{sys.executable} -m raydebug attach --hub {hub.client_address}; " \
+              'read -t 2 line; echo "GOT[$line]"'
+    shell = pexpect.spawn("bash", ["-c", command], env={**os.environ, "NO_COLOR": "1"},
+                          encoding="utf-8", timeout=TIMEOUT, dimensions=(24, 80))
+    try:
+        shell.expect_exact(PROMPT)
+        shell.sendline("n")
+        shell.expect_exact(PROMPT)
+        shell.sendline("n")  # off the end
+        shell.expect_exact("task() returned; the process runs on")
+        if typed == "Ctrl-D":
+            shell.sendeof()
+        elif typed == "Ctrl-C":
+            shell.sendintr()
+        else:
+            shell.sendline(typed)
+        shell.expect(r"GOT\[(.*)\]")
+        assert shell.match.group(1) == ""
+        if typed == "p rows":
+            assert "not run: p rows (the session is over)" in str(shell.before)
+        assert "Traceback" not in str(shell.before)
+    finally:
+        if shell.isalive():
+            shell.kill(signal.SIGKILL)
+        shell.close()
 
 
 def test_step_off_the_end_says_no_pydevd_advice(hub: HubProcess, attach: list[Attach],
@@ -133,7 +177,7 @@ def test_step_off_the_end_says_no_pydevd_advice(hub: HubProcess, attach: list[At
     term, _ = attached(hub, attach, tmp_path, POOL)
     term.do("n")
     term.child.sendline("s")
-    ended = exits_cleanly(term)
+    ended = leaves_after_the_end(term)
     assert "--Return-- task() -> 41" in ended and "task() returned" in ended
     assert "launch.json" not in ended and "Frame skipped" not in ended
 
@@ -161,7 +205,7 @@ def test_continue_with_a_breakpoint_never_hit_ends_when_the_function_returns(
     term, _ = attached(hub, attach, tmp_path, POOL)
     assert "Breakpoint 1 at function helper" in term.do("b helper")
     term.child.sendline("c")
-    ended = exits_cleanly(term)
+    ended = leaves_after_the_end(term)
     assert "task() returned; the process runs on" in ended
     assert "--Return--" not in ended  # only a step sees the value
 
@@ -170,7 +214,7 @@ def test_next_in_a_post_mortem_ends_the_session(hub: HubProcess, attach: list[At
                                                 tmp_path: Path):
     term, _ = attached(hub, attach, tmp_path, THREAD_FAILS, RAYDEBUG_POST_MORTEM="1")
     term.child.sendline("n")
-    ended = exits_cleanly(term)
+    ended = leaves_after_the_end(term)
     assert "the exception goes on; the process runs on" in ended
 
 
@@ -237,7 +281,7 @@ def test_continue_in_one_thread_leaves_the_other_stopped(hub: HubProcess,
     assert f"session {sessions['beta']['id']}" in switched
     assert term.do("p value").strip() == "'BETA'"
     term.child.sendline("c")
-    assert "work() returned; the process runs on" in exits_cleanly(term)
+    assert "work() returned; the process runs on" in leaves_after_the_end(term)
 
 
 def test_a_process_that_dies_while_the_prompt_waits_is_said_at_once(
@@ -272,7 +316,7 @@ def test_a_process_that_exits_after_the_last_continue_is_said_by_its_pid(
     term, _ = attached(hub, attach, tmp_path, EXITS)
     [session] = hub.wait_sessions(1)
     term.child.sendline("c")
-    ended = exits_cleanly(term)
+    ended = leaves_after_the_end(term)
     assert f"session {session['id']}: process {session['pid']} has ended" in ended, ended
     assert "connection closed" not in ended
 
@@ -345,7 +389,7 @@ def test_stepping_off_a_call_into_the_next_call_of_its_thread_says_whose_stop_it
                      rf"{line_of(script, 'its stop') - 1}\r\n"
                      rf"> [^\r\n]*\({line_of(script, 'its stop')}\)second\(\)", stepped), stepped
     term.child.sendline("c")
-    assert "second() returned" in exits_cleanly(term)
+    assert "second() returned" in leaves_after_the_end(term)
 
 
 @pytest.mark.parametrize("when", ["at the prompt", "while it runs"])

@@ -42,9 +42,10 @@ from . import commands, render
 from .debugger import Outcome, TerminalDebugger
 from .interrupts import PromptInterrupts
 from .remote import Remote
-from .running import EOF
+from .running import EOF, QUIT_WORDS
 
 PROMPT = "(raydebug) "
+LEAVE_PROMPT = "(Enter leaves) "  # after a session ended by itself (see _leave_after_end)
 POLL_SECONDS = 30.0
 STALE_POLL = 0.5  # seconds
 HISTORY_LENGTH = 1000
@@ -98,12 +99,7 @@ class Terminal:
         """One line; None at end of input (Ctrl-D). Ctrl-C starts the line again."""
         while self.interactive:
             try:
-                self._prompt = prompt
-                if _eof_typed_ahead(sys.stdin):
-                    raise EOFError
-                with (self._interrupts.prompt(sys.stdin.fileno()) if self._interrupts
-                      else contextlib.nullcontext()):
-                    return input(prompt)
+                return self._input(prompt)
             except EOFError:
                 self.write("")
                 return None
@@ -116,8 +112,6 @@ class Terminal:
                     # the end of input, and the interrupt, raised on the way out of the
                     # prompt, took its place (the Ctrl-D was lost). The last key wins.
                     return None
-            finally:
-                self._prompt = None
         with self._lock:
             sys.stdout.write(prompt)
             sys.stdout.flush()
@@ -127,6 +121,32 @@ class Terminal:
             return None
         self.write(line.rstrip("\n"))  # echo: the transcript shows what ran
         return line.rstrip("\n")
+
+    def wait_for_enter(self, prompt: str) -> str | None:
+        """On a terminal: show ``prompt`` and wait for Enter; the line typed before it, or
+        None for Ctrl-D or Ctrl-C (either also leaves). Without a terminal: None at once."""
+        if not self.interactive:
+            return None
+        try:
+            return self._input(prompt)
+        except (EOFError, KeyboardInterrupt) as leaving:
+            if isinstance(leaving, KeyboardInterrupt) and self._interrupts is not None:
+                self._interrupts.taken()
+            self.write("")
+            return None
+
+    def _input(self, prompt: str) -> str:
+        """``input(prompt)`` on the terminal, every interrupt taken (:mod:`.interrupts`);
+        raises EOFError at Ctrl-D, KeyboardInterrupt at Ctrl-C."""
+        self._prompt = prompt
+        try:
+            if _eof_typed_ahead(sys.stdin):
+                raise EOFError
+            with (self._interrupts.prompt(sys.stdin.fileno()) if self._interrupts
+                  else contextlib.nullcontext()):
+                return input(prompt)
+        finally:
+            self._prompt = None
 
     def poll_line(self) -> str | None:
         """A line typed while no prompt is shown (the debuggee runs), without waiting;
@@ -248,12 +268,27 @@ class AttachCommand:
                 session_id = None
                 if outcome is None:
                     continue
-                if outcome is Outcome.QUIT or not self.follow:
+                if outcome is Outcome.QUIT:
+                    return 0
+                if not self.follow:
+                    if outcome is not Outcome.KILLED:
+                        self._leave_after_end()
                     return 0
         finally:
             self.terminal.save_history()
             self.terminal.discard_typeahead()
             self.terminal.close()
+
+    def _leave_after_end(self) -> None:
+        """The session ended without a word from the user (its function returned, its
+        process went away): on a terminal, a prompt until Enter. What was typed for the
+        next stop, ahead or as the end was said, is read here and said not run: left in
+        the terminal, the shell after us ran it (``p rows``, as a shell command)."""
+        if self._end_announced:  # said at the prompt, which read the Enter
+            return
+        line = self.terminal.wait_for_enter(LEAVE_PROMPT)
+        if line and line.strip() not in QUIT_WORDS:
+            self.terminal.write(f"not run: {line.strip()} (the session is over)")
 
     def _choose(self, session_id: str | None) -> dict[str, Any] | None:
         if session_id is not None:

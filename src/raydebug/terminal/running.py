@@ -41,6 +41,7 @@ class Outcome(enum.Enum):
     STOPPED = "stopped"  # at a prompt again
     DETACHED = "detached"  # we left; the process runs on
     ENDED = "ended"  # the process (or our connection) is gone
+    KILLED = "killed"  # the user killed the process (`kill`): gone, as asked
     QUIT = "quit"  # the user asked to leave raydebug attach altogether
 
 
@@ -241,7 +242,10 @@ class RunningCommands(DebuggerContext):
         self.remote.stops.stopped_threads.discard(self.thread_id)
         if others:
             return self._switch_thread(others[0])
-        self._detach(None)
+        try:
+            self._detach(None)
+        except KeyboardInterrupt:  # Ctrl-C as it leaves (the disconnect went out): it has
+            return Outcome.QUIT  # left; at a prompt again, the next command met no session
         return Outcome.DETACHED
 
     def _switch_thread(self, thread_id: int) -> Outcome:

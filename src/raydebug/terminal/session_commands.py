@@ -121,7 +121,7 @@ class SessionCommands(DebuggerContext):
             return Outcome.STOPPED
         self.remote.request("disconnect", {"terminateDebuggee": True})
         self.write(f"killed process {self.session.get('pid')}")
-        return Outcome.ENDED
+        return Outcome.KILLED
 
     def do_help(self, arg: str) -> None:
         for line in commands.help_text(arg, self.width()).splitlines():
