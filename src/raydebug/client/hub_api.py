@@ -42,8 +42,8 @@ def request_json(hub: str, path: str, body: Any = None, timeout: float = 10.0,
     raw = request_raw(hub, path, body, timeout, token)
     try:
         return json.loads(raw)
-    except ValueError as error:
-        raise RemoteProtocolError(f"http://{hub}{path} did not answer JSON: {error}") from None
+    except ValueError:
+        raise not_a_hub(hub, f"it answered {path} with something other than JSON") from None
 
 
 def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
@@ -65,19 +65,27 @@ def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
     except OSError as error:  # refused, reset, timed out (socket.timeout is an OSError)
         raise hub_unreachable(hub, error, saying="no hub at") from None
     if status is None:
-        raise RemoteProtocolError(f"{url}: not an HTTP answer") from None
+        raise not_a_hub(hub, "it does not answer HTTP (a hub's worker port?)",
+                        "a raydebug hub's client port")
     if status >= 400:
         try:
             decoded = json.loads(answer)
         except ValueError:
-            decoded = {}
-        decoded = decoded if isinstance(decoded, dict) else {}
+            decoded = None
+        if not isinstance(decoded, dict) or "error" not in decoded:  # the hub's always have
+            raise not_a_hub(hub, f"it answered {path} with HTTP {status}")
         detail = str(decoded.get("error", ""))
         if status == 400 and isinstance(decoded.get("known"), list):
             raise NoProcessMatchError(detail or f"{url}: nothing matches",
                                       list(decoded["known"]))
         raise RemoteProtocolError(f"{url}: HTTP {status} {detail}".strip())
     return answer
+
+
+def not_a_hub(hub: str, why: str, what: str = "a raydebug hub") -> RemoteProtocolError:
+    """The error for an answer no raydebug hub's client port gives (``why``), on one line."""
+    return RemoteProtocolError(f"{hub} is not {what}: {why}; give the client port that "
+                               "`raydebug hub` prints")
 
 
 def _exchange(hub: str, request: bytes, timeout: float) -> tuple[int | None, bytes]:
