@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-processes test lint bench clean pythons
+.PHONY: demo demo-processes test check lint bench clean pythons
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ demo-processes: $(STAMP)
 
 test: $(STAMP) pythons
 	$(BIN)/python -m pytest
+
+# The inner loop: the in-memory tests (no Ray, no subprocess hub) and the linters, ~1-2 min.
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not integration"
+	$(MAKE) lint
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples devtools

@@ -21,7 +21,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,7 @@ def python_312() -> str | None:
     found = find_python("3.12")
     if found is None:
         return None
-    return venv_with_debugpy(found, Path(tempfile.mkdtemp(prefix="raydebug-bench-py312-")))
+    return venv_with_debugpy(found)
 
 
 async def continue_then_leave(hub: Any, way: str) -> tuple[float, float]:

@@ -29,13 +29,38 @@ def pinned(*names: str) -> list[str]:
     return [by_name[name] for name in names if name in by_name]
 
 
-def venv_with_debugpy(python: str | Path, directory: Path) -> str:
-    """A venv of another interpreter at ``directory`` with this venv's debugpy (raydebug comes
-    from the source tree through PYTHONPATH); returns its python."""
-    subprocess.run([str(python), "-m", "venv", str(directory)], check=True, timeout=120)
-    subprocess.run([str(directory / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", *pinned("debugpy")], check=True, timeout=240)
-    return str(directory / "bin" / "python")
+def venv_with_debugpy(python: str | Path) -> str:
+    """A venv of another interpreter with this venv's debugpy (raydebug comes from the source
+    tree through PYTHONPATH); returns its python. Built once per interpreter under
+    ``.venv/pythons`` (seconds: pip) and reused while the pins are the same."""
+    version = subprocess.run([str(python), "-c", "import sys; print(sys.version.split()[0])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    return _built_once(RAY_VENVS / f"debugpy-{version}", python, pinned("debugpy"))
+
+
+def _built_once(directory: Path, base: str | Path, requirements: list[str],
+                editable: bool = False) -> str:
+    """The python of a venv of ``base`` at ``directory`` with ``requirements`` (and raydebug
+    from the source tree, ``editable``). Built when missing or when its pins changed: the pins
+    are written in the venv's ``.pins`` last, so a build cut short is built again. Concurrent
+    callers (pytest-xdist's workers, a benchmark) wait on one lock file. Raises
+    subprocess.CalledProcessError/TimeoutExpired when pip fails."""
+    python = directory / "bin" / "python"
+    source = [f"raydebug from {ROOT}"] if editable else []
+    pins = "\n".join([*requirements, *source, str(base)]) + "\n"
+    stamp = directory / ".pins"
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.parent / f".{directory.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == pins and python.exists():
+            return str(python)
+        subprocess.run([str(base), "-m", "venv", "--clear", str(directory)], check=True,
+                       timeout=120)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", *requirements,
+                        *(["-e", str(ROOT)] if editable else [])], check=True, timeout=1200)
+        stamp.write_text(pins)
+    return str(python)
 
 
 def ray_venv(version: str = "3.12", directory: Path | None = None) -> str | None:
@@ -51,25 +76,11 @@ def ray_venv(version: str = "3.12", directory: Path | None = None) -> str | None
     base = find_python(version)
     if base is None:
         return None
-    directory = directory or RAY_VENVS / f"ray-{version}"
-    python = directory / "bin" / "python"
     ray = [f"ray[default]=={line.split('==')[1]}" for line in pinned("ray")]
     if not ray:
         return None
-    pins = "\n".join([*ray, *pinned("debugpy"), f"raydebug from {ROOT}", str(base)]) + "\n"
-    stamp = directory / ".pins"
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with open(directory.parent / f".ray-{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and stamp.read_text() == pins and python.exists():
-            return str(python)
-        subprocess.run([str(base), "-m", "venv", "--clear", str(directory)], check=True,
-                       timeout=120)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet",
-                        "--disable-pip-version-check", *ray, *pinned("debugpy"),
-                        "-e", str(ROOT)], check=True, timeout=1200)
-        stamp.write_text(pins)
-    return str(python)
+    return _built_once(directory or RAY_VENVS / f"ray-{version}", base,
+                       [*ray, *pinned("debugpy")], editable=True)
 
 
 if __name__ == "__main__":  # `python -m devtools.pythons [VERSION]`: build (or find) it

@@ -27,3 +27,13 @@ def hub() -> Iterator[HubProcess]:
         yield process
     finally:
         process.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under ``tests/integration`` drives real processes: it carries the
+    ``integration`` marker whether or not its module says so, so that
+    ``-m "not integration"`` (``make check``) runs the in-memory tests only."""
+    integration = Path(__file__).parent / "integration"
+    for item in items:
+        if integration in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)

@@ -87,20 +87,19 @@ def next_line(proc: subprocess.Popen[bytes]) -> str:
     return proc.stdout.readline().decode()
 
 
-def python_for(version: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+def python_for(version: str) -> str:
     if version == "3.11":
         return sys.executable
     base = interpreter(version)
     if base is None:
         pytest.skip(f"Python {version} is not installed")
-    return venv_with_debugpy(base, tmp_path_factory.mktemp(f"venv{version}"))
+    return venv_with_debugpy(base)
 
 
 @pytest.mark.parametrize("version", ["3.11", *sorted(PYTHONS)])
 def test_armed_breakpoint_logpoint_and_clearing(hub: HubProcess, tmp_path: Path,
-                                                tmp_path_factory: pytest.TempPathFactory,
                                                 version: str) -> None:
-    python = python_for(version, tmp_path_factory)
+    python = python_for(version)
     code_dir = tmp_path / "code"
     code_dir.mkdir()
     target = write_script(code_dir, "target.py", TARGET)

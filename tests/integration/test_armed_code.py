@@ -148,15 +148,15 @@ def spin(inside, go):
 VERSIONS = ["3.10", "3.11"]
 
 
-def python_of(version: str, venvs: pytest.TempPathFactory | None = None) -> str:
-    """The interpreter; with ``venvs``, in a venv with debugpy (whose helper library sets
+def python_of(version: str, with_debugpy: bool = False) -> str:
+    """The interpreter; ``with_debugpy``, in a venv with debugpy (whose helper library sets
     another thread's trace function)."""
     if version == "3.11":
         return sys.executable
     found = interpreter(version) if version in PYTHONS else None
     if found is None:
         pytest.skip(f"Python {version} is not installed")
-    return venv_with_debugpy(found, venvs.mktemp(f"venv{version}")) if venvs else str(found)
+    return venv_with_debugpy(found) if with_debugpy else str(found)
 
 
 def run_scenario(python: str, script: str, code_dir: Path, lines: dict[str, int]
@@ -190,13 +190,13 @@ def test_rewritten_code_stops_logs_counts_and_leaves_no_trace_function(
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_running_frames_and_changed_sources_are_traced_and_still_stop(
-        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, version: str) -> None:
+        tmp_path: Path, version: str) -> None:
     target = write_script(tmp_path, "target.py", TARGET)
     spin = write_script(tmp_path, "spin.py", SPIN)
     write_script(tmp_path, "unloaded.py", "def f():\n    for i in range(3):\n        pass\n")
     lines = {"breakpoint": line_of(target, "breakpoint line"), "spin": line_of(spin, "spin line"),
              "loop": line_of(spin, "for round")}
-    out = run_scenario(python_of(version, tmp_path_factory), RUNNING, tmp_path, lines)
+    out = run_scenario(python_of(version, with_debugpy=True), RUNNING, tmp_path, lines)
     assert out["main_trace"] == "None", out  # only the spinning thread was traced
     assert out["thread_trace"] == ["None"], out
     assert out["modes_running"] == {str(spin): "rewrite"}, out
@@ -244,8 +244,7 @@ print("done", stepped.work(3), flush=True)
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_stop_in_rewritten_code_steps_in_and_continues_in_pydevd(
-        hub: HubProcess, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
-        version: str) -> None:
+        hub: HubProcess, tmp_path: Path, version: str) -> None:
     code_dir = tmp_path / "code"
     code_dir.mkdir()
     stepped = write_script(code_dir, "stepped.py", STEPPED)
@@ -253,7 +252,7 @@ def test_a_stop_in_rewritten_code_steps_in_and_continues_in_pydevd(
     stop_line, helper_line = line_of(stepped, "breakpoint line"), line_of(stepped, "helper line")
     breakpoints = {"sources": [{"path": str(stepped), "breakpoints": [
         {"line": stop_line, "condition": "i == 1"}]}]}
-    proc = subprocess.Popen([python_for(version, tmp_path_factory), str(script),
+    proc = subprocess.Popen([python_for(version), str(script),
                              json.dumps(breakpoints), str(code_dir)],
                             env=hub.env(PYTHONPATH=str(SOURCE)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, bufsize=0)

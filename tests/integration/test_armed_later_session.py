@@ -53,13 +53,13 @@ for session in range(2):
 
 
 @pytest.fixture(scope="module", params=["3.12", "3.13"])
-def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+def python(request: pytest.FixtureRequest) -> str:
     """3.12: the Ray venv (built once); 3.13: a venv with debugpy only."""
     if request.param == "3.12":
         found = ray_venv("3.12")
     else:
         base = find_python(request.param)
-        found = base and venv_with_debugpy(base, tmp_path_factory.mktemp("py313"))
+        found = base and venv_with_debugpy(base)
     if not found:
         pytest.skip(f"Python {request.param} is not installed")
     return str(found)

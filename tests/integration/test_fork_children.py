@@ -55,7 +55,7 @@ async def debug(hub: HubProcess, session: dict[str, object], expression: str) ->
 
 
 @pytest.fixture(scope="module", params=["this", "3.12", "3.13"])
-def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+def python(request: pytest.FixtureRequest) -> str:
     """This interpreter, 3.12 and 3.13 (pydevd traces with sys.monitoring there: its fork reset
     differs) in a venv with only debugpy; raydebug comes from the source tree."""
     if request.param == "this":
@@ -63,7 +63,7 @@ def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     found = sorted(Path("/root/.pyenv/versions").glob(f"{request.param}.*/bin/python3*"))
     if not found:
         pytest.skip(f"Python {request.param} is not installed")
-    return venv_with_debugpy(found[0], tmp_path_factory.mktemp(f"py{request.param}"))
+    return venv_with_debugpy(found[0])
 
 
 def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, python: str,

@@ -71,7 +71,7 @@ print("cleared", [t for t in range(6) if monitoring and monitoring.get_tool(t) =
 
 
 @pytest.fixture(scope="module", params=["3.10", "3.11", "3.12"])
-def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+def python(request: pytest.FixtureRequest) -> str:
     """3.11: this venv; 3.12: the Ray venv (built once); 3.10: a venv with debugpy only."""
     if request.param == "3.11":
         return sys.executable
@@ -79,7 +79,7 @@ def python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         found = ray_venv(request.param)
     else:
         base = find_python(request.param)
-        found = base and venv_with_debugpy(base, tmp_path_factory.mktemp("py310"))
+        found = base and venv_with_debugpy(base)
         if found:  # raydebug comes through PYTHONPATH: its startup hook as an install has it
             site = subprocess.run([found, "-c", "import sysconfig; print(sysconfig.get_paths()"
                                    "['purelib'])"], capture_output=True, text=True, check=True)

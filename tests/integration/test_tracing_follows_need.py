@@ -83,7 +83,7 @@ def test_full_speed_while_attached_and_after_leaving(hub: HubProcess, tmp_path: 
                                                       version: str):
     python = python_for(version)
     if version != "venv":
-        python = venv_with_debugpy(python, tmp_path / "venv")
+        python = venv_with_debugpy(python)
     script = write_script(tmp_path, "worker.py", WORKER)
     log, stop_file = tmp_path / "calls.log", tmp_path / "stop"
     proc = subprocess.Popen([python, str(script), str(log), str(stop_file)],
