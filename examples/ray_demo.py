@@ -29,6 +29,7 @@ import ray
 
 import raydebug
 from raydebug.integrations import ray as ray_integration
+from raydebug.shell_command import raydebug_command
 
 SESSIONS = 3
 TOUR = "where\np shard\nc\n" * SESSIONS
@@ -162,7 +163,7 @@ def wait_for_job(refs: list[ray.ObjectRef], attach: subprocess.Popen[str],
         if attach.poll() is not None and not told:
             take_back_terminal()
             print(f"the debugger has left; the job goes on when its paused sessions are "
-                  f"continued: raydebug attach --follow --hub {hub}", flush=True)
+                  f"continued: {raydebug_command()} attach --follow --hub {hub}", flush=True)
             told = True
         if time.monotonic() - started > WAIT_TIMEOUT and not told_timeout:
             print(f"the sessions nobody visited waited {WAIT_TIMEOUT} s for a debugger and "

@@ -12,7 +12,7 @@ selectors), ``stack_tree`` (stacks merged across processes, odd among ``peer_gro
 ``views_processes`` (rendering for the terminal), ``state_file`` (this machine's hub and
 tunnel records), ``tls`` (certificates and pinning), ``tunnel`` (``raydebug tunnel``'s SSH),
 ``hub_options`` (``RAYDEBUG_HUB_ARGS``), ``lazy_names`` (a package's names imported at first
-use); ``__main__`` runs the command.
+use), ``shell_command`` (how a hint names the command); ``__main__`` runs the command.
 """
 
 from __future__ import annotations

@@ -40,3 +40,37 @@ def test_ctrl_c_at_the_prompt_cancels_the_line_and_the_demo_goes_on():
         if demo.isalive():
             os.killpg(demo.pid, signal.SIGKILL)  # the demo and the local Ray it started
             demo.close()
+
+
+def test_the_demos_hint_to_come_back_works_pasted_into_a_shell_without_raydebug_on_path():
+    """`make demo` runs the venv's python: `raydebug` is on no PATH, and the hint it gave
+    when the debugger was left (`raydebug attach --follow --hub ...`) was `command not
+    found`. The hint, run by a shell from the checkout, takes the user back."""
+    path = os.pathsep.join(folder for folder in os.environ.get("PATH", "").split(os.pathsep)
+                           if not (Path(folder) / "raydebug").exists())
+    env = dict(os.environ, NO_COLOR="1", PATH=path)
+    root = DEMO.parents[1]
+    demo = pexpect.spawn(sys.executable, [str(DEMO)], encoding="utf-8", timeout=180,
+                         dimensions=(40, 120), env=env, cwd=str(root))
+    back = None
+    try:
+        demo.expect_exact(PROMPT)
+        demo.sendline("q")
+        demo.expect(r"continued: ([^\r\n]+)\r\n")
+        hint = str(demo.match.group(1))
+        assert hint.startswith(".venv/bin/raydebug attach --follow --hub "), hint
+        back = pexpect.spawn("bash", ["-c", hint], encoding="utf-8", timeout=180,
+                             dimensions=(40, 120), env=env, cwd=str(root))
+        for _ in range(2):  # the two sessions not left with `q` (which ran on)
+            back.expect_exact(PROMPT)
+            back.sendline("c")
+            back.expect_exact(["returned; the process runs on", "the exception goes on"])
+        demo.expect_exact("demo complete", timeout=120)
+        demo.expect(pexpect.EOF)
+        assert "command not found" not in str(back.before)
+    finally:
+        for each in (back, demo):
+            if each is not None and each.isalive():
+                os.killpg(each.pid, signal.SIGKILL)
+            if each is not None:
+                each.close()
