@@ -1,7 +1,9 @@
 """`raydebug ps`, `stacks` and `pause` with `--ray-address`, against a real two-node Ray job
-(no raydebug in its code) whose eight tasks all wait: seven in one function, the straggler
-in another. The CLI finds the cluster's hub, lists the workers by task, sets the straggler
-apart in the merged stacks, and pauses it by its task name."""
+(no raydebug in its code) whose eight tasks all wait: six shards in one function, one shard
+stuck in another, and the straggler, a task of its own. The CLI finds the cluster's hub,
+lists the workers by task, sets the straggler apart in the merged stacks, marks only the
+stuck shard odd (not the driver, an idle worker or the straggler: they are not the shards'
+peers), and pauses the straggler by its task name."""
 
 from __future__ import annotations
 
@@ -29,8 +31,13 @@ ray.init(address=sys.argv[1])
 def wait_for_the_others(i):
     time.sleep(600)
 
+def stuck_elsewhere(i):
+    threading.Event().wait(600)  # nobody sets it
+
 @ray.remote(num_cpus=0.25)
 def shard(i):
+    if i == 6:
+        stuck_elsewhere(i)
     wait_for_the_others(i)
 
 @ray.remote(num_cpus=0.25)
@@ -43,6 +50,11 @@ refs = [shard.remote(i) for i in range(7)] + [straggler.remote(7)]
 print("submitted", flush=True)
 ray.get(refs)
 """
+
+
+def walk(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """``node`` of a ``stacks --json`` tree and every node under it."""
+    return [node, *(below for child in node["children"] for below in walk(child))]
 
 
 def test_ps_stacks_and_pause_find_the_straggler_of_a_ray_job(tmp_path: Path):
@@ -79,9 +91,21 @@ def test_ps_stacks_and_pause_find_the_straggler_of_a_ray_job(tmp_path: Path):
             lines = shown.stdout.splitlines()
             waiting = next(line for line in lines if " wait_for_the_others " in line)
             alone = next(line for line in lines if " straggler " in line)
-            assert waiting.split()[0] == "7", shown.stdout  # the seven shards, together
+            assert waiting.split()[0] == "6", shown.stdout  # six shards, together
             assert alone.split()[0] == "1", shown.stdout  # the straggler, apart
             assert f"pid {straggler['pid']}" in shown.stdout, shown.stdout
+            stuck = next(line for line in lines if " stuck_elsewhere " in line)
+            assert stuck.split()[0] == "1", shown.stdout
+
+            # Red is odd among peers: the stuck shard only, whatever else runs on the cluster
+            # (the driver, idle workers, the straggler: each a group of its own).
+            every = raydebug_cli("stacks", "--json", *address, "--timeout", "5")
+            assert every.returncode == 0, every.stderr
+            odd = [node for node in walk(json.loads(every.stdout)["tree"]["root"])
+                   if node["odd"]]
+            assert [node["function"] for node in odd] == ["stuck_elsewhere"], [
+                (node["function"], node["odd_among"]) for node in odd]
+            assert odd[0]["odd_among"] == [f"task shard of job {tasks[0]['job_id']}"]
 
             paused = raydebug_cli("pause", "task=straggler", *address)
             assert paused.returncode == 0, paused.stderr
