@@ -116,7 +116,7 @@ def test_a_hub_started_with_another_token_is_said_to_have_changed_it_once(
     worker = None
     second = None
     try:
-        worker = paused_worker(machine, tmp_path, RAYDEBUG_WAIT_TIMEOUT="15")
+        worker = paused_worker(machine, tmp_path, RAYDEBUG_WAIT_TIMEOUT="10")
         first.wait_sessions(1)
         first.proc.kill()
         first.proc.wait(timeout=TIMEOUT)
@@ -124,12 +124,12 @@ def test_a_hub_started_with_another_token_is_said_to_have_changed_it_once(
         said, rest = wait_for_line(worker, "refused us")
         assert "refused us: the hub's token changed since this process linked" in said, said
         assert "RAYDEBUG_HUB_CERT" not in said and "set RAYDEBUG_TOKEN" not in said
-        code, out, err = finish(worker)  # it gives up waiting (15 s) and runs on
+        code, out, err = finish(worker)  # it gives up waiting (10 s) and runs on
         assert code == 0 and "finished 42" in out, err
         assert "refused us" not in rest + err, rest + err  # said once, not at every retry
         refused = second.get("/api/health")["refused_workers"]
         log = second.stop_and_read_log()
-        assert refused >= 3, refused  # it retried...
+        assert refused >= 2, refused  # it retried...
         assert log.count("refused: wrong token") == 1, log  # ... and the hub said it once
     finally:
         for proc in (worker, first.proc, second.proc if second else None):
