@@ -95,6 +95,22 @@ class HubProcess:
         self.workers.append(proc)
         return proc
 
+    def spawn_linked(self, script: Path, **env: str) -> subprocess.Popen[str]:
+        """Start ``python script`` with the live link (``RAYDEBUG_LIVE=1``) and, once the hub
+        lists it live (so with the cluster's breakpoints armed: the hub sends them before
+        the process registers), write a line to its stdin: a script that waits in
+        ``input()`` goes on armed. Stopped at teardown."""
+        proc = subprocess.Popen([sys.executable, str(script)],
+                                env=self.env(RAYDEBUG_LIVE="1", **env), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.workers.append(proc)
+        self.wait_processes(f"pid {proc.pid} links", lambda ps: [
+            p for p in ps if p.get("live") and p.get("pid") == proc.pid])
+        assert proc.stdin is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        return proc
+
     def run_unserved(self, directory: Path, wait_timeout: str = "3", **env: str) -> str:
         """Run :data:`PAUSING_WORKER` where this hub cannot serve it: it must continue after
         its wait timeout, finish, and print no traceback. Return its stderr (the why)."""

@@ -204,6 +204,25 @@ def test_a_hit_counts_logs_and_pauses_once_per_thread():
     assert not backend.installed and armed.files == frozenset()
 
 
+def test_while_a_debugger_serves_the_process_logpoints_log_and_nothing_pauses():
+    # The client's pydevd pauses then (and counts its own hits); a logpoint's line still
+    # goes to the hub, which that pydevd never tells.
+    hits: list[int] = []
+    logs: list[str] = []
+    served = [True]
+    armed = ArmedBreakpoints(on_hit=lambda frame: hits.append(frame.f_locals["i"]),
+                             on_log=lambda text, frame: logs.append(text),
+                             standing_down=lambda: served[0], backend=NoBackend())
+    here = sys._getframe().f_code.co_filename
+    armed.arm(BreakpointSet.from_wire({"sources": [{"path": here, "breakpoints": [
+        {"line": 1, "hitCondition": "2"}, {"line": 1, "logMessage": "i={i}"}]}]}))
+    for i in range(5):  # the logpoint reads i in this frame
+        served[0] = i < 3
+        assert armed.on_line(sys._getframe(), 1) is (i == 4)
+    assert logs == [f"i={i}" for i in range(5)]
+    assert hits == [4]  # its second hit of its own
+
+
 def test_the_hub_publishes_each_new_set_for_processes_that_start_later(
         caplog: pytest.LogCaptureFixture):
     from raydebug.hub import Hub, HubConfig

@@ -115,9 +115,10 @@ class Agent:
     def breakpoints(self) -> ArmedBreakpoints:
         """This process's cluster breakpoints (issue 17): armed without pydevd; a hit pauses
         as a session. While a client debugs this process, its pydevd has the same
-        breakpoints (the hub sends them to every child session), so the armed ones stand
-        down. Made at first use (the hub's first non-empty set): a process whose cluster
-        has none never imports the arm (docs/design.md#agent-import)."""
+        breakpoints (the hub sends them to every child session), so the armed ones leave
+        the pausing to it; their logpoints still log to the hub. Made at first use (the
+        hub's first non-empty set): a process whose cluster has none never imports the arm
+        (docs/design.md#agent-import)."""
         with self._breakpoints_lock:
             if self._breakpoints is None:
                 # on the link thread as the hub's set comes; the backend too is imported

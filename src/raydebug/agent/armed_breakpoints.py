@@ -176,7 +176,7 @@ class ArmedBreakpoints:
     ``on_log(text, frame)`` takes a logpoint's text; ``on_loaded(paths)`` is told, once per client
     path, that code of that file is loaded here. ``labels()`` and ``remote_root()`` are read at
     each :meth:`arm`. ``standing_down()`` true: a debugger serves this process (pydevd has the
-    same breakpoints from the client), so hits are left to it.
+    same breakpoints from the client), so pauses are left to it; logpoints still log here.
     """
 
     def __init__(self, on_hit: Callable[[FrameType], None],
@@ -323,15 +323,20 @@ class ArmedBreakpoints:
 
     def on_line(self, frame: FrameType, line: int) -> bool:
         """``frame`` is about to run ``line``, which has breakpoints: log, or pause (then
-        True, once resumed)."""
+        True, once resumed). Standing down, only log: a logpoint's line goes to the hub
+        whoever debugs the process (the client's pydevd would say it to that client alone,
+        or not at all when the client did not set it); its pausing is pydevd's."""
         ident = threading.get_ident()
-        if ident in self._in_hit or self._standing_down():
+        if ident in self._in_hit:
             return False
         armed = self.lines_of(frame.f_code.co_filename).get(line)
         if not armed:
             return False
+        logging_only = self._standing_down()
         stop = False
         for breakpoint_ in armed:
+            if logging_only and not breakpoint_.spec.log_message:
+                continue
             if not self._passes(breakpoint_, frame):
                 continue
             if breakpoint_.spec.log_message:
