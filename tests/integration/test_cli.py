@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pexpect
@@ -74,6 +75,26 @@ def test_list_wait_that_times_out_says_so_and_fails(hub: HubProcess, tmp_path: P
     assert "1 paused session" in listed.stdout
     assert listed.stderr.strip() == ("raydebug: timed out after 1 s waiting for 3 sessions: "
                                      "1 exist")
+
+
+def test_list_json_is_the_hubs_answer_one_session_per_line(hub: HubProcess, tmp_path: Path):
+    script = write_script(tmp_path, "worker.py", PAUSING_WORKER)
+    hub.spawn(script)
+    hub.spawn(script)
+    hub.wait_sessions(2)
+    listed = raydebug("list", "--json", "--hub", hub.client_address)
+    with urllib.request.urlopen(f"http://{hub.client_address}/api/sessions",
+                                timeout=TIMEOUT) as answer:
+        assert listed.stdout == answer.read().decode() + "\n"
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 4 and lines[0] == "[" and lines[-1] == "]", listed.stdout
+    assert [json.loads(line.rstrip(","))["pid"] for line in lines[1:3]] == \
+        [s["pid"] for s in json.loads(listed.stdout)]
+    waited = raydebug("list", "--json", "--hub", hub.client_address, "--wait", "3",
+                      "--timeout", "1")
+    assert waited.returncode == 1 and len(json.loads(waited.stdout)) == 2, waited
+    assert waited.stderr.strip() == ("raydebug: timed out after 1 s waiting for 3 sessions: "
+                                     "2 exist")
 
 
 def test_help_and_dash_h():

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from raydebug.errors import HubFullError, SessionBusyError, SessionNotFoundError
 from raydebug.hub.registry import Registry
-from raydebug.session import PausedThread
+from raydebug.session import PausedThread, SessionState
 
 
 def record(session_id: str, since: float) -> PausedThread:
@@ -106,5 +107,23 @@ def test_a_long_poll_wakes_on_the_next_change_of_processes_not_before():
         assert registry.version > seen
         # A version already passed answers at once.
         await asyncio.wait_for(registry.wait_for_version_after(seen), 1)
+
+    asyncio.run(scenario())
+
+
+def test_the_sessions_json_is_the_listing_one_per_line_and_follows_the_state():
+    async def scenario() -> None:
+        registry = Registry()
+        assert registry.sessions_json() == b"[]"
+        process = registry.add_process({}, "peer \"quoted\"", lambda message: None)
+        await registry.add_session(process, PausedThread(
+            id="a", pid=1, host="h", file="f.py", line=1, function="f", since=1.5,
+            argv=["python", "é"], labels={"rank": "0"}))
+        await registry.add_session(process, record("b", 2))
+        expected = "[\n" + ",\n".join(json.dumps(s) for s in registry.sessions()) + "\n]"
+        assert registry.sessions_json().decode() == expected
+        await registry.attach(registry.get("a"), object())
+        assert [s["state"] for s in json.loads(registry.sessions_json())] == ["attached"] * 2
+        assert json.loads(registry.sessions_json(SessionState.WAITING)) == []
 
     asyncio.run(scenario())

@@ -12,7 +12,13 @@ from click.shell_completion import CompletionItem
 
 from .. import views
 from ..agent.config import parse_address
-from ..client.hub_api import get_json, list_sessions
+from ..client.hub_api import (
+    get_json,
+    list_sessions,
+    not_a_hub,
+    request_raw,
+    sessions_path,
+)
 from ..errors import ConfigurationError, HubUnreachableError, RaydebugError
 from .locate import locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
@@ -51,9 +57,15 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
                  as_json: bool, wait_for: int, timeout: float) -> None:
     """List paused sessions, oldest first."""
     location = locate_hub(hub, ray_address)
+    waited = timeout if wait_for else 0.0
     try:
-        sessions = list_sessions(location.address, wait_for, timeout if wait_for else 0.0,
-                                 client_token)
+        if as_json:
+            # The hub's answer is the JSON asked for, one session per line: passed on as
+            # it came (decoding and encoding 1,000 sessions again took ~25 ms).
+            raw = request_raw(location.address, sessions_path(wait_for, waited),
+                              timeout=waited + 10.0, token=client_token)
+        else:
+            sessions = list_sessions(location.address, wait_for, waited, client_token)
     except HubUnreachableError as error:
         if not location.is_default:
             raise
@@ -62,7 +74,11 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
             "`raydebug hub`, or pass --hub HOST:PORT or --ray-address",
             address=error.address) from None
     if as_json:
-        click.echo(views.sessions_json(sessions))
+        if not raw.startswith(b"["):
+            raise not_a_hub(location.address, "it answered /api/sessions with no list")
+        sys.stdout.buffer.write(raw.rstrip() + b"\n")
+        sys.stdout.flush()
+        sessions = json.loads(raw) if wait_for else []  # only --wait needs them counted
     else:
         from rich.console import Console  # imported here: `list --json` stays quick
 

@@ -118,13 +118,18 @@ def _exchange(hub: str, request: bytes, timeout: float) -> tuple[int | None, byt
 def list_sessions(hub: str, wait_for: int = 0, timeout: float = 0.0,
                   token: str | None = None) -> list[dict[str, Any]]:
     """The hub's sessions; with ``wait_for`` N, first wait up to ``timeout`` s until N exist."""
-    path = "/api/sessions"
-    if wait_for > 0 and timeout > 0:
-        path += f"?min={wait_for}&timeout={timeout:g}"
-    sessions = get_json(hub, path, timeout=timeout + 10.0, token=token)
+    sessions = get_json(hub, sessions_path(wait_for, timeout), timeout=timeout + 10.0,
+                        token=token)
     if not isinstance(sessions, list):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/sessions")
     return sessions
+
+
+def sessions_path(wait_for: int = 0, timeout: float = 0.0) -> str:
+    """The path of :func:`list_sessions`' question (for :func:`request_raw`)."""
+    if wait_for > 0 and timeout > 0:
+        return f"/api/sessions?min={wait_for}&timeout={timeout:g}"
+    return "/api/sessions"
 
 
 def selector_query(selector: Sequence[str], **extra: str) -> str:

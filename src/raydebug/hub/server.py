@@ -452,7 +452,7 @@ class Hub:
         break``)."""
         return self.cluster_attaches.set_from_terminal(body)
 
-    async def _sessions_route(self, query: dict[str, str]) -> list[dict[str, Any]]:
+    async def _sessions_route(self, query: dict[str, str]) -> Reply:
         minimum = int(query.get("min", "0"))
         maximum = int(query["max"]) if "max" in query else None
         timeout = min(float(query.get("timeout", "0")), MAX_LONG_POLL)
@@ -463,7 +463,7 @@ class Hub:
                     self.registry.wait_for_count(minimum, maximum, state), timeout)
             except TimeoutError:
                 pass  # answer with what there is
-        return self.registry.sessions(state)
+        return Reply(body=self.registry.sessions_json(state))
 
     async def _health_route(self, query: dict[str, str]) -> dict[str, Any]:
         return {"status": "ok", **self.statistics()}
