@@ -41,11 +41,13 @@ CONFIG = AgentConfig(hub_host="127.0.0.1", hub_port=9, token=TOKEN, wait_timeout
 class MemoryHub:
     """Each dial is a socketpair; the hub's end runs the real handshake on a thread and
     queues what the agent sends. ``down``: dials are refused. ``token``: the hub's (one
-    refused for the agent's is put in ``refusals``)."""
+    refused for the agent's is put in ``refusals``). ``mute``: connections are closed
+    before the challenge (put in ``refusals`` too)."""
 
     def __init__(self) -> None:
         self.down = False
         self.token = TOKEN
+        self.mute = False
         self.refusals: queue.Queue[str] = queue.Queue()
         self.dials: list[float] = []
         self.received: queue.Queue[tuple[int, ControlMessage]] = queue.Queue()
@@ -69,6 +71,9 @@ class MemoryHub:
                 return  # the link went away: nothing to serve
 
     def _serve_connection(self, sock: socket.socket, number: int) -> None:
+        if self.mute:
+            self.refusals.put("closed before the challenge")
+            return
         shake = HubHandshake(self.token)
         sock.sendall(shake.send())
         try:
@@ -308,3 +313,21 @@ def test_a_hub_whose_token_changed_is_said_once_and_the_link_comes_back_with_it(
     assert "refused us: the hub's token changed since this process linked" in said[0]
     hub.token = TOKEN
     assert registered(hub)[1] == ["Identify", "Register", "SessionStarted"]
+
+
+def test_a_hub_it_linked_to_that_closes_before_its_challenge_is_not_said_to_need_tls(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A hub that took this process without TLS and now closes at once is stopping or
+    starting: the --tls hint, right for a process that never linked, would mislead."""
+    hub = MemoryHub()
+    link(hub, retry_delays=(0.01,), stable_after=0.0)
+    registered(hub)
+    capfd.readouterr()
+    hub.mute = True
+    hub.drop()
+    hub.refusals.get(timeout=5)
+    hub.mute = False
+    registered(hub)
+    said = [line for line in capfd.readouterr().err.splitlines() if "challenge" in line]
+    assert said and "closed the connection before its challenge: it may be stopping or " \
+                    "starting" in said[0], said
