@@ -225,7 +225,9 @@ def test_forked_children_and_subprocesses_link_as_their_own(hub, tmp_path):
     proc = hub.spawn(write_script(tmp_path, "children.py", CHILDREN), RAYDEBUG_LIVE="1")
     line = proc.stdout.readline().split()
     forked, sub = int(line[1]), int(line[2])
-    processes = wait_processes(hub, lambda ps: len(ps) == 3)
+    # Registered, all three: a process is listed from its Identify, and names its parent once
+    # both have sent their Register (the two links connect in either order).
+    processes = wait_processes(hub, lambda ps: len(ps) == 3 and all(p["live"] for p in ps))
     pids = {p["pid"]: p for p in processes}
     assert set(pids) == {proc.pid, forked, sub}
     parent = pids[proc.pid]
@@ -373,7 +375,7 @@ def test_pause_under_sys_monitoring(hub, tmp_path, version):
     found = sorted(base)
     if not found:
         pytest.skip(f"Python {version} is not installed")
-    python = venv_with_debugpy(found[-1], tmp_path / "venv")
+    python = venv_with_debugpy(found[-1])
     script = write_script(tmp_path, "spin312.py", SPIN_312)
     source = str(Path(__file__).resolve().parents[2] / "src")
     proc = subprocess.Popen([python, str(script)], env=hub.env(PYTHONPATH=source),
