@@ -1,10 +1,12 @@
 """The ``raydebug`` command. Each command parses its options, calls the code that does the
 work, and hands plain data to :mod:`raydebug.views` to render.
 
-Commands by module: ``hub_command`` (hub, hub-address), ``run_command`` (run),
-``sessions`` (list, attach, vscode), ``live_commands`` (ps, stacks, pause), ``breakpoints``
-(break, logs), ``web_command`` (web), ``tunnel_command`` (tunnel). Shared: ``locate``
-(which hub), ``options`` (common options), ``output`` (errors and colour).
+Commands by module: ``hub_command`` (hub), ``run_command`` (run),
+``sessions`` (list, attach), ``vscode_command`` (vscode), ``live_commands`` (ps, stacks,
+pause), ``breakpoints`` (break, logs), ``web_command`` (web), ``tunnel_command`` (tunnel,
+hub-address).
+Shared: ``locate`` (which hub), ``options`` (common options), ``output`` (errors and
+colour).
 
 A :class:`~raydebug.errors.RaydebugError` becomes one red line on stderr and exit status 1.
 """
@@ -28,7 +30,7 @@ COMMANDS = {
     "hub": ("hub_command", "hub"),
     "run": ("run_command", "run"),
     "list": ("sessions", "list_command"),
-    "vscode": ("sessions", "vscode"),
+    "vscode": ("vscode_command", "vscode"),
     "attach": ("sessions", "attach"),
     "ps": ("live_commands", "ps"),
     "stacks": ("live_commands", "stacks"),
