@@ -8,6 +8,7 @@ import shutil
 import click
 
 from ..errors import ConfigurationError
+from .locate import explicit_ray_address
 
 # Ray's driver folds log lines that differ only in words with digits into one, and says
 # "[repeated 6x across cluster]" only when the job ends: every pause notice but the first
@@ -52,6 +53,7 @@ def run(post_mortem: bool, wait_timeout: float | None, live: bool, hub_args: str
     --post-mortem -- python job.py` they reach the job (the submitter's environment does
     not).
     """
+    token_for_named_cluster()
     env = dict(os.environ)
     env["RAY_RUNTIME_ENV_HOOK"] = "raydebug.integrations.ray.runtime_env_hook"
     env["RAYDEBUG_RAY_DRIVER"] = "1"
@@ -71,3 +73,17 @@ def run(post_mortem: bool, wait_timeout: float | None, live: bool, hub_args: str
     if program is None:
         raise ConfigurationError(f"command not found: {command[0]}")
     os.execve(program, list(command), env)
+
+
+def token_for_named_cluster() -> None:
+    """When ``RAY_ADDRESS`` names a cluster that asks for its token, give the driver Ray's
+    (``RAY_AUTH_MODE=token`` in this environment), or say in one line that there is none
+    here: refused, Ray's driver would retry every second, for ever."""
+    address = explicit_ray_address(None)
+    if not address or address == "auto":  # Ray turns it on itself for a cluster it finds
+        return
+    try:
+        from ..integrations.ray.cluster_auth import token_for_driver
+    except ImportError:  # no ray here: the driver says so
+        return
+    token_for_driver(address)

@@ -14,15 +14,15 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import ray
 
 from ...agent.discovery import HubAddress
 from ...errors import ConfigurationError, HubUnreachableError, hub_unreachable
+from .cluster_auth import GCS_CONNECT_TIMEOUT as GCS_CONNECT_TIMEOUT
+from .cluster_auth import gcs_client
 from .kv import KV_NAMESPACE, publish_breakpoints
 
 KV_HUB_KEY = b"hub"
@@ -108,9 +108,6 @@ def publish_cli_hub(client: str, worker: str, token: str, cert: str | None = Non
     return info
 
 
-GCS_CONNECT_TIMEOUT = 10.0  # Ray's own GcsClient gives up only after 40 s
-
-
 def find_gcs_address(address: str | None) -> str:
     """The GCS address (``host:port``) of the cluster that ``address`` names: a GCS
     address, or ``auto``/None for ``RAY_ADDRESS`` (unless it is a dashboard or Ray Client
@@ -169,8 +166,10 @@ def connect_kv(address: str | None) -> str:
     GCS address used (see :func:`find_gcs_address`).
 
     Bounded: a port that does not answer is refused within 3 s, a GCS that does not
-    finish the handshake within :data:`GCS_CONNECT_TIMEOUT`. Raises
-    :class:`HubUnreachableError` saying why.
+    finish the handshake within :data:`GCS_CONNECT_TIMEOUT`. A cluster that asks for its
+    token gets Ray's own when this machine has it (:mod:`.cluster_auth`, which then also
+    holds for the processes this one starts). Raises :class:`HubUnreachableError` saying
+    why.
     """
     from ray.experimental import internal_kv
 
@@ -185,33 +184,13 @@ def connect_kv(address: str | None) -> str:
         _probe(gcs_address, timeout=3.0)
     except (OSError, ValueError) as error:
         raise hub_unreachable(gcs_address, error, saying="no Ray cluster answers at") from None
-    result: list[Any] = []
-
-    def connect() -> None:
-        try:
-            result.append(ray._raylet.GcsClient(address=gcs_address))  # type: ignore[attr-defined]
-        except Exception as error:  # Ray raises its own AuthenticationError, RpcError, ...
-            result.append(error)
-
-    # GcsClient blocks in C++ and takes no timeout: wait for it on a thread, bounded.
-    thread = threading.Thread(target=connect, name="raydebug-gcs-connect", daemon=True)
-    thread.start()
-    thread.join(GCS_CONNECT_TIMEOUT)
-    if not result:
-        raise HubUnreachableError(
-            f"the Ray cluster at {gcs_address} did not answer within "
-            f"{GCS_CONNECT_TIMEOUT:g} s (is it a Ray GCS port? does it use token "
-            "authentication, RAY_AUTH_MODE=token?)")
-    if isinstance(result[0], Exception):
-        failure = str(result[0])
-        if "auth" in failure.lower():
-            raise HubUnreachableError(
-                f"the Ray cluster at {gcs_address} uses token authentication: set "
-                "RAY_AUTH_MODE=token (its token in ~/.ray/auth_token or RAY_AUTH_TOKEN)")
-        first_line = failure.splitlines()[0][:200] if failure else type(result[0]).__name__
+    client = gcs_client(gcs_address)
+    if isinstance(client, Exception):
+        failure = str(client)
+        first_line = failure.splitlines()[0][:200] if failure else type(client).__name__
         raise HubUnreachableError(
             f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}")
-    internal_kv._initialize_internal_kv(result[0])
+    internal_kv._initialize_internal_kv(client)
     return gcs_address
 
 
