@@ -8,8 +8,10 @@
   3.10/3.11 as cloudpickle rebuilds them in a worker;
 - :mod:`.children`: what a worker exports to the processes it starts;
 - :mod:`.discovery`: the hub published in the GCS's KV, and finding a cluster;
+- :mod:`.cluster_auth`: Ray's token, used when a cluster asks for it;
 - :mod:`.kv`: raydebug's KV namespace, and the cluster's breakpoints published there;
 - :mod:`.hub_actor`: the hub as a detached actor, started once (the only one importing the hub);
+- :mod:`.hub_starter`: the CLI's short-lived driver that starts it, in a child, bounded;
 - :mod:`.metadata`: a process's identities from Ray's runtime context.
 
 The names below stay importable from here (``RAY_RUNTIME_ENV_HOOK`` and

@@ -95,31 +95,16 @@ def _hub_actor_alive() -> bool:
 
 def find_or_start_cluster_hub(address: str | None) -> tuple[HubInfo, str]:
     """For the CLI: the hub of the cluster ``address`` names, started (as the first pause
-    would start it) when it has none yet; and the GCS address. Starting it connects to the
-    cluster as a short-lived driver, which needs this machine to be one of its nodes.
-    Raises :class:`HubUnreachableError` saying why."""
-    import logging
+    would start it) when it has none yet; and the GCS address. Starting it takes a
+    short-lived driver, which needs this machine to be one of the cluster's nodes (see
+    :mod:`.hub_starter`). Bounded; raises :class:`HubUnreachableError` saying why."""
+    from .hub_starter import on_loopback, start_cluster_hub
 
     gcs_address = connect_kv(address)
     info = read_hub_info()
     if info is not None:
         return info, gcs_address
-    loopback = gcs_address.startswith(("127.", "localhost", "[::1]"))
-    try:
-        ray.init(address=gcs_address, namespace=HUB_ACTOR_NAMESPACE, log_to_driver=False,
-                 logging_level=logging.WARNING,
-                 _node_ip_address="127.0.0.1" if loopback else None)
-    except Exception as error:
-        first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
-        raise HubUnreachableError(
-            f"the Ray cluster at {gcs_address} has no raydebug hub yet, and this machine "
-            f"cannot start it ({first_line}); run `raydebug hub --ray-address "
-            f"{gcs_address}` on a node of the cluster, or wait for the first breakpoint"
-        ) from None
-    try:
-        return find_or_start_hub(), gcs_address
-    finally:
-        ray.shutdown()
+    return start_cluster_hub(gcs_address, on_loopback(gcs_address)), gcs_address
 
 
 _actor_class: Any = None

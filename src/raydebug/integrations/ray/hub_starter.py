@@ -1,0 +1,164 @@
+"""Starting a cluster's hub actor for the CLI: a short-lived Ray driver in a process of its
+own, so that it can be bounded.
+
+Theory of operation. Only a Ray driver can ask for the hub actor, and ``ray.init`` takes no
+time limit: when it cannot reach the cluster's GCS as the address it computed, it retries
+for minutes. So the CLI runs the driver as a child (``python -m`` this module), waits for
+its "connected" line for up to :data:`RAY_CONNECT_TIMEOUT`, then for its hub for up to
+:data:`HUB_START_TIMEOUT`, and otherwise kills it and says which step did not finish, with
+the last thing Ray said. On a cluster whose node is on loopback, reached at a loopback
+address, the child is told to stay there (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): Ray would
+else rewrite 127.0.0.1 to the machine's network address, where such a cluster does not
+listen. The child inherits ``RAY_AUTH_MODE`` (see :mod:`.cluster_auth`).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from typing import IO
+
+from ...errors import HubUnreachableError
+from .discovery import HubInfo
+
+RAY_CONNECT_TIMEOUT = 30.0  # ray.init to a cluster it can reach: 2-10 s on a loaded machine
+# The child's own wait for the actor (hub_actor.HUB_START_TIMEOUT, 60 s) ends first, so
+# that its error, not this bound, is what the user reads.
+HUB_WAIT_TIMEOUT = 70.0
+LOOPBACK_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+CONNECTED = "connected"
+RAY_LOG_PREFIX = re.compile(r"^\[[^]]*\] ")  # "[2026-12-02 02:51:39,712 W 1010 1010] "
+
+
+def start_cluster_hub(gcs_address: str, loopback: bool) -> HubInfo:
+    """The hub of the cluster at ``gcs_address``, started by a child driver (or found, if
+    another started it meanwhile). ``loopback``: the cluster's node is on 127.0.0.1 and is
+    reached there. Raises :class:`HubUnreachableError` saying which step failed or did not
+    finish in time; the child has ended by then (killed if need be)."""
+    env = {**os.environ, **({LOOPBACK_VARIABLE: "0"} if loopback else {})}
+    child = subprocess.Popen(
+        [sys.executable, "-m", __name__, gcs_address, "1" if loopback else "0"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env)
+    assert child.stdout is not None and child.stderr is not None
+    lines: queue.Queue[str | None] = queue.Queue()  # its stdout; None once it closed
+    said: collections.deque[str | None] = collections.deque(maxlen=20)  # its stderr's end
+    readers = [threading.Thread(target=_read, args=(child.stdout, lines.put), daemon=True),
+               threading.Thread(target=_read, args=(child.stderr, said.append), daemon=True)]
+    for reader in readers:
+        reader.start()
+    step, bound, line = "connect to it as a Ray driver", RAY_CONNECT_TIMEOUT, None
+    try:
+        line = _next_line(lines, bound)
+        if line == CONNECTED:
+            step, bound = "start the raydebug hub actor", HUB_WAIT_TIMEOUT
+            line = _next_line(lines, bound)
+    finally:
+        timed_out = child.poll() is None and line in (None, CONNECTED)
+        if timed_out:
+            child.kill()
+        child.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+    if line is None or line == CONNECTED:
+        how = f"gave up after {bound:g} s" if timed_out else \
+            f"the driver exited with status {child.returncode}"
+        raise HubUnreachableError(
+            f"the Ray cluster at {gcs_address} has no raydebug hub yet, and this machine "
+            f"could not {step} to start one ({how}{_last_said(said)})", gcs_address)
+    answer = json.loads(line)
+    if "error" in answer:
+        raise HubUnreachableError(answer["error"], gcs_address)
+    return HubInfo(**answer)
+
+
+def on_loopback(gcs_address: str) -> bool:
+    """Whether the cluster whose KV this process reads (:func:`.discovery.connect_kv`) is
+    reached at a loopback ``gcs_address`` and has a node on loopback: its driver must then
+    stay on loopback. A cluster on the machine's network address also answers at 127.0.0.1;
+    its driver must not."""
+    if not gcs_address.startswith(("127.", "localhost:", "[::1]:")):
+        return False
+    from ray.experimental import internal_kv
+
+    try:
+        nodes = internal_kv.internal_kv_get_gcs_client().get_all_node_info(timeout=5)
+    except Exception:  # Ray's errors are many: keep the address the user gave
+        return True
+    return any(node.state == node.ALIVE and node.node_manager_address.startswith("127.")
+               for node in nodes.values())
+
+
+def _read(stream: IO[str], keep: Callable[[str | None], None]) -> None:
+    """Hand each line of ``stream`` to ``keep``, then None at its end."""
+    for line in stream:
+        keep(line.rstrip("\n"))
+    keep(None)
+
+
+def _next_line(lines: queue.Queue[str | None], timeout: float) -> str | None:
+    """The child's next line for us on stdout (:data:`CONNECTED` or JSON: a library may
+    print other lines); None when it closed stdout or ``timeout`` passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if line is None or line == CONNECTED or line.startswith("{"):
+            return line
+
+
+def _last_said(said: Iterable[str | None]) -> str:
+    """``; Ray said: <its last line>`` from the child's stderr (without the time and pids
+    of Ray's C++ log prefix), or nothing."""
+    meaningful = [line.strip() for line in said if line and not line[0].isspace()]
+    if not meaningful:
+        return ""
+    return "; Ray said: " + RAY_LOG_PREFIX.sub("", meaningful[-1])[:300]
+
+
+def _main(gcs_address: str, loopback: bool) -> int:
+    """The child: connect as a driver, say so, then print the hub as JSON (or the error,
+    one line, as ``{"error": ...}``)."""
+    import logging
+
+    import ray
+
+    from .hub_actor import HUB_ACTOR_NAMESPACE, find_or_start_hub
+
+    try:
+        ray.init(address=gcs_address, namespace=HUB_ACTOR_NAMESPACE, log_to_driver=False,
+                 logging_level=logging.WARNING,
+                 _node_ip_address="127.0.0.1" if loopback else None)
+    except Exception as error:
+        first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        print(json.dumps({"error": (
+            f"the Ray cluster at {gcs_address} has no raydebug hub yet, and this machine "
+            f"cannot start it ({first_line}); run `raydebug hub --ray-address "
+            f"{gcs_address}` on a node of the cluster, or wait for the first breakpoint")}),
+            flush=True)
+        return 1
+    print(CONNECTED, flush=True)
+    try:
+        info = find_or_start_hub()
+    except Exception as error:  # HubUnreachableError, or Ray's own
+        print(json.dumps({"error": str(error).splitlines()[0]}), flush=True)
+        return 1
+    finally:
+        ray.shutdown()
+    print(json.dumps(asdict(info)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1], sys.argv[2] == "1"))
