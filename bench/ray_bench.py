@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,11 @@ import core
 from raydebug.client.dap import DapClient
 
 HERE = Path(__file__).resolve().parent
+# Token authentication with the bench's own token: `ray start` with RAY_AUTH_MODE=token
+# fails when it finds no token, and ~/.ray/auth_token exists only once a local ray.init()
+# has written it (not on a fresh machine: the first `make bench` there failed).
 ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
+       "RAY_AUTH_TOKEN": uuid.uuid4().hex,
        "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
        "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
@@ -72,12 +77,16 @@ class LocalRay:
             env={**os.environ, **ENV, **KEEP_IDLE_WORKERS}, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         assert self.proc.stdout is not None
+        said = []
         for line in self.proc.stdout:
+            said.append(line)
             if "Ray runtime started" in line:
                 break
-        token_path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH",
-                                         Path.home() / ".ray" / "auth_token"))
-        self.token = token_path.read_text().strip() if token_path.exists() else ""
+        else:  # it exited: say what it said rather than fail later, elsewhere
+            self.proc.wait(timeout=60)
+            raise RuntimeError(f"ray start --head failed (status {self.proc.returncode}):\n"
+                               + "".join(said[-40:]))
+        self.token = ENV["RAY_AUTH_TOKEN"]
         self.hub_client = ""
 
     def paused_workers(self) -> list[dict[str, Any]]:
@@ -220,10 +229,29 @@ print("HUB", info.client, time.perf_counter() - start, flush=True)
 """
 
 
+START_HUB_TIMEOUT = 300
+
+
+def said(what: str, *outputs: str | bytes | None) -> None:
+    """Print on stderr what a failed part of the bench wrote."""
+    text = "".join(o.decode(errors="replace") if isinstance(o, bytes) else o or ""
+                   for o in outputs)
+    print(f"--- {what} ---\n{text}", file=sys.stderr, flush=True)
+
+
 def start_hub(cluster: LocalRay) -> float:
     """Start the cluster's hub actor as a first breakpoint would; return how long it took."""
-    result = subprocess.run([sys.executable, "-c", START_HUB, cluster.gcs], capture_output=True,
-                            text=True, env={**os.environ, **ENV}, timeout=300, check=True)
+    try:
+        result = subprocess.run([sys.executable, "-c", START_HUB, cluster.gcs],
+                                capture_output=True, text=True, env={**os.environ, **ENV},
+                                timeout=START_HUB_TIMEOUT)
+    except subprocess.TimeoutExpired as expired:
+        said(f"start_hub: no hub after {START_HUB_TIMEOUT} s", expired.stdout, expired.stderr)
+        raise
+    if result.returncode != 0:
+        said(f"start_hub failed (status {result.returncode})", result.stdout, result.stderr)
+        raise RuntimeError(f"start_hub: the hub actor did not start (status "
+                           f"{result.returncode}; its output is above)")
     words = next(line for line in result.stdout.splitlines() if line.startswith("HUB")).split()
     cluster.hub_client = words[1]
     return float(words[2])
