@@ -95,12 +95,13 @@ class HubProcess:
         self.workers.append(proc)
         return proc
 
-    def spawn_linked(self, script: Path, **env: str) -> subprocess.Popen[str]:
+    def spawn_linked(self, script: Path, python: str = sys.executable,
+                     **env: str) -> subprocess.Popen[str]:
         """Start ``python script`` with the live link (``RAYDEBUG_LIVE=1``) and, once the hub
         lists it live (so with the cluster's breakpoints armed: the hub sends them before
         the process registers), write a line to its stdin: a script that waits in
         ``input()`` goes on armed. Stopped at teardown."""
-        proc = subprocess.Popen([sys.executable, str(script)],
+        proc = subprocess.Popen([python, str(script)],
                                 env=self.env(RAYDEBUG_LIVE="1", **env), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.workers.append(proc)

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_armed_breakpoints import python_for
+from test_python_versions import SOURCE
 
 from devtools.ide import IdeLikeClient
 from helpers import TIMEOUT, HubProcess, finish, line_of, run, write_script
@@ -24,6 +26,10 @@ from raydebug.client.hub_api import post_json
 pytestmark = pytest.mark.integration
 
 JOB = """
+from raydebug.agent import start_live_link
+
+start_live_link()  # as RAYDEBUG_LIVE=1 does where raydebug's .pth is installed (not 3.12's)
+
 def step(i):
     doubled = i * 2  # breakpoint line
     return doubled + 1  # logpoint line
@@ -55,12 +61,14 @@ def logged(hub: HubProcess, count: int) -> list[str]:
     return texts
 
 
+# 3.11: the functions of the file rewritten; 3.12: sys.monitoring beside pydevd's.
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
 def test_every_line_is_the_hubs_when_a_plain_client_continued(hub: HubProcess,
-                                                              tmp_path: Path):
+                                                              tmp_path: Path, version: str):
     script = write_script(tmp_path, "job.py", JOB)
     for spec in breakpoints(script):  # as `raydebug break` sets them
         post_json(hub.client_address, "/api/breakpoints", {"path": str(script), **spec})
-    proc = hub.spawn_linked(script)
+    proc = hub.spawn_linked(script, python_for(version), PYTHONPATH=str(SOURCE))
     [session] = hub.wait_sessions(1)
     assert session["line"] == line_of(script, "breakpoint line")
 
