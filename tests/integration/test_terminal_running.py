@@ -335,12 +335,13 @@ def test_the_hub_stopping_ends_the_session_and_the_follow_with_one_clear_line(
             term.child.sendline("n")
             term.expect("(running; Ctrl-C pauses it")
         stop(own.proc)  # as its cluster stops it: at once
-        said = f"the hub at {own.client_address} closed the connection (the hub stopped, " \
-               "or its Ray cluster did); the session is over"
+        said = f"lost the connection to the hub at {own.client_address} (it stopped or " \
+               "restarted); the process may still be paused"
         term.expect(said)
         if when == "at the prompt":
-            term.expect("(Enter leaves)")
+            term.expect("(Enter reconnects)")
             term.child.sendline("")
+        term.expect(f"reconnecting to the hub at {own.client_address} (for up to 15 s")
         rest = exits_cleanly(term)  # exit status 0: followed to the end
         assert f"the hub at {own.client_address} has gone away (it stopped, or its Ray " \
                "cluster did): no more breakpoints to follow" in rest, rest

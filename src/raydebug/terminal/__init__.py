@@ -11,6 +11,7 @@
   clear...; ``running``: the commands that let the debuggee run, and the wait while it runs;
   ``session_commands``: the start, threads, quit, kill, help;
 - ``debugger``: ``TerminalDebugger``, all of them behind ``execute``;
-- ``attach``: choosing sessions, the prompt, ``--follow``; ``interrupts``: Ctrl-C at the
-  prompt is never lost.
+- ``attach``: choosing sessions, the prompt, ``--follow``, a lost hub; ``console``: reading
+  commands and printing, on a terminal or on pipes; ``interrupts``: Ctrl-C at the prompt is
+  never lost.
 """

@@ -5,30 +5,27 @@ A command that lets it run (``n``, ``c``...) blocks until the next stop, during 
 sends ``pause`` and ``q``, Ctrl-D or a second Ctrl-C detach (:mod:`.running`). A session is
 over when the user detaches (``q``, Ctrl-D), when the function it paused in returns, or when
 the process goes away; with ``--follow`` the command then waits for the next breakpoint
-anywhere in the cluster and attaches to it.
+anywhere in the cluster and attaches to it. Without ``--follow``, a session that ended by
+itself leaves through a prompt that waits for Enter: what was typed for a stop that did not
+come is read there, never by the shell after us.
 
-With a terminal on stdin the prompt has line editing, history across runs (in the state
-directory) and tab completion of names (DAP ``completions``). Without one, commands are read
-line by line from stdin and echoed, so a piped script reads like a transcript.
+The hub's connection can also drop with no word of an end (a hub killed, or restarted by
+Ray): the process may still be paused, under the same session id. With ``--follow`` the
+command reconnects (bounded, :data:`RECONNECT_FOR`) and attaches to that session again;
+without, it says the command that does.
+
+Reading and printing (line editing, history, piped input) is :mod:`.console`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
-import select
-import shutil
 import signal
-import struct
-import sys
-import termios
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from .. import state_file
 from ..agent.config import parse_address
 from ..client.hub_api import get_json
 from ..errors import (
@@ -38,180 +35,23 @@ from ..errors import (
     SessionNotFoundError,
 )
 from ..session import SessionState
+from ..shell_command import raydebug_command
 from . import commands, render
+from .console import PROMPT, Terminal, line_buffer
 from .debugger import Outcome, TerminalDebugger
-from .interrupts import PromptInterrupts
 from .remote import Remote
-from .running import EOF, QUIT_WORDS
+from .running import QUIT_WORDS
 
-PROMPT = "(raydebug) "
+__all__ = ["PROMPT", "AttachCommand", "Terminal", "complete"]
+
 LEAVE_PROMPT = "(Enter leaves) "  # after a session ended by itself (see _leave_after_end)
 POLL_SECONDS = 30.0
+# A hub Ray restarts answers within seconds, and its processes link to it again within
+# seconds more (their link's back-off tops out at 5 s).
+RECONNECT_FOR = 15.0  # seconds, for the hub to answer again, then for the session
+RECONNECT_EVERY = 0.5  # seconds between tries while nothing answers
 STALE_POLL = 0.5  # seconds
-HISTORY_LENGTH = 1000
 WAITING_ONLY = f"state={SessionState.WAITING.value}"  # the hub's filter of /api/sessions
-
-
-class Terminal:
-    """Reading commands and printing, on a terminal or on pipes."""
-
-    def __init__(self) -> None:
-        self.interactive = sys.stdin.isatty()
-        self.colour = (sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-                       and os.environ.get("TERM") != "dumb")
-        self._lock = threading.Lock()
-        self._at_line_start = True
-        self._prompt: str | None = None  # shown, and input() waits for a line
-        self.completer: Any = None
-        self._history = state_file.path().parent / "attach_history"
-        self._interrupts: PromptInterrupts | None = None
-        if self.interactive:
-            self._setup_readline()
-            self._interrupts = PromptInterrupts.install()
-
-    def write(self, line: str) -> None:
-        with self._lock:
-            if not self._at_line_start:
-                sys.stdout.write("\n")
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
-            self._at_line_start = True
-
-    def announce_at_prompt(self, line: str) -> bool:
-        """Say ``line`` (from another thread) above the prompt if one waits for a line on
-        this terminal, drawing it again with what was typed so far; False if none does."""
-        with self._lock:
-            if self._prompt is None:
-                return False
-            sys.stdout.write(f"\r\x1b[K{line}\n{self._prompt}{_typed()}")
-            sys.stdout.flush()
-            return True
-
-    def write_output(self, text: str, category: str) -> None:
-        """The debuggee's output, as it arrives (pieces of lines included)."""
-        stream = sys.stderr if category == "stderr" else sys.stdout
-        with self._lock:
-            stream.write(text)
-            stream.flush()
-            self._at_line_start = text.endswith("\n")
-
-    def read(self, prompt: str = PROMPT) -> str | None:
-        """One line; None at end of input (Ctrl-D). Ctrl-C starts the line again."""
-        while self.interactive:
-            try:
-                return self._input(prompt)
-            except EOFError:
-                self.write("")
-                return None
-            except KeyboardInterrupt as interrupt:  # as in pdb: a fresh prompt
-                if self._interrupts is not None:
-                    self._interrupts.taken()
-                self.write("")
-                if isinstance(interrupt.__context__, EOFError):
-                    # Ctrl-C, then Ctrl-D before Python looked at the signal: readline read
-                    # the end of input, and the interrupt, raised on the way out of the
-                    # prompt, took its place (the Ctrl-D was lost). The last key wins.
-                    return None
-        with self._lock:
-            sys.stdout.write(prompt)
-            sys.stdout.flush()
-        line = sys.stdin.readline()
-        if not line:
-            self.write("")
-            return None
-        self.write(line.rstrip("\n"))  # echo: the transcript shows what ran
-        return line.rstrip("\n")
-
-    def wait_for_enter(self, prompt: str) -> str | None:
-        """On a terminal: show ``prompt`` and wait for Enter; the line typed before it, or
-        None for Ctrl-D or Ctrl-C (either also leaves). Without a terminal: None at once."""
-        if not self.interactive:
-            return None
-        try:
-            return self._input(prompt)
-        except (EOFError, KeyboardInterrupt) as leaving:
-            if isinstance(leaving, KeyboardInterrupt) and self._interrupts is not None:
-                self._interrupts.taken()
-            self.write("")
-            return None
-
-    def _input(self, prompt: str) -> str:
-        """``input(prompt)`` on the terminal, every interrupt taken (:mod:`.interrupts`);
-        raises EOFError at Ctrl-D, KeyboardInterrupt at Ctrl-C."""
-        self._prompt = prompt
-        try:
-            if _eof_typed_ahead(sys.stdin):
-                raise EOFError
-            with (self._interrupts.prompt(sys.stdin.fileno()) if self._interrupts
-                  else contextlib.nullcontext()):
-                return input(prompt)
-        finally:
-            self._prompt = None
-
-    def poll_line(self) -> str | None:
-        """A line typed while no prompt is shown (the debuggee runs), without waiting;
-        running.EOF for Ctrl-D. Only on a terminal: a piped script's next line is for the
-        next prompt."""
-        if not self.interactive:
-            return None
-        with contextlib.suppress(OSError, ValueError):
-            if select.select([sys.stdin], [], [], 0)[0]:
-                data = os.read(sys.stdin.fileno(), 4096)  # the tty is in line mode here
-                return data.decode(errors="replace").strip() if data else EOF
-        return None
-
-    def discard_typeahead(self) -> None:
-        """Drop what was typed but not read, so that it never reaches the shell after us."""
-        if not self.interactive:
-            return
-        with contextlib.suppress(ImportError, OSError, ValueError):
-            import termios
-
-            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
-
-    @staticmethod
-    def width() -> int:
-        return shutil.get_terminal_size((80, 24)).columns
-
-    def confirm(self, question: str) -> bool:
-        answer = self.read(question)
-        return answer is not None and answer.strip().lower() in ("y", "yes")
-
-    def close(self) -> None:
-        """Put back the signal handling the prompt changed (see :mod:`.interrupts`)."""
-        if self._interrupts is not None:
-            self._interrupts.close()
-            self._interrupts = None
-
-    def save_history(self) -> None:
-        if not self.interactive:
-            return
-        import readline
-
-        with contextlib.suppress(OSError):
-            self._history.parent.mkdir(parents=True, exist_ok=True)
-            readline.set_history_length(HISTORY_LENGTH)
-            readline.write_history_file(self._history)
-
-    def _setup_readline(self) -> None:
-        try:
-            import readline
-        except ImportError:  # no line editing, still a debugger
-            return
-        with contextlib.suppress(OSError):
-            readline.read_history_file(self._history)
-        readline.set_completer_delims(" \t\n`~!@#$%^&*()-=+[{]}\\|;:'\",<>/?")
-        readline.set_completer(self._complete)
-        readline.parse_and_bind("tab: complete")
-
-    def _complete(self, text: str, state: int) -> str | None:
-        if self.completer is None:
-            return None
-        try:
-            matches = self.completer(text)
-        except Exception:  # completion must never break the prompt
-            return None
-        return matches[state] if state < len(matches) else None
 
 
 def complete(debugger: TerminalDebugger, line: str, word: str) -> list[str]:
@@ -250,10 +90,11 @@ class AttachCommand:
             return self._run(session_id)
 
     def _run(self, session_id: str | None) -> int:
+        lost: dict[str, Any] | None = None  # a session the hub's connection dropped under
         try:
             while True:
                 try:
-                    session = self._choose(session_id)
+                    session = self._next(session_id, lost)
                 except (HubUnreachableError, RemoteProtocolError):
                     if not self._visited:
                         raise  # never reached: the command's error
@@ -265,11 +106,20 @@ class AttachCommand:
                 if session is None:
                     return 1
                 outcome = self._debug(session, wanted=session_id is not None)
-                session_id = None
+                session_id, lost = None, None
                 if outcome is None:
                     continue
                 if outcome is Outcome.QUIT:
                     return 0
+                if outcome is Outcome.LOST:
+                    if self.follow:
+                        lost = session  # reconnect, and attach to it again
+                        continue
+                    self.terminal.write(
+                        f"attach to it again once the hub is back: {raydebug_command()} "
+                        f"attach --hub {self.hub} {session['id']}")
+                    self._leave_after_end()
+                    return 1
                 if not self.follow:
                     if outcome is not Outcome.KILLED:
                         self._leave_after_end()
@@ -289,6 +139,46 @@ class AttachCommand:
         line = self.terminal.wait_for_enter(LEAVE_PROMPT)
         if line and line.strip() not in QUIT_WORDS:
             self.terminal.write(f"not run: {line.strip()} (the session is over)")
+
+    def _next(self, session_id: str | None,
+              lost: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The session to debug next: ``lost`` again once the hub is back with it, else
+        the one asked for, else the next breakpoint (None: none in time)."""
+        if lost is not None:
+            found = self._find_again(lost)
+            if found is not None:
+                return found
+        return self._choose(session_id)
+
+    def _find_again(self, lost: dict[str, Any]) -> dict[str, Any] | None:
+        """After the hub's connection dropped under session ``lost`` (``--follow``): the
+        session, once the hub answers again and lists it waiting (its process links to the
+        restarted hub with its sessions, under the same ids); None when the hub is back
+        without it. Raises HubUnreachableError (or RemoteProtocolError) when the hub does
+        not answer within :data:`RECONNECT_FOR`. Ctrl-C stops waiting (KeyboardInterrupt)."""
+        self.terminal.write(f"reconnecting to the hub at {self.hub} (for up to "
+                            f"{RECONNECT_FOR:g} s; Ctrl-C stops)")
+        deadline = time.monotonic() + RECONNECT_FOR
+        while True:
+            try:
+                sessions = self._sessions()
+                break
+            except (HubUnreachableError, RemoteProtocolError):
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(RECONNECT_EVERY)  # nothing there yet to wait on
+        deadline = time.monotonic() + RECONNECT_FOR  # its processes link again within seconds
+        while True:
+            again = next((s for s in sessions if s.get("id") == lost["id"]), None)
+            if again is not None and again.get("state") == SessionState.WAITING.value:
+                self.terminal.write(f"the hub is back: session {lost['id']} again")
+                return again
+            remaining = deadline - time.monotonic()
+            if again is not None or remaining <= 0:
+                self.terminal.write(f"the hub is back, but session {lost['id']} is not "
+                                    "waiting there (it ran on, or another client has it)")
+                return None
+            sessions = self._sessions(f"min={len(sessions) + 1}&timeout={remaining:.1f}")
 
     def _choose(self, session_id: str | None) -> dict[str, Any] | None:
         if session_id is not None:
@@ -344,7 +234,9 @@ class AttachCommand:
         pid = session.get("pid")
         remote = Remote(self.terminal.write_output,
                         process=f"process {pid}" if pid else "the process")
-        remote.stops.on_ended = lambda reason: self._announce_end(session, reason)
+        remote.stops.on_ended = lambda reason: self._announce_end(
+            session, reason, "Enter reconnects" if remote.stops.lost and self.follow
+            else "Enter leaves")
         try:
             host, port = parse_address(self.hub, "--hub")
             remote.connect(host, port)
@@ -372,13 +264,14 @@ class AttachCommand:
                                             session, thread),
                                         width=self.terminal.width,
                                         cluster_breakpoints=self._cluster_breakpoints())
-            self.terminal.completer = lambda word: complete(debugger, _line_buffer(), word)
+            self.terminal.completer = lambda word: complete(debugger, line_buffer(), word)
             debugger.start()
             try:
-                return self._prompt_loop(debugger)
+                outcome = self._prompt_loop(debugger)
             except SystemExit:  # SIGTERM (see _leave_on_terminate): as `q`, quietly
                 debugger.leave_quietly()
                 raise
+            return Outcome.LOST if remote.stops.lost and outcome is Outcome.ENDED else outcome
         finally:
             self.terminal.completer = None
             remote.close()
@@ -401,11 +294,12 @@ class AttachCommand:
         return next((s for s in sessions if s.get("process") == attached.get("process")
                      and s.get("thread") == thread), None)
 
-    def _announce_end(self, session: dict[str, Any], reason: str) -> None:
+    def _announce_end(self, session: dict[str, Any], reason: str, enter: str) -> None:
         """The session ended (``ray stop``, a kill) while the prompt may wait for a line
-        that no command will read: say it now, not at the next command."""
+        that no command will read: say it now, not at the next command, and what Enter
+        does then (``enter``)."""
         self._end_announced = self.terminal.announce_at_prompt(
-            f"session {session['id']}: {reason} (Enter leaves)")
+            f"session {session['id']}: {reason} ({enter})")
 
     def _prompt_loop(self, debugger: TerminalDebugger) -> Outcome:
         self._end_announced = False
@@ -420,6 +314,10 @@ class AttachCommand:
             if line is None:  # Ctrl-D: detach, and stop following
                 debugger.do_quit("")
                 return Outcome.QUIT
+            if self._end_announced:  # the line that leaves (see _announce_end), not run
+                if line.strip():  # (an empty one would repeat the last command)
+                    self.terminal.write(f"not run: {line.strip()} (the session is over)")
+                return Outcome.ENDED
             outcome = debugger.execute(line)
             if outcome is not Outcome.STOPPED:
                 return outcome
@@ -451,38 +349,3 @@ def _not_stopped_yet(session: dict[str, Any]) -> str:
     return (f"session {session['id']} has not stopped yet: its thread waits{where}{at}, "
             "and a thread blocked in C stops only when it returns to Python "
             "(Ctrl-C stops waiting; the process runs on)")
-
-
-def _eof_typed_ahead(stdin: Any) -> bool:
-    """Whether a Ctrl-D waits on the terminal ``stdin``, typed while it was in line mode
-    between two prompts (just after a Ctrl-C); taken if so.
-
-    In line mode the terminal keeps that Ctrl-D as a mark (readable, no byte: a read
-    returns nothing); readline, which reads key by key, finds no key in it and waits on:
-    the Ctrl-D was lost. Only the mark is taken: anything typed ahead stays for readline."""
-    try:
-        fd = stdin.fileno()
-        if not termios.tcgetattr(fd)[3] & termios.ICANON:
-            return False
-        if not select.select([fd], [], [], 0)[0]:  # in line mode: a whole line, or an end
-            return False
-        waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-        if waiting:
-            return False  # a line typed ahead: readline reads it
-        return os.read(fd, 1) == b""  # the mark, taken
-    except (OSError, ValueError, struct.error):
-        return False
-
-
-def _line_buffer() -> str:
-    import readline
-
-    return readline.get_line_buffer()
-
-
-def _typed() -> str:
-    """What was typed at the prompt so far; nothing without readline."""
-    try:
-        return _line_buffer()
-    except Exception:  # no readline, or libedit without it
-        return ""

@@ -73,6 +73,9 @@ class Stops:
     # event; its allThreadsStopped is not believed (a replayed stop says true regardless).
     stopped_threads: set[int] = field(default_factory=set)
     ended: str | None = None  # why the session ended, once it has
+    # The hub's connection dropped with no word of an end (a hub killed, or restarted by
+    # Ray): the process may still be paused, under the same session id.
+    lost: bool = False
     # Told (on the loop thread) why, the moment the session ends: the prompt may be waiting
     # for a line that no command is coming to read.
     on_ended: Callable[[str], None] | None = None
@@ -134,11 +137,14 @@ class Stops:
                                             str(body.get("returned", ""))))
             self._changed.notify_all()
 
-    def on_end(self, reason: str) -> None:
+    def on_end(self, reason: str, lost: bool = False) -> None:
+        """The session is over for this connection, for ``reason`` (only the first is kept);
+        ``lost``: the connection dropped, the session may go on without us."""
         with self._changed:
             first = self.ended is None
             if first:
                 self.ended = reason
+                self.lost = lost
             self._changed.notify_all()
         if first and self.on_ended is not None:
             self.on_ended(reason)
@@ -187,7 +193,8 @@ class Debuggee(Protocol):
 
 class Remote:
     """One DAP connection through the hub to one process. Every method blocks (bounded);
-    a dropped connection ends the session (:attr:`stops.ended`)."""
+    a dropped connection ends the session for it (:attr:`stops.ended`, with
+    :attr:`stops.lost`)."""
 
     def __init__(self, write_output: Callable[[str, str], None],
                  process: str = "the process") -> None:
@@ -199,6 +206,7 @@ class Remote:
                                         daemon=True)
         self._thread.start()
         self._client: DapClient | None = None
+        self._closing = False  # we close it: not a lost connection
         self.capabilities: dict[str, Any] = {}
         # A request whose wait Ctrl-C interrupted, until its answer comes.
         self.busy: tuple[str, concurrent.futures.Future[dict[str, Any]]] | None = None
@@ -218,12 +226,12 @@ class Remote:
             breakpoint=_ignore)
         client.listeners["raydebug/sessionStarted"] = self.stops.on_session_event
         client.listeners["raydebug/sessionEnded"] = self.stops.on_session_event
-        # A process that ends is said first (`terminated`): the hub itself closes a client's
-        # connection as it exits, and a Ray cluster that stops (`ray stop`, the end of a
-        # driver's local Ray) takes its hub, and its workers, along.
-        client.on_close = lambda reason: self.stops.on_end(
-            f"the hub at {host}:{port} closed the connection (the hub stopped, or its Ray "
-            f"cluster did); the session is over")
+        # A process that ends is said first (`terminated`), and so is the end of a session:
+        # a close without either is the hub's going (killed, its Ray cluster stopped, or
+        # restarted by Ray), and the process may still be paused under the same id.
+        client.on_close = lambda reason: None if self._closing else self.stops.on_end(
+            f"lost the connection to the hub at {host}:{port} (it stopped or restarted); "
+            "the process may still be paused", lost=True)
         self.capabilities = self.call(client.initialize())
 
     def attach(self, session_id: str, client_token: str | None,
@@ -323,6 +331,7 @@ class Remote:
         self.busy = None
 
     def close(self) -> None:
+        self._closing = True
         if self._client is not None:
             try:
                 self.call(self._client.close(), 5.0)

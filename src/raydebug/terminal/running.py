@@ -42,6 +42,7 @@ class Outcome(enum.Enum):
     DETACHED = "detached"  # we left; the process runs on
     ENDED = "ended"  # the process (or our connection) is gone
     KILLED = "killed"  # the user killed the process (`kill`): gone, as asked
+    LOST = "lost"  # the hub's connection dropped: the process may still be paused
     QUIT = "quit"  # the user asked to leave raydebug attach altogether
 
 
