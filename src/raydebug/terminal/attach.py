@@ -131,14 +131,16 @@ class AttachCommand:
 
     def _leave_after_end(self) -> None:
         """The session ended without a word from the user (its function returned, its
-        process went away): on a terminal, a prompt until Enter. What was typed for the
-        next stop, ahead or as the end was said, is read here and said not run: left in
-        the terminal, the shell after us ran it (``p rows``, as a shell command)."""
+        process went away): on a terminal, a prompt until an empty line (or ``q``, Ctrl-D,
+        Ctrl-C). What was typed for the next stop, ahead or as the end was said, is read
+        here and said not run: left in the terminal, the shell after us ran it (``p rows``,
+        as a shell command)."""
         if self._end_announced:  # said at the prompt, which read the Enter
             return
-        line = self.terminal.wait_for_enter(LEAVE_PROMPT)
-        if line and line.strip() not in QUIT_WORDS:
-            self.terminal.write(f"not run: {line.strip()} (the session is over)")
+        while line := (self.terminal.wait_for_enter(LEAVE_PROMPT) or "").strip():
+            if line in QUIT_WORDS:
+                return
+            self.terminal.write(f"not run: {line} (the session is over)")
 
     def _next(self, session_id: str | None,
               lost: dict[str, Any] | None) -> dict[str, Any] | None:
