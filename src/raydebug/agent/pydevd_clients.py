@@ -6,7 +6,8 @@ its accept thread would have done (:func:`serve`). When the client leaves, what 
 queued for it is dropped (:func:`forget`), or the process could never exit. pydevd tells a
 client of a thread's stop only as the thread suspends; a client that arrives later is told
 of threads still suspended through pydevd's own command factory (:func:`replay_stops`,
-docs/design.md#reconnect).
+docs/design.md#reconnect). pydevd writes each message in two ``sendall()`` calls; the socket
+it is given joins them (:class:`OneWritePerMessage`, docs/design.md#nodelay).
 """
 
 from __future__ import annotations
@@ -24,19 +25,48 @@ def serve(py_db: Any, sock: socket.socket) -> None:
 
     As pydevd's accept thread does: the previous client, if any, is disconnected without
     resuming threads. ``initialize_network`` sleeps 0.1 s after starting pydevd's reader
-    and writer, so it runs on a short-lived helper thread, not on the caller's.
+    and writer, so it runs on a short-lived helper thread, not on the caller's. pydevd
+    takes the connection over: ``sock`` is detached from it (closing ``sock`` then does
+    nothing), even when this raises.
     """
     # Importable only once pydevd has started (see pydevd_start).
     from _pydevd_bundle.pydevd_api import PyDevdAPI
 
     if getattr(py_db, "reader", None) is not None:
         PyDevdAPI().request_disconnect(py_db, resume_threads=False)
-    sock.settimeout(None)
-    handoff = threading.Thread(target=py_db.initialize_network, args=(sock,),
-                               kwargs={"terminate_on_socket_close": False},
-                               name="raydebug-handoff", daemon=True)
-    mark_invisible(handoff)
-    handoff.start()
+    client = OneWritePerMessage(sock.family, sock.type, sock.proto, fileno=sock.detach())
+    try:
+        client.settimeout(None)
+        handoff = threading.Thread(target=py_db.initialize_network, args=(client,),
+                                   kwargs={"terminate_on_socket_close": False},
+                                   name="raydebug-handoff", daemon=True)
+        mark_invisible(handoff)
+        handoff.start()
+    except BaseException:
+        client.close()  # (``sock`` no longer owns it: the caller's close would not)
+        raise
+
+
+class OneWritePerMessage(socket.socket):
+    """pydevd's client socket, on which each DAP message leaves in one write.
+
+    pydevd sends a message as two ``sendall()`` calls: its ``Content-Length`` header, then
+    its body. With ``TCP_NODELAY`` (docs/design.md#nodelay) each goes as a segment of its
+    own, and the hub wakes, reads and waits again for the header alone. Here a header is
+    kept until the next ``sendall()``, and goes with that body in one call. Only pydevd's
+    writer thread sends on it.
+    """
+
+    _header = b""
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        if isinstance(data, bytes) and data.startswith(b"Content-Length:") \
+                and data.endswith(b"\r\n\r\n"):
+            self._header = data
+            return
+        if self._header:
+            data, self._header = self._header + data, b""
+        super().sendall(data, flags)
 
 
 def forget(py_db: Any) -> None:
