@@ -53,8 +53,7 @@ def run(post_mortem: bool, wait_timeout: float | None, live: bool, hub_args: str
     --post-mortem -- python job.py` they reach the job (the submitter's environment does
     not).
     """
-    token_for_named_cluster()
-    env = dict(os.environ)
+    env = {**os.environ, **named_cluster_environment()}
     env["RAY_RUNTIME_ENV_HOOK"] = "raydebug.integrations.ray.runtime_env_hook"
     env["RAYDEBUG_RAY_DRIVER"] = "1"
     env["RAY_DEDUP_LOGS_ALLOW_REGEX"] = never_fold(env.get("RAY_DEDUP_LOGS_ALLOW_REGEX"))
@@ -75,15 +74,17 @@ def run(post_mortem: bool, wait_timeout: float | None, live: bool, hub_args: str
     os.execve(program, list(command), env)
 
 
-def token_for_named_cluster() -> None:
-    """When ``RAY_ADDRESS`` names a cluster that asks for its token, give the driver Ray's
-    (``RAY_AUTH_MODE=token`` in this environment), or say in one line that there is none
-    here: refused, Ray's driver would retry every second, for ever."""
+def named_cluster_environment() -> dict[str, str]:
+    """What the driver of the cluster ``RAY_ADDRESS`` names needs to connect, as the other
+    commands do: Ray's token when the cluster asks for it, loopback kept (see
+    :func:`~raydebug.integrations.ray.discovery.driver_environment`). Raises when the
+    cluster asks for a token and none is here: refused, Ray's driver would retry every
+    second, for ever."""
     address = explicit_ray_address(None)
-    if not address or address == "auto":  # Ray turns it on itself for a cluster it finds
-        return
+    if not address or address == "auto":  # Ray turns the token on itself for a cluster it finds
+        return {}
     try:
-        from ..integrations.ray.cluster_auth import token_for_driver
+        from ..integrations.ray.discovery import driver_environment
     except ImportError:  # no ray here: the driver says so
-        return
-    token_for_driver(address)
+        return {}
+    return driver_environment(address)

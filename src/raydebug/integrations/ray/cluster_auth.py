@@ -9,8 +9,9 @@ address. Here a client refused for want of a token turns token mode on, for itse
 processes it starts, when ``RAY_AUTH_MODE`` is unset and Ray's token loader finds a token
 where Ray looks for one (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``):
 and :func:`gcs_client` tries once more. Anything else is one line that says where the
-token goes. ``raydebug run`` asks before its driver starts (:func:`token_for_driver`): Ray's
-driver, refused, would retry every second for as long as it is let.
+token goes. ``raydebug run`` asks before its driver starts
+(:func:`.discovery.driver_environment`): Ray's driver, refused, would retry every second for
+as long as it is let.
 """
 
 from __future__ import annotations
@@ -43,18 +44,6 @@ def gcs_client(gcs_address: str) -> Any:
         if isinstance(client, Exception) and asks_for_token(client):
             raise token_refused(gcs_address)
     return client
-
-
-def token_for_driver(address: str) -> None:
-    """Before a driver connects to the cluster at the GCS ``address``: turn token mode on
-    in this process's environment (which the driver inherits) when the cluster asks for its
-    token and Ray's is here. Raises :class:`HubUnreachableError` (one line) when it asks and
-    none fits, or its GCS does not answer; an address where nothing listens is left to the
-    driver to report."""
-    from .discovery import _answers
-
-    if AUTH_MODE_VARIABLE not in os.environ and _answers(address):
-        gcs_client(address)
 
 
 def _connect(gcs_address: str, quiet: bool = False) -> Any:

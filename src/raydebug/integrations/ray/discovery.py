@@ -16,6 +16,7 @@ import os
 import socket
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import ray
 
@@ -192,6 +193,47 @@ def connect_kv(address: str | None) -> str:
             f"cannot read the Ray cluster's KV at {gcs_address}: {first_line}")
     internal_kv._initialize_internal_kv(client)
     return gcs_address
+
+
+LOOPBACK_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray keeps 127.0.0.1 as given
+
+
+def stays_on_loopback(gcs_address: str, client: Any) -> bool:
+    """Whether a driver of the cluster at ``gcs_address`` (``client``: a GcsClient of it)
+    must keep to loopback: the address is loopback and the cluster has a node there. Ray
+    would rewrite 127.0.0.1 to the machine's network address, where such a cluster does
+    not listen; a cluster on that address also answers at 127.0.0.1 and needs the rewrite."""
+    if not gcs_address.startswith(("127.", "localhost:", "[::1]:")):
+        return False
+    try:
+        nodes = client.get_all_node_info(timeout=5)
+    except Exception:  # Ray's errors are many: keep the address the user gave
+        return True
+    return any(node.state == node.ALIVE and node.node_manager_address.startswith("127.")
+               for node in nodes.values())
+
+
+def driver_environment(gcs_address: str) -> dict[str, str]:
+    """What a Ray driver of the cluster at ``gcs_address`` needs in its environment to
+    connect as the CLI does, of what the user did not set: ``RAY_AUTH_MODE=token`` when
+    the cluster asks for its token and Ray's is here (:mod:`.cluster_auth`), and
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` when it must keep to loopback
+    (:func:`stays_on_loopback`). Empty when nothing answers there (the driver says so).
+    Raises :class:`HubUnreachableError` when the cluster asks for a token and none fits."""
+    from .cluster_auth import AUTH_MODE_VARIABLE
+
+    unset = [name for name in (AUTH_MODE_VARIABLE, LOOPBACK_VARIABLE) if name not in os.environ]
+    if not unset or not _answers(gcs_address):
+        return {}
+    client = gcs_client(gcs_address)
+    if isinstance(client, Exception):  # not for us to say: the driver will
+        return {}
+    env = {}
+    if AUTH_MODE_VARIABLE in unset and AUTH_MODE_VARIABLE in os.environ:  # turned on
+        env[AUTH_MODE_VARIABLE] = os.environ[AUTH_MODE_VARIABLE]
+    if LOOPBACK_VARIABLE in unset and stays_on_loopback(gcs_address, client):
+        env[LOOPBACK_VARIABLE] = "0"
+    return env
 
 
 def local_node_ip() -> str:

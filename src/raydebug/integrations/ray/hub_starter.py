@@ -5,7 +5,7 @@ Theory of operation. Only a Ray driver can ask for the hub actor, and ``ray.init
 time limit: when it cannot reach the cluster's GCS as the address it computed, it retries
 for minutes. So the CLI runs the driver as a child (``python -m`` this module), waits for
 its "connected" line for up to :data:`RAY_CONNECT_TIMEOUT`, then for its hub for up to
-:data:`HUB_START_TIMEOUT`, and otherwise kills it and says which step did not finish, with
+:data:`HUB_WAIT_TIMEOUT`, and otherwise kills it and says which step did not finish, with
 the last thing Ray said. On a cluster whose node is on loopback, reached at a loopback
 address, the child is told to stay there (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): Ray would
 else rewrite 127.0.0.1 to the machine's network address, where such a cluster does not
@@ -28,22 +28,22 @@ from dataclasses import asdict
 from typing import IO
 
 from ...errors import HubUnreachableError
-from .discovery import HubInfo
+from .discovery import LOOPBACK_VARIABLE, HubInfo
 
 RAY_CONNECT_TIMEOUT = 30.0  # ray.init to a cluster it can reach: 2-10 s on a loaded machine
 # The child's own wait for the actor (hub_actor.HUB_START_TIMEOUT, 60 s) ends first, so
 # that its error, not this bound, is what the user reads.
 HUB_WAIT_TIMEOUT = 70.0
-LOOPBACK_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 CONNECTED = "connected"
 RAY_LOG_PREFIX = re.compile(r"^\[[^]]*\] ")  # "[2026-12-02 02:51:39,712 W 1010 1010] "
 
 
 def start_cluster_hub(gcs_address: str, loopback: bool) -> HubInfo:
     """The hub of the cluster at ``gcs_address``, started by a child driver (or found, if
-    another started it meanwhile). ``loopback``: the cluster's node is on 127.0.0.1 and is
-    reached there. Raises :class:`HubUnreachableError` saying which step failed or did not
-    finish in time; the child has ended by then (killed if need be)."""
+    another started it meanwhile). ``loopback``: the driver must keep to loopback
+    (:func:`.discovery.stays_on_loopback`). Raises :class:`HubUnreachableError` saying
+    which step failed or did not finish in time; the child has ended by then (killed if
+    need be)."""
     env = {**os.environ, **({LOOPBACK_VARIABLE: "0"} if loopback else {})}
     child = subprocess.Popen(
         [sys.executable, "-m", __name__, gcs_address, "1" if loopback else "0"],
@@ -79,23 +79,6 @@ def start_cluster_hub(gcs_address: str, loopback: bool) -> HubInfo:
     if "error" in answer:
         raise HubUnreachableError(answer["error"], gcs_address)
     return HubInfo(**answer)
-
-
-def on_loopback(gcs_address: str) -> bool:
-    """Whether the cluster whose KV this process reads (:func:`.discovery.connect_kv`) is
-    reached at a loopback ``gcs_address`` and has a node on loopback: its driver must then
-    stay on loopback. A cluster on the machine's network address also answers at 127.0.0.1;
-    its driver must not."""
-    if not gcs_address.startswith(("127.", "localhost:", "[::1]:")):
-        return False
-    from ray.experimental import internal_kv
-
-    try:
-        nodes = internal_kv.internal_kv_get_gcs_client().get_all_node_info(timeout=5)
-    except Exception:  # Ray's errors are many: keep the address the user gave
-        return True
-    return any(node.state == node.ALIVE and node.node_manager_address.startswith("127.")
-               for node in nodes.values())
 
 
 def _read(stream: IO[str], keep: Callable[[str | None], None]) -> None:
