@@ -1,5 +1,6 @@
 """Every logpoint hit reaches the hub (``raydebug logs``), also the hits that come while a
-client debugs the process, after a conditional breakpoint stopped it and it was continued.
+client debugs the process, after a conditional breakpoint stopped it and it was continued,
+and those just before the process ends.
 
 A loop of 15 with a conditional breakpoint (``i == 5``) and a logpoint: the process stops at
 ``i == 5`` as a session, a client attaches and continues, the loop runs on under that client
@@ -110,3 +111,27 @@ def test_every_line_is_the_hubs_and_the_ides_when_its_child_continued(hub: HubPr
 
     run(scenario(), timeout=120)
     assert sorted(logged(hub, len(LINES))) == sorted(LINES)
+
+
+ENDS_AFTER_LOGGING = """
+from raydebug.agent import start_live_link
+
+start_live_link()
+input()
+for i in range(15):
+    i  # logpoint line
+"""
+
+
+def test_the_lines_logged_just_before_the_process_ends_reach_the_hub(hub: HubProcess,
+                                                                     tmp_path: Path):
+    # The link thread sends them: the interpreter's exit stopped it with lines still queued
+    # (none, one or all 15 arrived, run by run).
+    script = write_script(tmp_path, "job.py", ENDS_AFTER_LOGGING)
+    post_json(hub.client_address, "/api/breakpoints", {
+        "path": str(script), "line": line_of(script, "logpoint line"), "logMessage": "log {i}"})
+    rounds = 5
+    for _ in range(rounds):
+        code, _, err = finish(hub.spawn_linked(script))
+        assert code == 0, err
+    assert sorted(logged(hub, rounds * len(LINES))) == sorted(LINES * rounds)

@@ -25,6 +25,7 @@ from raydebug.protocol.control import (
     ControlStream,
     HubClosing,
     Identify,
+    LogpointOutput,
     Pause,
     Paused,
     Register,
@@ -331,3 +332,21 @@ def test_a_hub_it_linked_to_that_closes_before_its_challenge_is_not_said_to_need
     said = [line for line in capfd.readouterr().err.splitlines() if "challenge" in line]
     assert said and "closed the connection before its challenge: it may be stopping or " \
                     "starting" in said[0], said
+
+
+def test_wait_sent_returns_once_the_posted_lines_left_and_at_once_without_a_hub():
+    # What the interpreter's exit waits on: a logpoint's lines posted just before the end.
+    hub = MemoryHub()
+    posting = link(hub)
+    registered(hub)
+    lines = [LogpointOutput(text=f"log {i}", path="/job.py", line=3, task="")
+             for i in range(50)]
+    for line in lines:
+        posting.post(line)
+    assert posting.wait_sent(5.0)
+    assert [hub.next()[1] for _ in lines] == lines
+    unlinked = HubLink(CONFIG, Handler(), dial=hub.dial)
+    unlinked.post(lines[0])
+    started = time.monotonic()
+    assert not unlinked.wait_sent(5.0)
+    assert time.monotonic() - started < 1.0

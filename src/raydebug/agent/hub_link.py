@@ -12,6 +12,7 @@ are parked anyway, and nothing here may touch an actor's event loop.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import os
@@ -66,6 +67,7 @@ HANDSHAKE_TIMEOUT = 5.0
 RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
 STABLE_AFTER = 5.0  # seconds a control connection must last to reset the backoff
 RECV_SIZE = 256 * 1024
+SEND_AT_EXIT = 1.0  # seconds the interpreter's exit waits for what is still queued for the hub
 LOST_IN_HANDSHAKE = "lost the connection in the handshake with the hub at"
 TOKEN_CHANGED = ("the hub's token changed since this process linked (a hub started there "
                  "again with another token): start the hub with its former token, or this "
@@ -154,6 +156,8 @@ class HubLink:
         self._hub_closed = False  # the last hub said it shut down for good (HubClosing)
         self._retired = False  # see retire()
         self._outbox: collections.deque[ControlMessage] = collections.deque()
+        self._outbox_sent = threading.Condition()  # notified as the link thread empties it
+        self._pid = os.getpid()  # a fork child's copy never waits on the parent's link
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._control: socket.socket | None = None
@@ -190,6 +194,7 @@ class HubLink:
                 mark_invisible(thread)
                 thread.start()
                 self._thread = thread
+                atexit.register(self.wait_sent, SEND_AT_EXIT)
 
     def run_here(self) -> None:
         """Be the link thread: serve the link on the calling thread (invisible to pydevd),
@@ -199,6 +204,7 @@ class HubLink:
             if self._thread is not None:
                 return
             self._thread = threading.current_thread()
+            atexit.register(self.wait_sent, SEND_AT_EXIT)
         self._run()
 
     def post(self, message: ControlMessage) -> None:
@@ -206,6 +212,23 @@ class HubLink:
         (the agent re-registers its live sessions after every reconnect)."""
         self._outbox.append(message)
         self._wake()
+
+    def wait_sent(self, timeout: float) -> bool:
+        """Block until every message posted so far has been written to the hub's connection
+        (True), at most ``timeout`` seconds; False at once while there is no connection (they
+        are dropped then). Runs as the interpreter exits (registered when the link starts):
+        the link thread is a daemon, so a logpoint's line posted just before the end would
+        otherwise stop in the queue with it."""
+        if os.getpid() != self._pid:
+            return False  # a fork child: its copy of the parent's link has no thread
+        deadline = time.monotonic() + timeout
+        with self._outbox_sent:
+            while self._outbox and self._control is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._outbox_sent.wait(remaining)
+            return not self._outbox
 
     def retire(self) -> None:
         """End the link for good: the link thread hangs up and returns. For the hub's own
@@ -413,9 +436,12 @@ class HubLink:
             return
         try:
             while self._outbox:
-                self._control.sendall(encode_control(self._outbox.popleft()))
+                self._control.sendall(encode_control(self._outbox[0]))
+                self._outbox.popleft()  # only once written (see wait_sent)
         except OSError:
             self._drop_control()
+        with self._outbox_sent:
+            self._outbox_sent.notify_all()
 
     def _arm_first(self, sock: socket.socket) -> None:
         """Before registering: handle what the hub sends as this process identifies itself,
@@ -491,6 +517,8 @@ class HubLink:
         self._selector.unregister(self._control)
         self._control.close()
         self._control = None
+        with self._outbox_sent:
+            self._outbox_sent.notify_all()  # nothing more leaves (see wait_sent)
         # Not when it said goodbye (HubClosing), nor when this process left its cluster
         # (ray.shutdown() took the cluster's hub with it): nothing was lost.
         if not self._hub_closed and not discovery.installed().left_cluster():
