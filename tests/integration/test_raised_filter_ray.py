@@ -46,12 +46,21 @@ def client_gone(agent):  # the next raise is ours to stop, not the leaving clien
             return
         time.sleep(0.01)
 
+def armed_here(frame):  # this frame's raises stop: the filter is armed, not being armed
+    if sys.version_info >= (3, 12):  # our tool's RAISE, a global event, is on
+        monitoring = sys.monitoring
+        return any(monitoring.get_tool(tool) == "raydebug"
+                   and monitoring.get_events(tool) & monitoring.events.RAISE for tool in range(6))
+    return getattr(frame.f_trace, "raydebug_armed", False)  # our local trace function
+
 @ray.remote(num_cpus=0.25, max_retries=0)
 def catcher():
     from raydebug.agent import get_agent
     agent = get_agent()
-    for _ in range(3000):  # the hub's ArmBreakpoints reach a worker ms after its start
-        if agent.breakpoints.active():
+    # The hub's ArmBreakpoints reach a worker ms after its start; breakpoints.active() is
+    # true as the install begins, before the install reaches this running frame.
+    for _ in range(3000):
+        if armed_here(sys._getframe()):
             break
         time.sleep(0.01)
     caught = 0
