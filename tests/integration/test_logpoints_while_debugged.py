@@ -98,7 +98,7 @@ def test_every_line_is_the_hubs_and_the_ides_when_its_child_continued(hub: HubPr
                                                     "breakpoints": breakpoints(script)})
         await ide.parent.request("configurationDone")
         assert (await attach).success
-        proc = hub.spawn_linked(script)
+        proc = await asyncio.to_thread(hub.spawn_linked, script)
         child, _, thread_id = await ide.next_child()
         await child.request("continue", {"threadId": thread_id})
         code, out, err = await asyncio.to_thread(finish, proc)
