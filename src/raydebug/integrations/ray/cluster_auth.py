@@ -7,7 +7,7 @@ then refused (``InvalidAuthToken``) unless ``RAY_AUTH_MODE=token`` is in its env
 ``ray.init()`` turns it on by itself only for a cluster it found without being given an
 address. Here a client refused for want of a token turns token mode on, for itself and the
 processes it starts, when ``RAY_AUTH_MODE`` is unset and Ray's token loader finds a token
-where Ray looks for one (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``):
+where Ray looks for one (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``),
 and :func:`gcs_client` tries once more. Anything else is one line that says where the
 token goes. ``raydebug run`` asks before its driver starts
 (:func:`.discovery.driver_environment`): Ray's driver, refused, would retry every second for
