@@ -37,8 +37,9 @@ _EXPORTS = {
                      "read_published_breakpoints"), "kv"),
     **dict.fromkeys(("SETUP_HOOK", "ChainedSetupHook", "runtime_env", "runtime_env_hook"),
                     "enable"),
-    **dict.fromkeys(("HUB_ACTOR_NAME", "HUB_ACTOR_NAMESPACE", "find_or_start_cluster_hub",
-                     "find_or_start_hub", "hub_actor_class"), "hub_actor"),
+    **dict.fromkeys(("HUB_ACTOR_NAME", "HUB_ACTOR_NAMESPACE", "find_or_start_hub",
+                     "hub_actor_class"), "hub_actor"),
+    "find_or_start_cluster_hub": "hub_starter",
     **dict.fromkeys(("in_ray_worker", "node_ip", "session_fields"), "metadata"),
     **dict.fromkeys(("RayDiscovery", "install_driver_hook", "post_mortem",
                      "post_mortem_enabled", "setup_worker"), "worker_hooks"),
@@ -64,13 +65,8 @@ if TYPE_CHECKING:
         wait_hub_info,
     )
     from .enable import SETUP_HOOK, ChainedSetupHook, runtime_env, runtime_env_hook
-    from .hub_actor import (
-        HUB_ACTOR_NAME,
-        HUB_ACTOR_NAMESPACE,
-        find_or_start_cluster_hub,
-        find_or_start_hub,
-        hub_actor_class,
-    )
+    from .hub_actor import HUB_ACTOR_NAME, HUB_ACTOR_NAMESPACE, find_or_start_hub, hub_actor_class
+    from .hub_starter import find_or_start_cluster_hub
     from .kv import (
         KV_NAMESPACE,
         publish_breakpoints,

@@ -24,10 +24,8 @@ from ...agent.flags import is_on
 from ...errors import ConfigurationError, HubUnreachableError, RaydebugError
 from .discovery import (
     HubInfo,
-    connect_kv,
     publish_hub_info,
     read_hub_info,
-    stays_on_loopback,
     unpublish_hub_info,
 )
 from .kv import publish_breakpoints_of
@@ -98,23 +96,6 @@ def _hub_actor_alive() -> bool:
     except ValueError:
         return False
     return True
-
-
-def find_or_start_cluster_hub(address: str | None) -> tuple[HubInfo, str]:
-    """For the CLI: the hub of the cluster ``address`` names, started (as the first pause
-    would start it) when it has none yet; and the GCS address. Starting it takes a
-    short-lived driver, which needs this machine to be one of the cluster's nodes (see
-    :mod:`.hub_starter`). Bounded; raises :class:`HubUnreachableError` saying why."""
-    from ray.experimental import internal_kv
-
-    from .hub_starter import start_cluster_hub
-
-    gcs_address = connect_kv(address)
-    info = read_hub_info()
-    if info is not None:
-        return info, gcs_address
-    loopback = stays_on_loopback(gcs_address, internal_kv.internal_kv_get_gcs_client())
-    return start_cluster_hub(gcs_address, loopback), gcs_address
 
 
 _actor_class: Any = None

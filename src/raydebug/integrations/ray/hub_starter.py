@@ -28,7 +28,13 @@ from dataclasses import asdict
 from typing import IO
 
 from ...errors import HubUnreachableError
-from .discovery import LOOPBACK_VARIABLE, HubInfo
+from .discovery import (
+    LOOPBACK_VARIABLE,
+    HubInfo,
+    connect_kv,
+    read_hub_info,
+    stays_on_loopback,
+)
 
 RAY_CONNECT_TIMEOUT = 30.0  # ray.init to a cluster it can reach: 2-10 s on a loaded machine
 # The child's own wait for the actor (hub_actor.HUB_START_TIMEOUT, 60 s) ends first, so
@@ -36,6 +42,21 @@ RAY_CONNECT_TIMEOUT = 30.0  # ray.init to a cluster it can reach: 2-10 s on a lo
 HUB_WAIT_TIMEOUT = 70.0
 CONNECTED = "connected"
 RAY_LOG_PREFIX = re.compile(r"^\[[^]]*\] ")  # "[2026-12-02 02:51:39,712 W 1010 1010] "
+
+
+def find_or_start_cluster_hub(address: str | None) -> tuple[HubInfo, str]:
+    """For the CLI: the hub of the cluster ``address`` names, started (as the first pause
+    would start it) when it has none yet; and the GCS address. Starting it takes a
+    short-lived driver, which needs this machine to be one of the cluster's nodes (see
+    :func:`start_cluster_hub`). Bounded; raises :class:`HubUnreachableError` saying why."""
+    from ray.experimental import internal_kv
+
+    gcs_address = connect_kv(address)
+    info = read_hub_info()
+    if info is not None:
+        return info, gcs_address
+    loopback = stays_on_loopback(gcs_address, internal_kv.internal_kv_get_gcs_client())
+    return start_cluster_hub(gcs_address, loopback), gcs_address
 
 
 def start_cluster_hub(gcs_address: str, loopback: bool) -> HubInfo:
