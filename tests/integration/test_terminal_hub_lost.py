@@ -139,3 +139,23 @@ def test_without_follow_it_says_the_command_that_takes_you_back(
         back.close()
     code, out, _ = finish(hub.workers[0])
     assert code == 0 and "result 41" in out
+
+
+def test_follow_waiting_for_a_breakpoint_waits_on_the_restarted_hub(
+        hubs: Hubs, terms: list[Attach], tmp_path: Path):
+    """Between sessions a restarted hub ended `--follow` ("has gone away")."""
+    _, term = paused_and_attached(hubs, terms, tmp_path, "--follow")
+    term.child.sendline("c")
+    term.child.expect_exact(SESSION_OVER)
+    term.expect("waiting for a breakpoint...")
+    hubs.kill()
+    term.expect(f"lost the connection to the hub at {hubs.hub.client_address} (it stopped or "
+                "restarted)")
+    term.expect("reconnecting to the hub")
+    hub = hubs.restart()
+    term.expect("waiting for a breakpoint...")
+    hub.spawn(write_script(tmp_path, "next.py", JOB))
+    header = term.expect(PROMPT)
+    [following] = hub.wait_sessions(1)
+    assert f"session {following['id']}" in header and "has gone away" not in header
+    assert term.do("p doubled").strip() == "40"

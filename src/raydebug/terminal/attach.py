@@ -158,17 +158,7 @@ class AttachCommand:
         restarted hub with its sessions, under the same ids); None when the hub is back
         without it. Raises HubUnreachableError (or RemoteProtocolError) when the hub does
         not answer within :data:`RECONNECT_FOR`. Ctrl-C stops waiting (KeyboardInterrupt)."""
-        self.terminal.write(f"reconnecting to the hub at {self.hub} (for up to "
-                            f"{RECONNECT_FOR:g} s; Ctrl-C stops)")
-        deadline = time.monotonic() + RECONNECT_FOR
-        while True:
-            try:
-                sessions = self._sessions()
-                break
-            except (HubUnreachableError, RemoteProtocolError):
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(RECONNECT_EVERY)  # nothing there yet to wait on
+        sessions = self._wait_for_hub()
         deadline = time.monotonic() + RECONNECT_FOR  # its processes link again within seconds
         while True:
             again = next((s for s in sessions if s.get("id") == lost["id"]), None)
@@ -181,6 +171,22 @@ class AttachCommand:
                                     "waiting there (it ran on, or another client has it)")
                 return None
             sessions = self._sessions(f"min={len(sessions) + 1}&timeout={remaining:.1f}")
+
+    def _wait_for_hub(self) -> list[dict[str, Any]]:
+        """The hub's sessions once it answers again, after its connection dropped (said
+        first): asked every :data:`RECONNECT_EVERY` seconds for :data:`RECONNECT_FOR`.
+        Raises HubUnreachableError (or RemoteProtocolError) when it does not answer in
+        time; Ctrl-C stops waiting (KeyboardInterrupt)."""
+        self.terminal.write(f"reconnecting to the hub at {self.hub} (for up to "
+                            f"{RECONNECT_FOR:g} s; Ctrl-C stops)")
+        deadline = time.monotonic() + RECONNECT_FOR
+        while True:
+            try:
+                return self._sessions()
+            except (HubUnreachableError, RemoteProtocolError):
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(RECONNECT_EVERY)  # nothing there yet to wait on
 
     def _choose(self, session_id: str | None) -> dict[str, Any] | None:
         if session_id is not None:
@@ -200,10 +206,22 @@ class AttachCommand:
         return self._wait_for_breakpoint()
 
     def _wait_for_breakpoint(self) -> dict[str, Any] | None:
+        """The oldest waiting session not visited yet, as soon as there is one; None after
+        ``--timeout``. Following, a hub that stops answering is waited for again (see
+        :meth:`_wait_for_hub`, which raises when it does not come back)."""
         deadline = None if self.wait_timeout is None else time.monotonic() + self.wait_timeout
         announced = False
         while True:
-            waiting_now = self._sessions(WAITING_ONLY)
+            try:
+                waiting_now = self._sessions(WAITING_ONLY)
+            except (HubUnreachableError, RemoteProtocolError):
+                if not (self.follow and self._visited):
+                    raise  # never reached, or nothing to come back for
+                self.terminal.write(f"lost the connection to the hub at {self.hub} (it "
+                                    "stopped or restarted)")
+                self._wait_for_hub()
+                announced = False  # say again that it waits, on the hub that is back
+                continue
             fresh = [s for s in waiting_now if s.get("id") not in self._visited]
             if fresh:
                 return fresh[0]  # the oldest
@@ -219,8 +237,9 @@ class AttachCommand:
             # just left (visited) may still be listed for a moment, until its process is
             # gone: then the count can stay the same with a new one in, so look again soon.
             stale = len(waiting_now) > len(fresh)
-            self._sessions(f"{WAITING_ONLY}&min={len(waiting_now) + 1}"
-                           f"&timeout={min(remaining, STALE_POLL if stale else POLL_SECONDS):.1f}")
+            with contextlib.suppress(HubUnreachableError, RemoteProtocolError):  # (said above)
+                self._sessions(f"{WAITING_ONLY}&min={len(waiting_now) + 1}&timeout="
+                               f"{min(remaining, STALE_POLL if stale else POLL_SECONDS):.1f}")
 
     def _sessions(self, query: str = "") -> list[dict[str, Any]]:
         path = "/api/sessions" + (f"?{query}" if query else "")
