@@ -113,7 +113,7 @@ class Agent:
 
     @property
     def breakpoints(self) -> ArmedBreakpoints:
-        """This process's cluster breakpoints (issue 17): armed without pydevd; a hit pauses
+        """This process's cluster breakpoints: armed without pydevd; a hit pauses
         as a session. While a client debugs this process, its pydevd has the same
         breakpoints (the hub sends them to every child session), so the armed ones leave
         the pausing to it; their logpoints still log to the hub. Made at first use (the
