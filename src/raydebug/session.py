@@ -102,6 +102,56 @@ def next_process_state(state: ProcessState, event: ProcessEvent) -> ProcessState
         raise LocalProtocolError(f"a {state.value} process cannot be {event.value}") from None
 
 
+# A *pause request* is one thread that ``raydebug pause`` (or a DAP ``pause``) asked to stop,
+# until it has. Its owner is the agent of that process; it always ends:
+#
+#     asked   --thread stopped----->  stopped     (a session, reason "pause", where it stopped)
+#     asked   --reported blocked--->  blocked     (listed anyway: the thread is still in C)
+#     blocked --thread stopped----->  stopped     (it returned to Python and stopped there)
+#     asked   --cancelled---------->  cancelled   (`pause --cancel`, a resume of every thread)
+#     blocked --cancelled---------->  cancelled
+#     asked   --expired------------>  expired     (nothing stopped within the asker's wait)
+#
+# stopped, cancelled and expired are final: a thread whose request ended runs on untraced
+# when it returns to Python, unless it is asked again (a new request).
+
+class PauseRequestState(str, enum.Enum):
+    ASKED = "asked"
+    BLOCKED = "blocked"
+    STOPPED = "stopped"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class PauseRequestEvent(enum.Enum):
+    THREAD_STOPPED = "thread stopped"
+    REPORTED_BLOCKED = "reported blocked"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+_PAUSE_REQUEST_TRANSITIONS: dict[tuple[PauseRequestState, PauseRequestEvent],
+                                 PauseRequestState] = {
+    (PauseRequestState.ASKED, PauseRequestEvent.THREAD_STOPPED): PauseRequestState.STOPPED,
+    (PauseRequestState.ASKED, PauseRequestEvent.REPORTED_BLOCKED): PauseRequestState.BLOCKED,
+    (PauseRequestState.BLOCKED, PauseRequestEvent.THREAD_STOPPED): PauseRequestState.STOPPED,
+    (PauseRequestState.ASKED, PauseRequestEvent.CANCELLED): PauseRequestState.CANCELLED,
+    (PauseRequestState.BLOCKED, PauseRequestEvent.CANCELLED): PauseRequestState.CANCELLED,
+    (PauseRequestState.ASKED, PauseRequestEvent.EXPIRED): PauseRequestState.EXPIRED,
+}
+
+
+def next_pause_request_state(state: PauseRequestState,
+                             event: PauseRequestEvent) -> PauseRequestState:
+    """Return a pause request's state after ``event``; raises :class:`LocalProtocolError`
+    (e.g. a request that stopped cannot expire)."""
+    try:
+        return _PAUSE_REQUEST_TRANSITIONS[(state, event)]
+    except KeyError:
+        raise LocalProtocolError(
+            f"a pause request {state.value} cannot be {event.value}") from None
+
+
 RAY_TEXT_FIELDS = ("job_id", "task_id", "task_name", "actor_id", "actor_class", "node_id",
                    "node_ip", "worker_id", "remote_root")
 
