@@ -14,7 +14,8 @@ Modules: ``agent`` (what a pause does, the bookkeeping of this process's session
 ``discovery`` (how the hub is found; an integration installs its own), ``hub_link`` (the
 connection to the hub) and ``relay`` (a TLS channel's one owning thread), ``live`` (a
 process linked from its start), ``fork_guard`` (imports on the link thread a fork waits for)
-and ``stacks`` (its threads' stacks, read without pausing), ``metadata`` (what a session
+and ``stacks`` (its threads' stacks, read without pausing; ``own_frames``: the frames of
+raydebug and pydevd no view shows), ``metadata`` (what a session
 says about itself), ``returns`` (a paused function that returned), ``report`` (the one
 line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
 driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`` (the
