@@ -73,6 +73,9 @@ def _forget_inherited_agent() -> None:
             inherited.abandon_after_fork()
         except Exception as error:  # the child runs on; its pauses may not work
             say(f"internal error after fork ({type(error).__name__}: {error})")
+    from . import pause_signal
+
+    pause_signal.forget_after_fork()
     if live.forget_after_fork(parent_pid=_parent_pid):
         start_live_link()
 
@@ -99,6 +102,9 @@ def start_live_link(identity: dict[str, Any] | None = None) -> None:
     if live.is_live():
         return
     live.mark_started()
+    from . import pause_signal  # here: on the main thread, where a handler can be installed
+
+    pause_signal.install()
     thread = threading.Thread(target=_run_live_link, name="raydebug-link", daemon=True)
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]  # see mark_invisible
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]

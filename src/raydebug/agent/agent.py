@@ -55,7 +55,7 @@ from ..protocol.control import (
     Stacks,
 )
 from ..session import REASON_PAUSE, PausedThread
-from . import fork_guard, live
+from . import fork_guard, live, pause_signal
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
@@ -110,6 +110,7 @@ class Agent:
                                      self.debugger.returns_to_other_code,
                                      self.debugger.cancel_step)
         self.link = HubLink(config, self)
+        pause_signal.serve(self.pause_blocked_main)
 
     @property
     def breakpoints(self) -> ArmedBreakpoints:
@@ -303,7 +304,30 @@ class Agent:
                 assert thread.ident is not None
                 self._pause_requests[thread.ident] = PauseRequest(thread, identity)
         self.debugger.suspend_threads([thread for thread, _ in targets])
-        return [thread.ident for thread, _ in targets if thread.ident is not None]
+        asked = [thread.ident for thread, _ in targets if thread.ident is not None]
+        main = threading.main_thread().ident
+        if main in asked:  # blocked in C, it would never stop: a signal brings it to Python
+            pause_signal.kick_main_thread(lambda: self._still_asked(main))
+        return asked
+
+    def _still_asked(self, ident: int | None) -> bool:
+        """Whether thread ``ident`` is asked to pause and has not stopped yet."""
+        with self._lock:
+            request = self._pause_requests.get(ident or 0)
+        return request is not None and not self.debugger.is_suspended(ident or 0)
+
+    def pause_blocked_main(self, frame: FrameType) -> None:
+        """On the main thread, in raydebug's signal handler (:mod:`.pause_signal`): if its
+        pause is still asked, stop it in ``frame``, the user's frame that was blocked in C;
+        block until resumed. It stops in the user's frame that called the library code
+        blocked (``Event.wait()``), where the session is made as any pause's."""
+        ident = threading.get_ident()  # no threading.py here: pydevd may trace it (stop_paused)
+        with self._lock:
+            request = self._pause_requests.get(ident)
+        if request is None or self.debugger.is_suspended(ident):
+            return  # it stopped meanwhile, or its request ended
+        self.debugger.stop_paused(request.thread, frame, under_client=self._client_ready)
+
 
     # -- session bookkeeping ----------------------------------------------------------------
 

@@ -172,6 +172,38 @@ class Debugger:
         self._py_db.set_suspend(thread, CMD_SET_BREAK)
         self._py_db.do_wait_suspend(thread, frame, "line", None)
 
+    def stop_paused(self, thread: threading.Thread, frame: FrameType,
+                    under_client: bool = False) -> None:
+        """Suspend the current thread (``thread``), asked to pause, in the user's frame at
+        or below ``frame`` (:meth:`user_frame`), at its current line; block until resumed.
+        For a thread that entered Python again above that frame (a signal handler): the
+        stop's stack starts there, the frames above it are never shown.
+
+        Made outside a trace function, so pydevd is kept from tracing this thread first
+        (what its own stop from user code does): the Python this stop runs (an import's
+        finder, the session's record) would be traced, and pydevd, asked to pause this
+        thread, would stop it there instead. Nothing but raydebug's and pydevd's code runs
+        before that guard.
+        """
+        monitoring: Any = None
+        if sys.version_info >= (3, 12):
+            from _pydevd_sys_monitoring import pydevd_sys_monitoring as monitoring
+        saved = monitoring is not None and monitoring.suspend_current_thread_tracing()
+        info = getattr(thread, "additional_info", None) or \
+            self._py_db.set_additional_thread_info(thread)
+        info.is_tracing += 1
+        try:
+            from _pydevd_bundle.pydevd_comm_constants import CMD_THREAD_SUSPEND
+
+            frame = self.user_frame(frame)
+            self._prepare_stop_here(frame, under_client)
+            self._py_db.set_suspend(thread, CMD_THREAD_SUSPEND, is_pause=True)
+            self._py_db.do_wait_suspend(thread, frame, "line", None)
+        finally:
+            info.is_tracing -= 1
+            if saved:
+                monitoring.resume_current_thread_tracing()
+
     def stop_on_raised(self, frame: FrameType, exception: BaseException,
                        traceback: TracebackType | None, under_client: bool = False) -> None:
         """Suspend the current thread in ``frame``, where ``exception`` was just raised
@@ -279,6 +311,20 @@ class Debugger:
             return bool(self._py_db.apply_files_filter(caller, caller.f_code.co_filename, True))
         except Exception:  # pydevd's internals moved: keep its own stepping
             return False
+
+    def user_frame(self, frame: FrameType) -> FrameType:
+        """The innermost frame of the user's code from ``frame`` outwards (a thread blocked
+        in ``Event.wait()`` is in ``threading.py``, called from the user's line); ``frame``
+        itself if no caller is the user's (pydevd started)."""
+        found: FrameType | None = frame
+        while found is not None:
+            try:
+                if not self._py_db.apply_files_filter(found, found.f_code.co_filename, True):
+                    return found
+            except Exception:  # pydevd's internals moved: stop where the signal came
+                return frame
+            found = found.f_back
+        return frame
 
     @staticmethod
     def cancel_step() -> None:
