@@ -25,7 +25,7 @@ def test_a_failure_after_the_connection_is_kept_until_forgotten():
     async def scenario() -> None:
         channels = PendingChannels()
         channel, connection = channels.expect()
-        delivered = DataChannel(asyncio.StreamReader(), None, b"")  # type: ignore[arg-type]
+        delivered = DataChannel(None, None)  # type: ignore[arg-type]
         assert channels.deliver(channel, delivered)
         assert await connection is delivered
         waiting = asyncio.ensure_future(channels.wait_failure(channel, 5.0))

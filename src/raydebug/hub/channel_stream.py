@@ -4,15 +4,18 @@ Theory of operation. The agent connects a data channel when a client asks for on
 :class:`.workers.PendingChannels`); the client connection owns it from then until it calls
 :meth:`ChannelStream.finish`, which also tells the worker listener it may let go of it.
 Reading has two forms: :meth:`ChannelStream.next_message` for the channel's set-up (parsed;
-None when it closed), :meth:`ChannelStream.next_body` for the relay (unparsed, so that most
-of pydevd's messages pass as bytes).
+None when it closed), :meth:`ChannelStream.relay` for the relay (unparsed bodies, handed
+over as they arrive, so that most of pydevd's messages pass as bytes: see
+:mod:`.channel_receiver`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from ..errors import PeerClosed
 from ..protocol import DapConnection, Message
-from .net import read_next
+from ..protocol.messages import parse_message
 from .worker_listener import DataChannel
 
 
@@ -22,45 +25,42 @@ class ChannelStream:
     def __init__(self, channel: DataChannel) -> None:
         self._channel = channel
         self._connection = DapConnection()
-        if channel.leftover:
-            self._connection.receive_data(channel.leftover)
 
     def send(self, message: Message) -> None:
         """Write ``message`` with its own ``seq`` (pydevd's side is never renumbered)."""
-        self._channel.writer.write(self._connection.send(message))
+        self._channel.transport.write(self._connection.send(message))
 
     async def drain(self) -> None:
         """Wait until the written bytes have gone; raises OSError when the channel broke."""
-        await self._channel.writer.drain()
+        await self._channel.receiver.wait_writable()
 
     async def next_message(self) -> Message | None:
         """pydevd's next message; None when the channel has closed or broken. Raises
         :class:`~raydebug.errors.RemoteProtocolError` on malformed input."""
         try:
-            return await read_next(self._channel.reader, self._connection.receive_data,
-                                   self._connection.next_event)
-        except OSError:
+            return parse_message(await self._channel.receiver.next_body())
+        except (PeerClosed, OSError):
             return None
 
-    async def next_body(self) -> bytes:
-        """pydevd's next message body, unparsed; raises :class:`PeerClosed` at the channel's
-        end, OSError when it broke."""
-        body = await read_next(self._channel.reader, self._connection.receive_data,
-                               self._connection.next_body)
-        if body is None:
-            raise PeerClosed
-        return body
+    async def relay(self, take: Callable[[bytes], None], backed_up: Callable[[], bool],
+                    wait_taken: Callable[[], Awaitable[object]]) -> None:
+        """Hand each of pydevd's message bodies to ``take``, unparsed, as it arrives, until
+        the channel ends (see :meth:`.ChannelReceiver.relay`: ``backed_up`` and
+        ``wait_taken`` slow pydevd down to what the taker can pass on). Raises
+        :class:`~raydebug.errors.RemoteProtocolError` on malformed input, and what ``take``
+        raised."""
+        await self._channel.receiver.relay(take, backed_up, wait_taken)
 
     @property
     def closing(self) -> bool:
         """True once the channel's socket is closed or closing (pydevd is out of reach)."""
-        return self._channel.writer.is_closing()
+        return self._channel.transport.is_closing()
 
     def close(self) -> None:
         """Close the socket (the process has gone); the relay then sees the channel end."""
-        self._channel.writer.close()
+        self._channel.transport.close()
 
     def finish(self) -> None:
         """Close the socket and hand the channel back to the worker listener: done with it."""
-        self._channel.writer.close()
+        self._channel.transport.close()
         self._channel.done.set()

@@ -72,6 +72,12 @@ class ClientStream:
         """Wait until the written bytes have gone; raises OSError when the client has."""
         await self._writer.drain()
 
+    def backed_up(self) -> bool:
+        """Whether written bytes wait beyond the transport's high-water mark (the client
+        reads slowly: :meth:`drain` would wait)."""
+        transport = self._writer.transport
+        return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
+
     async def drain_quietly(self) -> None:
         """Like :meth:`drain`, for when it does not matter whether the client is there."""
         with contextlib.suppress(OSError):

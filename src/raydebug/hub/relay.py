@@ -4,7 +4,8 @@ Theory of operation. :meth:`Relay.run` runs one task per direction and returns w
 ends. Each message goes through the channel's :class:`~raydebug.protocol.proxy_policy.ProxyPolicy`
 and the relay carries out what it decides (:meth:`Relay.carry_out`); a body from pydevd the
 policy does not need to read (:data:`~raydebug.protocol.proxy_policy.PASS`) is written to the
-client as it came, unparsed: the fast path of every stackTrace, variables and evaluate.
+client as it came, unparsed, in the callback that received it (:mod:`.channel_receiver`):
+the fast path of every stackTrace, variables and evaluate.
 
 Ends. When pydevd's side ends first (the process exited or was killed, its channel dropped),
 the client's outstanding requests are answered by the hub and it is told ``terminated``;
@@ -103,19 +104,16 @@ class Relay:
                     pass  # the channel broke: the worker side ends and answers what is outstanding
 
     async def _worker_to_client(self) -> None:
-        while True:
-            try:
-                body = await self._worker.next_body()
-            except (PeerClosed, OSError):
-                return
-            if self._paths is not None:
-                body = self._paths.to_local(body)  # the same bytes unless a path is mapped
-            actions = self._policy.from_worker(body)
-            if actions is PASS:
-                self._client.send_body(body)  # the fast path
-                await self._client.drain()
-                continue
-            assert isinstance(actions, list)
-            self.carry_out(actions)
-            if any(isinstance(action, ToClient) for action in actions):
-                await self._client.drain()
+        # Each body is passed on in the callback that received it; pydevd is read no faster
+        # than the client takes what it is sent.
+        await self._worker.relay(self._from_worker, self._client.backed_up, self._client.drain)
+
+    def _from_worker(self, body: bytes) -> None:
+        if self._paths is not None:
+            body = self._paths.to_local(body)  # the same bytes unless a path is mapped
+        actions = self._policy.from_worker(body)
+        if actions is PASS:
+            self._client.send_body(body)  # the fast path
+            return
+        assert isinstance(actions, list)
+        self.carry_out(actions)

@@ -173,6 +173,11 @@ class WebSocketWriter:
     async def drain(self) -> None:
         await self._writer.drain()
 
+    @property
+    def transport(self) -> asyncio.WriteTransport:
+        """The connection's transport (its write buffer holds the framed messages)."""
+        return self._writer.transport
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return self._writer.get_extra_info(name, default)
 

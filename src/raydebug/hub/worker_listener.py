@@ -50,6 +50,7 @@ from ..protocol.control import (
 )
 from ..protocol.handshake import HubHandshake
 from ..session import PausedThread
+from .channel_receiver import ChannelReceiver
 from .cluster_attach import ClusterAttaches, process_prefix
 from .control_reader import ControlReader
 from .net import peer_host, peer_name, read_next, set_nodelay, vouch_for_this_connection
@@ -61,11 +62,11 @@ log = logging.getLogger("raydebug.hub")
 
 @dataclass
 class DataChannel:
-    """A worker's data connection, handed to the client that requested it."""
+    """A worker's data connection, handed to the client that requested it: its transport
+    (to write to pydevd) and what receives pydevd's messages."""
 
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    leftover: bytes
+    transport: asyncio.Transport
+    receiver: ChannelReceiver
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -202,7 +203,7 @@ class WorkerListener:
             if hello.role == ROLE_CONTROL:
                 await self._serve_control(writer, stream, peer)
             else:
-                await self._serve_data(reader, writer, stream, hello)
+                await self._serve_data(writer, stream, hello)
         except (RaydebugError, OSError, TimeoutError) as error:
             log.warning("worker %s: %s; connection closed", peer, error or type(error).__name__)
         except Exception:  # a bug of ours: close this connection, keep serving the others
@@ -325,9 +326,17 @@ class WorkerListener:
             log.warning("worker %s: session %s refused: %s", process.peer, record.id, error)
             process.send(Refused(reason=f"session {record.id}: {error}"))
 
-    async def _serve_data(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                          stream: ControlStream, hello: Hello) -> None:
-        channel = DataChannel(reader, writer, stream.take_buffered())
+    async def _serve_data(self, writer: asyncio.StreamWriter, stream: ControlStream,
+                          hello: Hello) -> None:
+        """Hand the data connection to the client that asked for it, received by a
+        :class:`ChannelReceiver` from now on. Called right after the Welcome was written,
+        with no wait in between: pydevd speaks only when spoken to, so nothing is left in
+        ``writer``'s stream reader (what came with the Hello is in ``stream``)."""
+        transport = writer.transport
+        assert isinstance(transport, asyncio.Transport)
+        receiver = ChannelReceiver(transport, stream.take_buffered())
+        transport.set_protocol(receiver)
+        channel = DataChannel(transport, receiver)
         if not self._channels.deliver(hello.channel, channel):
             raise RemoteProtocolError(f"unknown data channel {hello.channel}")
         await channel.done.wait()  # the client's proxy owns the streams until then
