@@ -65,6 +65,11 @@ INTERNALS: list[tuple[str, str]] = [
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "update_monitor_events"),
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "restart_events"),
     ("_pydevd_sys_monitoring._pydevd_sys_monitoring", "_thread_local_info"),
+    # a stop made outside a trace function (agent/pydevd_untraced.py)
+    ("PyDB", "set_additional_thread_info"),
+    ("thread_info", "is_tracing"),
+    ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "suspend_current_thread_tracing"),
+    ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "resume_current_thread_tracing"),
     ("PyDB", "apply_files_filter"),
     ("PyDB", "do_wait_suspend"),
     ("PyDB", "get_internal_queue_and_event"),

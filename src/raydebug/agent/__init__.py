@@ -26,8 +26,9 @@ which raises the ``raised`` filter stops at, ``armed_shipped`` functions Ray reb
 shipped code, kept for the 3.10/3.11 arm). pydevd is
 reached only through ``debugger`` (the facade), which runs it with ``pydevd_start``
 (in-process, no listener), ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who
-is suspended, held pauses), ``tracing_keeper`` (tracing follows need) and ``pydevd_fork``
-(a fork child's reset).
+is suspended, held pauses), ``tracing_keeper`` (tracing follows need), ``pydevd_untraced``
+(a stop made outside a trace function, which pydevd must not trace) and ``pydevd_fork`` (a
+fork child's reset).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from typing import Any
 from . import pydevd_clients
 from .pydevd_fork import reset_pydevd_after_fork
 from .pydevd_start import make_private, mark_invisible, start_pydevd
+from .pydevd_untraced import Untraced
 from .suspensions import Suspensions
 from .tracing_keeper import TracingKeeper, remove_tracing
 
@@ -164,13 +165,16 @@ class Debugger:
 
         What pydevd's own tracer does at a breakpoint (``set_suspend`` + ``do_wait_suspend``),
         after putting its tracing on ``frame`` and its callers, so that a step afterwards goes
-        on in pydevd. Called from inside a trace function or a ``sys.monitoring`` callback.
+        on in pydevd. Called from inside a trace function, a ``sys.monitoring`` callback, or
+        the call that rewritten code makes before the line (3.10/3.11): pydevd traces none
+        of it (:class:`.Untraced`), or it would stop again in the code this stop runs.
         """
         from _pydevd_bundle.pydevd_comm_constants import CMD_SET_BREAK
 
-        thread = self._prepare_stop_here(frame, under_client)
-        self._py_db.set_suspend(thread, CMD_SET_BREAK)
-        self._py_db.do_wait_suspend(thread, frame, "line", None)
+        with Untraced(self._py_db, threading.current_thread()):
+            thread = self._prepare_stop_here(frame, under_client)
+            self._py_db.set_suspend(thread, CMD_SET_BREAK)
+            self._py_db.do_wait_suspend(thread, frame, "line", None)
 
     def stop_paused(self, thread: threading.Thread, frame: FrameType,
                     under_client: bool = False) -> None:
