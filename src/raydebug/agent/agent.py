@@ -97,6 +97,8 @@ class Agent:
         self._lock = threading.Lock()
         self._sessions: dict[str, ParkedThread] = {}
         self._pause_requests: dict[int, PauseRequest] = {}  # thread ident -> its request
+        # Threads frozen post-mortem -> the frame that raised: their stack to show.
+        self._raised_in: dict[int, FrameType] = {}
         self._client_attached = False
         self._client_ready = False
         self._hub_closed: str | None = None  # why the hub went away for good, until a new one
@@ -216,9 +218,16 @@ class Agent:
         """Post-mortem: freeze in the frame that raised; return when the client resumes."""
         frame = innermost_frame(exc_info[1]) or sys._getframe(1)
         record = record_for_frame(frame, exception=exc_info[1])
-        if self._wait_for_client(record) is not None:
-            self.debugger.stop_on_exception(exc_info)
-            self._end_thread_sessions(threading.get_ident(), END_RAISED)  # its id may be new
+        ident = threading.get_ident()
+        with self._lock:
+            self._raised_in[ident] = frame
+        try:
+            if self._wait_for_client(record) is not None:
+                self.debugger.stop_on_exception(exc_info)
+                self._end_thread_sessions(ident, END_RAISED)  # its id may be new
+        finally:
+            with self._lock:
+                self._raised_in.pop(ident, None)
 
     def _wait_for_client(self, record: PausedThread) -> bool | None:
         """Register ``record`` and block until a client is ready; None if we gave up, True
@@ -411,7 +420,9 @@ class Agent:
         with fork_guard.importing():  # not at import: a breakpoint() needs no stacks
             from .stacks import collect_threads
 
-        threads = collect_threads(request.locals) if request.frames else []
+        with self._lock:
+            raised_in = dict(self._raised_in)
+        threads = collect_threads(request.locals, raised_in) if request.frames else []
         return Stacks(request_id=request.request_id, threads=threads,
                       now=live.current_activity())
 

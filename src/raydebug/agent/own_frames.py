@@ -16,15 +16,15 @@ start: :func:`.pydevd_start.make_private` uses :data:`RAYDEBUG_DIR`).
 from __future__ import annotations
 
 import os
-import sysconfig
 from types import FrameType
 
 RAYDEBUG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # pydevd as debugpy vendors it, or installed on its own (pydevd.py beside its bundles).
 _PYDEVD_PARTS = (os.sep + "debugpy" + os.sep, os.sep + "pydevd" + os.sep, os.sep + "_pydev",
                  os.sep + "pydevd.py")
-_STANDARD_LIBRARY = tuple(sorted({os.path.join(sysconfig.get_paths()[name], "")
-                                  for name in ("stdlib", "platstdlib")}))
+# Where ``os`` is, the standard library is (sysconfig says the same, but costs an import on
+# the way to a first pause).
+_STANDARD_LIBRARY = os.path.dirname(os.__file__) + os.sep
 
 
 def is_debugger_file(path: str) -> bool:

@@ -25,6 +25,8 @@ import sys
 import threading
 from typing import Any
 
+from .own_frames import RAYDEBUG_DIR
+
 
 def start_pydevd() -> Any:
     """Start pydevd in this process; return its debugger (``PyDB``), still to be made
@@ -93,11 +95,10 @@ def _hide_raydebug_frames(py_db: Any) -> None:
     Otherwise pydevd, suspending all threads at a stop, can suspend a thread that is still
     waiting inside raydebug, and the user sees raydebug's frames on top of their own.
     """
-    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     original = py_db.dont_trace_external_files
 
     def dont_trace_external_files(abs_path: str) -> bool:
-        return abs_path.startswith(package_dir) or bool(original(abs_path))
+        return abs_path.startswith(RAYDEBUG_DIR) or bool(original(abs_path))
 
     py_db.dont_trace_external_files = dont_trace_external_files
     py_db.get_cache_file_type().clear()  # forget types computed before this rule

@@ -4,19 +4,24 @@ Theory of operation. The link thread reads ``sys._current_frames()`` when the hu
 ptrace, no signal, no tracing. A thread blocked in C with the GIL released (a lock, a
 socket, ``ray.get``) shows where it entered C; a thread holding the GIL in C code delays the
 answer until it lets go (the hub then lists the process as not answering). raydebug's own
-threads (marked invisible to pydevd) are left out. Locals, when asked for, are ``reprlib``
-reprs, bounded in size and count, and a ``repr`` that raises shows as its error.
+threads (marked invisible to pydevd) are left out, and so are the frames raydebug and pydevd
+run on top of a user's thread while they hold it (:func:`.own_frames.user_top`): a paused
+thread's stack ends at the user's frame it paused in; a thread frozen post-mortem shows the
+stack of the frame that raised, not the exception hook's. Locals, when asked for, are
+``reprlib`` reprs, bounded in size and count, and a ``repr`` that raises shows as its error.
 """
 
 from __future__ import annotations
 
 import linecache
-import os
 import reprlib
 import sys
 import threading
+from collections.abc import Mapping
 from types import FrameType
 from typing import Any
+
+from .own_frames import is_debugger_frame, user_top
 
 MAX_FRAMES = 200  # innermost frames kept per thread (a deep recursion stays readable)
 MAX_LOCALS = 50  # per frame
@@ -26,9 +31,13 @@ _REPR.maxother = 120
 _REPR.maxlong = 60
 
 
-def collect_threads(with_locals: bool = False) -> list[dict[str, Any]]:
+def collect_threads(with_locals: bool = False,
+                    raised_in: Mapping[int, FrameType] | None = None) -> list[dict[str, Any]]:
     """Each visible Python thread as ``{"id", "name", "daemon", "frames"}``; frames
-    outermost first, each ``{"file", "line", "function", "code"}`` (+ ``"locals"``)."""
+    outermost first, each ``{"file", "line", "function", "code"}`` (+ ``"locals"``), the
+    debugger's own cut from the top. ``raised_in``: thread ident -> the frame that raised,
+    for threads frozen post-mortem (their stack is that frame's). A thread that runs nothing
+    but the debugger's code is left out."""
     threads = {thread.ident: thread for thread in threading.enumerate()}
     result = []
     me = threading.get_ident()
@@ -38,11 +47,14 @@ def collect_threads(with_locals: bool = False) -> list[dict[str, Any]]:
             continue  # raydebug's (or pydevd's) own thread
         if thread is None and _debugger_internal(top):
             continue  # pydevd takes its own threads out of threading.enumerate()
+        shown = (raised_in or {}).get(ident) or user_top(top)
+        if shown is None:
+            continue
         result.append({
             "id": ident,
             "name": thread.name if thread is not None else f"thread {ident}",
             "daemon": thread.daemon if thread is not None else True,
-            "frames": frames_of(top, with_locals),
+            "frames": frames_of(shown, with_locals),
         })
     return result
 
@@ -51,15 +63,10 @@ def _debugger_internal(top: FrameType) -> bool:
     """Whether a thread runs raydebug's or pydevd's code (a frame of its stack is theirs)."""
     frame: FrameType | None = top
     while frame is not None:
-        path = frame.f_code.co_filename
-        if any(part in path for part in _INTERNAL_PATHS):
+        if is_debugger_frame(frame):
             return True
         frame = frame.f_back
     return False
-
-
-_INTERNAL_PATHS = (os.sep + "pydevd" + os.sep, os.sep + "_pydev", os.sep + "debugpy" + os.sep,
-                   os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
 
 
 def frames_of(top: FrameType | None, with_locals: bool = False) -> list[dict[str, Any]]:
