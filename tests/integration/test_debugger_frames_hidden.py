@@ -112,6 +112,13 @@ def test_paused_processes_show_the_users_frames_only(hub: HubProcess, tmp_path: 
         else:
             assert top == ("work", lines[how]), (how, main)
         assert main[-2]["function"] == "<module>", (how, main)
+    # The web page's icicle draws the hub's merged tree of the same stacks.
+    nodes, drawn = [hub.get("/api/stacks?timeout=5")["tree"]["root"]], []
+    while nodes:
+        drawn += [node for node in nodes if node.get("file")]
+        nodes = [child for node in nodes for child in node["children"] or ()]
+    assert {node["function"] for node in drawn} >= {"work", "<module>"}, drawn
+    assert debugger_files(drawn) == [], debugger_files(drawn)
 
     for how, proc in procs.items():
         frames, value = run(inspect_with_all_code(hub, sessions[proc.pid]["id"], "value"))
