@@ -193,6 +193,10 @@ class PausedThread:
     # Stopped by a cluster breakpoint (set in an IDE, the web page or `raydebug break`),
     # not by a breakpoint() in the code: both have reason "breakpoint".
     cluster_breakpoint: bool = False
+    # A thread that ``raydebug pause`` found blocked in C (reason "pause"): its frames and
+    # locals are read and evaluate runs, but it cannot step until the call returns; then it
+    # stops at its next line and this becomes False.
+    blocked_in_c: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict(): its recursive deep copy was ~70% of the time the hub took
@@ -223,6 +227,7 @@ class PausedThread:
             "labels": isinstance(record.labels, dict),
             "attempt": record.attempt is None or isinstance(record.attempt, int),
             "cluster_breakpoint": isinstance(record.cluster_breakpoint, bool),
+            "blocked_in_c": isinstance(record.blocked_in_c, bool),
             **{name: getattr(record, name) is None or isinstance(getattr(record, name), str)
                for name in RAY_TEXT_FIELDS},
         }

@@ -84,7 +84,10 @@ def _what(session: dict[str, Any]) -> str:
 
 
 def _reason(session: dict[str, Any]) -> str:
-    """``breakpoint``, or the exception a post-mortem session stopped on."""
+    """``breakpoint``, the exception a post-mortem session stopped on, or ``pause (blocked
+    in C)`` for a paused thread that has not returned to Python yet."""
+    if session.get("blocked_in_c"):
+        return f"{session.get('reason', '')} (blocked in C)"
     return str(session.get("exception") or session.get("reason", ""))
 
 

@@ -424,9 +424,10 @@ loop()
 """
 
 
-def test_a_pause_lists_only_the_threads_that_stopped(hub, tmp_path):
-    """A thread blocked in C is asked to pause but never stops: it is no session (an attach
-    to it would wait for nothing); the looping thread is one, where it stopped."""
+def test_a_pause_lists_the_stopped_threads_and_the_blocked_ones(hub, tmp_path):
+    """The looping thread is a session where it stopped; a thread blocked in C is one too,
+    marked so, where its user's code waits (test_blocked_in_c debugs it); continue lets
+    both run on, and the blocked one, let go later, does not stop."""
     script = write_script(tmp_path, "loop_and_blocked.py", LOOP_AND_BLOCKED)
     proc = hub.spawn(script, RAYDEBUG_LIVE="1")
     assert read_line(proc).split() == ["started", str(proc.pid)]
@@ -434,13 +435,14 @@ def test_a_pause_lists_only_the_threads_that_stopped(hub, tmp_path):
     status, paused = post(hub, "/api/pause", {"selector": [f"pid={proc.pid}"]})
     assert status == 200 and paused["paused"] == [listed["id"]], paused
 
-    sessions = hub.get("/api/sessions?min=1&timeout=20")
+    sessions = {s["thread"]: s for s in hub.wait_sessions(2)}
     stacks = hub.get(f"/api/stacks?pid={proc.pid}&timeout=5")
-    sessions = hub.get("/api/sessions")  # again, after the stacks' round trip
-    (session,) = sessions
+    session, blocked = sessions["MainThread"], sessions["blocked"]
     first, last = line_of(script, "def loop():"), line_of(script, "time.sleep(0.01)")
-    assert session["reason"] == "pause" and session["thread"] == "MainThread", session
+    assert session["reason"] == "pause" and not session["blocked_in_c"], session
     assert session["function"] == "loop" and first < session["line"] <= last, session
+    assert blocked["reason"] == "pause" and blocked["blocked_in_c"], blocked
+    assert blocked["line"] == line_of(script, "gate.wait()"), blocked
     (entry,) = stacks["processes"]
     waiting = {t["name"]: t["frames"][-1]["function"] for t in entry["threads"]}
     assert waiting["blocked"] == "wait", entry["threads"]

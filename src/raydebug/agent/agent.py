@@ -59,7 +59,7 @@ from . import fork_guard, live, pause_signal
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
-from .metadata import innermost_frame, process_labels, ray_fields, record_for_frame
+from .metadata import came_back, innermost_frame, process_labels, ray_fields, record_for_frame
 from .report import pause_place, say
 from .returns import ReturnWatcher
 
@@ -317,6 +317,9 @@ class Agent:
         main = threading.main_thread().ident
         if main in asked:  # blocked in C, it would never stop: a signal brings it to Python
             pause_signal.kick_main_thread(lambda: self._still_asked(main))
+        # Any other thread still in C after a moment is served where it blocks.
+        self.debugger.blocked.watch([thread for thread, _ in targets],
+                                    lambda thread: self._still_asked(thread.ident))
         return asked
 
     def _still_asked(self, ident: int | None) -> bool:
@@ -360,6 +363,7 @@ class Agent:
 
     def _on_thread_suspended(self, ident: int, frame: FrameType | None) -> None:
         self.returns.on_suspended(ident, frame)
+        blocked = self.debugger.blocked.is_standing_in(ident)  # it is still in C
         with self._lock:
             request = self._pause_requests.pop(ident, None)
             known = False
@@ -367,11 +371,14 @@ class Agent:
                 if session.thread_ident == ident:
                     session.has_stopped = True
                     known = True
+                    if session.record.blocked_in_c and not blocked and frame is not None:
+                        session.record = came_back(session.record, frame)  # an ordinary stop
+                        self.link.post(SessionStarted(session=session.record.to_dict()))
             if request is None or known or frame is None:
                 return  # a stop of a session the hub knows (a pause of it stops there too)
             # The requested pause has happened: now it is a session, where it stopped.
             record = record_for_frame(frame, reason=REASON_PAUSE, thread=request.thread,
-                                      identity=request.identity)
+                                      identity=request.identity, blocked_in_c=blocked)
             session = ParkedThread(record, ident, has_stopped=True)
             session.released.set()  # nothing waits in raydebug: pydevd holds it
             self._sessions[record.id] = session
@@ -390,6 +397,8 @@ class Agent:
                 del self._pause_requests[ident]
 
     def _on_thread_resumed(self, ident: int) -> None:
+        if self.debugger.blocked.is_handing_over(ident):
+            return  # back from C: it stops on its own now, the same session
         with self._lock:
             if self._client_attached:
                 # Stepping or continuing under a client: the session goes on, until its

@@ -28,6 +28,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from . import pydevd_clients
+from .blocked_threads import BlockedThreads
 from .pydevd_fork import reset_pydevd_after_fork
 from .pydevd_start import make_private, mark_invisible, start_pydevd
 from .pydevd_untraced import Untraced
@@ -59,6 +60,7 @@ class Debugger:
         self._start_error: Exception | None = None
         self._suspensions = Suspensions()
         self._tracing = TracingKeeper(self._start_lock, self._suspensions, on_untraced)
+        self.blocked = BlockedThreads(self.user_frame)  # threads a pause finds in C
 
     def ensure_started(self) -> None:
         """Start pydevd if it is not running (the first time takes ~150 ms); idempotent.
@@ -91,6 +93,7 @@ class Debugger:
             with contextlib.suppress(Exception):  # not half-traced: the process runs on
                 remove_tracing(py_db)
             raise
+        self.blocked.install(py_db)  # outside the suspensions' watch: it may skip a stop
         self._tracing.start(py_db)
         self._py_db = py_db  # last: a started debugger is a complete one
 

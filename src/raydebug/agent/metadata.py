@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import os
 import secrets
@@ -50,11 +51,13 @@ def record_for_frame(
     thread: threading.Thread | None = None,
     identity: dict[str, Any] | None = None,
     cluster_breakpoint: bool = False,
+    blocked_in_c: bool = False,
 ) -> PausedThread:
     """Describe a pause at ``frame`` of ``thread`` (default: the current thread).
 
     ``identity``: the cluster's ids of the process (default: :func:`ray_fields`, which asks
-    the runtime context of the *calling* thread; another thread's pause passes its own)."""
+    the runtime context of the *calling* thread; another thread's pause passes its own).
+    ``blocked_in_c``: the thread has not stopped, it is still in a C call below ``frame``."""
     code = frame.f_code
     line = frame.f_lineno or code.co_firstlineno
     return PausedThread(
@@ -73,7 +76,16 @@ def record_for_frame(
         argv=list(sys.argv),
         labels=process_labels(),
         cluster_breakpoint=cluster_breakpoint,
+        blocked_in_c=blocked_in_c,
     )
+
+
+def came_back(record: PausedThread, frame: FrameType) -> PausedThread:
+    """``record`` of a thread that was blocked in C, now stopped at ``frame`` (same id)."""
+    line = frame.f_lineno or frame.f_code.co_firstlineno
+    return dataclasses.replace(
+        record, file=frame.f_code.co_filename, line=line, function=frame.f_code.co_name,
+        source=linecache.getline(frame.f_code.co_filename, line).strip(), blocked_in_c=False)
 
 
 def ray_fields() -> dict[str, Any]:
