@@ -144,8 +144,9 @@ print("done", work(3), flush=True)
 """
 
 
-# 3.11: the stop is made from the call of rewritten code; 3.12: in a sys.monitoring callback.
-@pytest.mark.parametrize("version", ["3.11", "3.12"])
+# 3.10/3.11: the stop is made from the call of rewritten code; 3.12: in a sys.monitoring
+# callback.
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12"])
 def test_a_cluster_breakpoint_stops_at_the_users_line_with_just_my_code_off(
         hub: HubProcess, tmp_path: Path, version: str):
     script = write_script(tmp_path, "job.py", JOB)
