@@ -17,6 +17,11 @@ from helpers import HubProcess, start_hub
 # Hubs started by tests record themselves in a state file (see raydebug.state_file): keep
 # those out of the real home directory. Tests that need their own set it per process.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="raydebug-test-state-")
+# pytest-xdist's workers get COLUMNS=80 and LINES=24, which every program they start would
+# take over the size of the terminal a test gives it: the terminal tests set that size.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 
 @pytest.fixture

@@ -1,14 +1,22 @@
-"""One way to start a real multi-node Ray on loopback for a test module, and to run the
-`raydebug` CLI against it."""
+"""Real Ray on loopback for the tests: a multi-node ``Cluster`` in the test's process, or a
+head node of its own (`ray start --head`, as a user starts one); and the `raydebug` CLI run
+against them."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 # Ray replaces 127.0.0.1 by the machine's network address unless told not to; tests stay
 # on loopback.
@@ -43,3 +51,66 @@ def loopback_cluster(head: dict[str, Any], *nodes: dict[str, Any]) -> Iterator[A
 def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "raydebug", *args], capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **LOOPBACK})
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now (for Ray's options that take no 0)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclasses.dataclass
+class Head:
+    """A head node started by :func:`ray_start_head`."""
+
+    proc: subprocess.Popen[str]
+    gcs: str  # its GCS address, 127.0.0.1:PORT
+    output: str  # what `ray start` said until the head was up
+
+
+@contextlib.contextmanager
+def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
+    """`ray start --head --block` on 127.0.0.1 with one CPU, no dashboard unless ``options``
+    ask for it, free ports and a temp dir of its own: short, since Ray's Unix sockets live
+    under it and their paths are limited to 107 bytes (pytest's temp dirs are too long).
+
+    Stopped by its pid (SIGTERM, then SIGKILL), and whatever of the cluster is left is killed
+    by pid (its processes name the temp dir): never `ray stop`, which stops every Ray of the
+    machine, other tests' too. Fails the test with what Ray said when the head does not
+    start."""
+    import psutil
+
+    temp_dir = tempfile.mkdtemp(prefix="rdray")
+    gcs_port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
+         f"--port={gcs_port}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+         f"--temp-dir={temp_dir}", f"--dashboard-agent-listen-port={free_port()}",
+         f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
+         f"--ray-client-server-port={free_port()}",
+         *(options or ("--include-dashboard=false",))],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    try:
+        output = ""
+        for line in proc.stdout:  # "Ray runtime started." once the head is up
+            output += line
+            if "Ray runtime started" in line:
+                break
+        else:
+            pytest.fail(f"ray start --head did not start: {output[-2000:]}")
+        yield Head(proc, f"127.0.0.1:{gcs_port}", output)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+        for left in psutil.process_iter(["cmdline"]):
+            if any(temp_dir in part for part in left.info["cmdline"] or ()):
+                with contextlib.suppress(psutil.Error):
+                    left.kill()
+        shutil.rmtree(temp_dir, ignore_errors=True)

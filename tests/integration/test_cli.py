@@ -52,12 +52,18 @@ def test_list_shows_one_line_a_session_that_fits_the_terminal(hub: HubProcess, t
     sessions = hub.wait_sessions(2)
     shown = on_a_terminal("list", "--hub", hub.client_address, columns=columns)
     lines = shown.rstrip("\n").splitlines()
-    assert lines[0] == f"2 paused sessions on the hub at {hub.client_address}", shown
-    assert len(lines) == 4 and all(len(line) <= columns for line in lines), shown
-    for session, line in zip(sessions, lines[2:], strict=True):
+    assert lines[0].startswith(f"2 paused sessions on the hub at {hub.client_address}"), shown
+    # What every session shares is said once, on the title's line where it fits.
+    on_title = columns == 120
+    assert ("; all: node " in lines[0]) == on_title, shown
+    title = lines[:1] if on_title else lines[:2]
+    assert title[-1].split("; ")[-1].startswith("all: node "), shown
+    header, *rows = lines[len(title):]
+    assert all(len(line) <= columns for line in lines), shown
+    for session, line in zip(sessions, rows, strict=True):
         assert line.startswith(session["id"]) and str(session["pid"]) in line, shown
         assert "worker.py:2" in line, shown  # the path is cut from the left
-    assert "labels" not in lines[1], shown
+    assert header.startswith("id") and "labels" not in header and "node" not in header, shown
 
 
 def test_an_empty_list_says_so_and_where_it_looked(hub: HubProcess):

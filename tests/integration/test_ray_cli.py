@@ -9,16 +9,12 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +22,7 @@ import pexpect
 import pytest
 
 from helpers import HubProcess, attach, evaluate_and_continue, read_line, run, write_script
+from ray_cluster import Head, ray_start_head
 from raydebug.client.dap import DapClient
 
 pytest.importorskip("ray")
@@ -53,53 +50,11 @@ print("result", ray.get(pause.remote(21)), flush=True)
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@dataclass
-class Head:
-    proc: subprocess.Popen[str]
-    gcs: str
-
-
 @pytest.fixture
 def head() -> Iterator[Head]:
-    """`ray start --head --block` on loopback, its own temp dir and free ports; stopped by
-    pid (SIGTERM, then SIGKILL) at the end."""
-    gcs_port = free_port()
-    # Short: Ray's Unix sockets live under it, and their paths are limited to 107 bytes.
-    temp_dir = tempfile.mkdtemp(prefix="rdray")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
-         f"--port={gcs_port}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
-         "--include-dashboard=false", f"--temp-dir={temp_dir}",
-         f"--dashboard-agent-listen-port={free_port()}",
-         f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
-         f"--ray-client-server-port={free_port()}"],
-        env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
-    assert proc.stdout is not None
-    try:
-        output = ""
-        for line in proc.stdout:  # "Ray runtime started." once the head is up
-            output += line
-            if "Ray runtime started" in line:
-                break
-        else:
-            pytest.fail(f"ray start --head did not start: {output[-2000:]}")
-        yield Head(proc, f"127.0.0.1:{gcs_port}")
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    """A head node of the test's own (token auth with the test's token)."""
+    with ray_start_head({**os.environ, **LOOPBACK}) as started:
+        yield started
 
 
 def raydebug(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from helpers import write_script
+from ray_cluster import ray_start_head
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -46,12 +46,6 @@ print("result", ray.get(answer.remote()), flush=True)
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def shell_env(home: Path, **extra: str) -> dict[str, str]:
     """A user's shell: none of :data:`NOT_SET`, ``home`` as HOME."""
     env = {name: value for name, value in os.environ.items() if name not in NOT_SET}
@@ -67,56 +61,16 @@ class Head:
 @pytest.fixture(scope="module")
 def head() -> Iterator[Head]:
     """`ray start --head --block` on loopback, with a token in its user's ~/.ray (so Ray
-    turns token authentication on, as it does once any local ray.init() wrote one); its own
-    temp dir and free ports; stopped by pid (SIGTERM, then SIGKILL of what it left)."""
+    turns token authentication on, as it does once any local ray.init() wrote one)."""
     home = Path(tempfile.mkdtemp(prefix="rdhome"))
     (home / ".ray").mkdir()
     (home / ".ray" / "auth_token").write_text(uuid.uuid4().hex)
-    temp_dir = tempfile.mkdtemp(prefix="rdfc")  # short: Ray's socket paths are limited
-    gcs_port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
-         f"--port={gcs_port}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
-         "--include-dashboard=false", f"--temp-dir={temp_dir}",
-         f"--dashboard-agent-listen-port={free_port()}", f"--node-manager-port={free_port()}",
-         f"--object-manager-port={free_port()}", f"--ray-client-server-port={free_port()}"],
-        env=shell_env(home, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0"),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
     try:
-        output = ""
-        for line in proc.stdout:
-            output += line
-            if "Ray runtime started" in line:
-                break
-        else:
-            pytest.fail(f"ray start --head did not start: {output[-2000:]}")
-        assert "Token authentication is enabled" in output, output[-2000:]
-        yield Head(f"127.0.0.1:{gcs_port}", home)
+        with ray_start_head(shell_env(home, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")) as started:
+            assert "Token authentication is enabled" in started.output, started.output[-2000:]
+            yield Head(started.gcs, home)
     finally:
-        stop_ray(proc, temp_dir)
-        shutil.rmtree(temp_dir, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
-
-
-def stop_ray(proc: subprocess.Popen[str], temp_dir: str) -> None:
-    """Stop the head by its pid (not `ray stop`, which stops every Ray on the machine),
-    then kill by pid whatever of this cluster is left (its processes name ``temp_dir``)."""
-    import psutil
-
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-    for left in psutil.process_iter(["cmdline"]):
-        if any(temp_dir in part for part in left.info["cmdline"] or ()):
-            try:
-                left.kill()
-            except psutil.Error:
-                pass
 
 
 def raydebug(*args: str, env: dict[str, str],

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 
 from helpers import run, write_script
+from ray_cluster import free_port, ray_start_head
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -66,41 +65,14 @@ def divide(x):
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def cluster_with_jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+def cluster_with_jobs() -> Iterator[tuple[str, str]]:
     """A head node with its dashboard (the job server), as `ray start --head --block`: that
     one process owns the cluster, and stopping it stops every process of the cluster."""
-    gcs_port, dashboard_port, agent_port = free_port(), free_port(), free_port()
-    temp_dir = tmp_path_factory.mktemp("ray")
-    head = subprocess.Popen(
-        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
-         f"--port={gcs_port}", f"--dashboard-port={dashboard_port}",
-         "--dashboard-host=127.0.0.1", "--node-ip-address=127.0.0.1", "--num-cpus=1",
-         "--include-dashboard=true", f"--temp-dir={temp_dir}",
-         f"--dashboard-agent-listen-port={agent_port}"],
-        env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
-    assert head.stdout is not None
-    try:
-        for line in head.stdout:  # "Ray runtime started." once the head is up
-            if "Ray runtime started" in line:
-                break
-        else:
-            pytest.fail("ray start --head did not start")
-        yield f"127.0.0.1:{gcs_port}", f"http://127.0.0.1:{dashboard_port}"
-    finally:
-        head.send_signal(signal.SIGTERM)
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            head.kill()
-            head.wait(timeout=30)
+    dashboard_port = free_port()
+    with ray_start_head({**os.environ, **LOOPBACK}, f"--dashboard-port={dashboard_port}",
+                        "--dashboard-host=127.0.0.1", "--include-dashboard=true") as head:
+        yield head.gcs, f"http://127.0.0.1:{dashboard_port}"
 
 
 def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
