@@ -23,8 +23,11 @@ demo: $(STAMP)
 demo-processes: $(STAMP)
 	$(BIN)/python examples/processes_demo.py
 
+# The test files run on two workers (pytest-xdist; a file's tests stay together, so a
+# module's Ray cluster is started once); the 25 slowest are listed at the end.
+TEST_WORKERS ?= 2
 test: $(STAMP) pythons
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The inner loop: the in-memory tests (no Ray, no subprocess hub) and the linters, ~1-2 min.
 check: $(STAMP)
