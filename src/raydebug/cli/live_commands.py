@@ -188,10 +188,6 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
     location = locate_hub(hub, ray_address)
     answer = _ask(location, lambda: hub_api.stacks(location.address, selector, with_locals,
                                                    timeout, client_token))
-    if not answer.get("tree"):  # a hub that does not merge (an empty tree): merge here
-        from ..stack_tree import merge_stacks
-
-        answer["tree"] = merge_stacks(answer["processes"]).to_dict()
     if as_json:
         click.echo(json.dumps(answer, indent=2))
         return

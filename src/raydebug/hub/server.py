@@ -34,6 +34,7 @@ from ..protocol import DapConnection, Event, Request, Response, encode_message, 
 from ..protocol.control import ArmBreakpoints
 from ..selectors import parse as parse_selector
 from ..session import SessionState
+from ..stack_tree import merge_stacks
 from .client_admission import ClientAdmission
 from .client_connection import ClientConnection
 from .cluster_attach import ClusterAttaches
@@ -423,7 +424,7 @@ class Hub:
         if not processes and selector.terms:
             raise self.queries.no_match(selector)
         stacks = await self.queries.stacks(processes, with_locals, timeout)
-        return {"processes": stacks, "tree": _stack_tree(stacks)}
+        return {"processes": stacks, "tree": merge_stacks(stacks).to_dict()}
 
     async def _pause_route(self, body: Any) -> dict[str, Any]:
         """``{"selector": ["rank=1"]}``: pause every matching running process."""
@@ -468,12 +469,3 @@ class Hub:
     async def _health_route(self, query: dict[str, str]) -> dict[str, Any]:
         return {"status": "ok", **self.statistics()}
 
-
-def _stack_tree(stacks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The merged tree of ``stacks`` (see ``raydebug.stack_tree``), when that module is
-    there; ``{}`` until then."""
-    try:
-        from ..stack_tree import merge_stacks  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # the branch that adds it is merged separately
-        return {}
-    return dict(merge_stacks(stacks).to_dict())
