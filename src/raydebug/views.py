@@ -337,12 +337,3 @@ def tunnel_banner(port: int, destination: str) -> str:
             f"  raydebug attach --hub 127.0.0.1:{port}\n"
             "  VS Code launch.json configuration:\n"
             f"    {config}\n")
-
-
-def sessions_json(sessions: list[dict[str, Any]]) -> str:
-    """``raydebug list --json``: a JSON array, one session per line. Not ``indent=``: that
-    makes json use its pure-Python encoder, 4x slower (1,000 sessions: ~90 of 150 ms)."""
-    if not sessions:
-        return "[]"
-    return "[\n" + ",\n".join(json.dumps(session) for session in sessions) + "\n]"
-

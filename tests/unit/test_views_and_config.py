@@ -169,18 +169,6 @@ def test_vscode_command_writes_launch_json_and_keeps_a_backup(tmp_path):
     assert (tmp_path / ".vscode" / "launch.json.bak").read_text().endswith("// comment\n}")
 
 
-def test_list_json_is_one_session_per_line_and_round_trips():
-    from raydebug import views
-
-    sessions = [{"id": "a1", "labels": {"rank": "0"}, "argv": ["python", "job.py"]},
-                {"id": "b2", "labels": {}, "argv": []}]
-    text = views.sessions_json(sessions)
-    assert json.loads(text) == sessions
-    assert text.splitlines()[1:-1] == [json.dumps(s) + "," for s in sessions[:-1]] + [
-        json.dumps(sessions[-1])]
-    assert views.sessions_json([]) == "[]"
-
-
 @pytest.mark.parametrize("width", [120, 60])
 def test_the_threads_of_one_paused_process_are_told_apart(width: int):
     """`raydebug pause` of a threaded actor: one session per thread, the same task, node and
