@@ -60,6 +60,11 @@ REASON_BREAKPOINT = "breakpoint"
 REASON_EXCEPTION = "exception"
 REASON_PAUSE = "pause"  # raydebug pause: every Python thread of a live process
 REASONS = (REASON_BREAKPOINT, REASON_EXCEPTION, REASON_PAUSE)
+# What a session whose thread a pause found blocked in C (``PausedThread.blocked_in_c``)
+# lets a user do, as the terminal says it in one line (the web page has the same words).
+BLOCKED_IN_C = ("blocked in C: its frames, locals and evaluate work now; it steps once the "
+                "call returns, and stops at its next line (evaluate what unblocks it, or "
+                "continue)")
 
 
 # A *process* is one control connection: a live process (linked from its start) or one that

@@ -7,10 +7,12 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_terminal import PROMPT, Attach
 
 from helpers import (
     TIMEOUT,
@@ -24,6 +26,7 @@ from helpers import (
     write_script,
 )
 from raydebug.client.dap import DapClient
+from raydebug.session import BLOCKED_IN_C
 
 pytestmark = pytest.mark.integration
 
@@ -135,3 +138,28 @@ def test_a_thread_blocked_in_c_is_debugged_until_it_returns(hub: HubProcess, tmp
     code, out, err = finish(proc)
     assert code == 0, err
     assert "worker: done was set" in out and "finished True" in out, out
+
+
+def test_the_terminal_says_what_blocked_in_c_means(hub: HubProcess, tmp_path: Path):
+    script = write_script(tmp_path, "blocked.py", BLOCKED_WORKER)
+    after = line_of(script, "after = ")
+    proc = hub.spawn_linked(script)
+    assert read_line(proc).split() == ["started", str(proc.pid)]
+    assert raydebug(hub, "pause", f"pid={proc.pid}").returncode == 0
+    sessions = {s["thread"]: s for s in hub.wait_sessions(2)}
+    term = Attach(hub, sessions["blocked-worker"]["id"], columns=200)
+    try:
+        header = term.expect(PROMPT)
+        assert BLOCKED_IN_C in header, header
+        assert "*** the thread is blocked in C" in term.do("n")
+        term.do("p done.set()")
+        # back from C: stopped at its next line (where says so once it has; it is quick)
+        deadline = time.monotonic() + TIMEOUT
+        while f"({after})worker()" not in term.do("where"):
+            assert time.monotonic() < deadline, "the thread did not stop after its wait"
+        assert "waiting_for = 'done'" in term.do("p f'{waiting_for = }'")
+        term.do_and_end("q", "the process runs on")  # detached: every thread runs on
+    finally:
+        term.close()
+    code, out, err = finish(proc)
+    assert code == 0 and "finished True" in out, err

@@ -181,6 +181,15 @@ def test_a_paused_process_is_not_said_to_be_at_a_breakpoint():
     assert render.session_header(session, 20)[1] == "paused by raydebug pause"
 
 
+def test_a_thread_blocked_in_c_says_what_can_be_done_in_one_line():
+    session = {"id": "a", "pid": 1, "file": "/job.py", "line": 22, "reason": "pause",
+               "blocked_in_c": True}
+    assert render.session_header(session, 22)[1:] == [
+        "paused by raydebug pause",
+        "blocked in C: its frames, locals and evaluate work now; it steps once the call "
+        "returns, and stops at its next line (evaluate what unblocks it, or continue)"]
+
+
 def test_an_actor_method_is_named_once():
     header = render.session_header({"id": "a", "pid": 1, "actor_class": "Trainer",
                                     "task_name": "Trainer.update", "node_ip": "10.0.0.2"})
@@ -244,3 +253,15 @@ def test_cluster_breakpoints_join_the_table_as_the_process_names_their_files():
     shown = render.breakpoint_table(table.visible())
     assert shown[1].split()[:2] == ["1", "cluster"] and "\tstop only if i == 3" in shown
     assert "\tlog 'i={i}' (never stops)" in shown
+
+
+def test_the_web_page_says_blocked_in_c_in_the_terminals_words():
+    """One meaning, two renderers: the page's static format.js holds the same sentence."""
+    from raydebug.session import BLOCKED_IN_C
+    from raydebug.web import page_file
+
+    text = page_file("/format.js")[0].decode()
+    quoted = "".join(part.split('"')[1] for part in
+                     text.split("export const BLOCKED_IN_C =", 1)[1].split(";\n", 1)[0]
+                     .split("+"))
+    assert quoted == BLOCKED_IN_C

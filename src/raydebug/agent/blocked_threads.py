@@ -37,8 +37,6 @@ BLOCKED_GRACE = 0.3  # seconds a thread asked to pause has to stop before it cou
 STEP_REFUSED = ("the thread is blocked in C (e.g. a lock, Event.wait, queue.get, a socket): "
                 "it cannot step until it returns to Python; evaluate something that unblocks "
                 "it, or continue")
-BLOCKED_MEANING = ("blocked in C: frames and locals are readable and evaluate runs; "
-                   "it stops at its next line once the call returns")
 _STEP_REQUESTS = ("on_next_request", "on_stepin_request", "on_stepout_request",
                   "on_goto_request")
 

@@ -56,6 +56,9 @@ class DebuggerContext:
     _last_command: Command | None = None
     _stops_announced: int = 0
     _others_stopped: set[int] = field(default_factory=set)  # at the last prompt
+    # The session's thread was blocked in C when we attached: stops counted then (see
+    # session_commands.show_return_from_c); None once it returned, or when it was not.
+    _blocked_at_count: int | None = None
     # The session's own function, as far as the stacks seen tell (running._session_function).
     _session_depth: int | None = None
     _session_frame_name: str = ""

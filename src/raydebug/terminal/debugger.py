@@ -34,6 +34,7 @@ class TerminalDebugger(SessionCommands, InspectCommands, BreakpointCommands, Run
                 return Outcome.STOPPED
         self._last_command = command if command.name not in (STATEMENT, "help") else None
         try:
+            self.show_return_from_c()
             return self._dispatch(command)
         except CommandError as error:
             self.write(render.error(str(error)))

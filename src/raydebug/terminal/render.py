@@ -12,6 +12,8 @@ import pygments
 from pygments.formatters import TerminalFormatter
 from pygments.lexers import PythonLexer
 
+from ..session import BLOCKED_IN_C
+
 
 def highlight_lines(source: str) -> list[str]:
     """The lines of ``source`` with ANSI colours (lexed whole, so strings spanning lines
@@ -98,6 +100,8 @@ def session_header(session: dict[str, Any], stopped_line: int | None = None) -> 
         # No breakpoint() was called, and the line listed at the pause may be behind the
         # arrow already (a loop goes round): the frame line that follows says where it is.
         lines.append("paused by raydebug pause")
+        if session.get("blocked_in_c"):
+            lines.append(BLOCKED_IN_C)
     else:
         line = session.get("line")
         next_line = (f", next line {stopped_line}"

@@ -37,11 +37,27 @@ class SessionCommands(DebuggerContext):
             self.write(elsewhere)
         self._show_stop(context=2)
         self._stops_announced = self.remote.stops.count
+        if self.session.get("blocked_in_c"):
+            self._blocked_at_count = self.remote.stops.count
+
+    def show_return_from_c(self) -> None:
+        """Before a command: if the session's thread, blocked in C when we attached, has
+        stopped since on its own (its call returned: after ``p done.set()``, say), show
+        where, so the command works on that stop and not on the frames of the wait."""
+        stops = self.remote.stops
+        if self._blocked_at_count is None or stops.count == self._blocked_at_count:
+            return
+        if stops.last is None or stops.last.thread_id != self.thread_id:
+            return
+        self._blocked_at_count = None
+        self.write("(its call returned: the thread stopped at its next line)")
+        self._show_stop()
 
     def announce_other_stops(self) -> None:
         """Before a prompt: say which other threads stopped meanwhile (their own
         breakpoint(), in a threaded actor; ``thread N`` switches to one), and which stopped
         ones ran on though we did not resume them."""
+        self.show_return_from_c()
         stops = self.remote.stops
         stopped = set(stops.stopped_threads)
         ran_on = sorted(self._others_stopped - stopped)

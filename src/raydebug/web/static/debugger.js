@@ -4,7 +4,7 @@
 
 import { getJson, postJson } from "./api.js";
 import { DapSocket } from "./dap.js";
-import { basename, decodeBase64Repr, el, sessionName } from "./format.js";
+import { BLOCKED_IN_C, basename, decodeBase64Repr, el, sessionName } from "./format.js";
 import { Tree } from "./tree.js";
 
 const WEB_PAGE = "web page"; // the hub's name for the page's cluster breakpoints
@@ -67,6 +67,7 @@ export class Debugger {
     this.close();
     this.id = id;
     this.record = record;
+    this.blocked = Boolean(record?.blocked_in_c);
     this.threadId = null;
     this.frame = null;
     this.paused = false;
@@ -87,7 +88,10 @@ export class Debugger {
     this.dap = dap;
     dap.on("output", (body) => this.output(body));
     dap.on("stopped", (body) => this.stopped(body));
-    dap.on("continued", () => this.running());
+    dap.on("continued", () => {
+      this.blocked = false; // back from C (or let go): an ordinary thread from now on
+      this.running();
+    });
     dap.on("terminated", () => this.ended("the process has ended"));
     dap.on("exited", () => this.ended("the process has ended"));
     dap.on("raydebug/sessionEnded", (body) => {
@@ -195,7 +199,8 @@ export class Debugger {
     this.$("session-ended").hidden = true;
     this.$("btn-detach").disabled = false;
     this.threadId = body.threadId || this.threadId;
-    this.setState(`paused (${body.reason || "stopped"})`, true);
+    this.setState(`paused (${body.reason || "stopped"})`
+      + (this.blocked ? ` · ${BLOCKED_IN_C}` : ""), true);
     try {
       const { threads } = await this.dap.request("threads");
       const select = this.$("thread-select");

@@ -44,3 +44,8 @@ export function decodeBase64Repr(result) {
   const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
   return new TextDecoder().decode(bytes);
 }
+
+// A session whose thread a pause found blocked in C (its record's blocked_in_c), in the
+// terminal's words (raydebug.session.BLOCKED_IN_C); it stays so until its call returns.
+export const BLOCKED_IN_C = "blocked in C: its frames, locals and evaluate work now; it steps "
+  + "once the call returns, and stops at its next line (evaluate what unblocks it, or continue)";

@@ -2,7 +2,7 @@
 // pauses appear and finished ones leave without a reload.
 
 import { getJson } from "./api.js";
-import { age, basename, el, nodeName, sessionName } from "./format.js";
+import { BLOCKED_IN_C, age, basename, el, nodeName, sessionName } from "./format.js";
 
 const POLL_MS = 1000;
 
@@ -69,6 +69,8 @@ export class SessionList {
       el("td", { class: "where" }, `${basename(session.file)}:${session.line}`,
         el("span", { class: "sub" }, ` in ${session.function}`)),
       el("td", {}, el("span", { class: `badge reason-${session.reason}` }, session.reason),
+        session.blocked_in_c ? el("span", { class: "badge blocked", title: BLOCKED_IN_C },
+          "blocked in C") : null,
         session.state === "attached" ? el("span", { class: "badge attached" }, "attached")
           : null),
       el("td", { class: "exception-cell" }, session.exception || ""),
