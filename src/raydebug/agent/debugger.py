@@ -184,32 +184,17 @@ class Debugger:
         """Suspend the current thread (``thread``), asked to pause, in the user's frame at
         or below ``frame`` (:meth:`user_frame`), at its current line; block until resumed.
         For a thread that entered Python again above that frame (a signal handler): the
-        stop's stack starts there, the frames above it are never shown.
-
-        Made outside a trace function, so pydevd is kept from tracing this thread first
-        (what its own stop from user code does): the Python this stop runs (an import's
-        finder, the session's record) would be traced, and pydevd, asked to pause this
-        thread, would stop it there instead. Nothing but raydebug's and pydevd's code runs
-        before that guard.
-        """
-        monitoring: Any = None
-        if sys.version_info >= (3, 12):
-            from _pydevd_sys_monitoring import pydevd_sys_monitoring as monitoring
-        saved = monitoring is not None and monitoring.suspend_current_thread_tracing()
-        info = getattr(thread, "additional_info", None) or \
-            self._py_db.set_additional_thread_info(thread)
-        info.is_tracing += 1
-        try:
-            from _pydevd_bundle.pydevd_comm_constants import CMD_THREAD_SUSPEND
-
+        stop's stack starts there, the frames above it are never shown. Made outside a
+        trace function: kept from pydevd's tracing (:class:`.Untraced`) from its first
+        line, or pydevd, asked to pause this thread, would stop it in the code this stop
+        runs."""
+        with Untraced(self._py_db, thread):
             frame = self.user_frame(frame)
             self._prepare_stop_here(frame, under_client)
-            self._py_db.set_suspend(thread, CMD_THREAD_SUSPEND, is_pause=True)
-            self._py_db.do_wait_suspend(thread, frame, "line", None)
-        finally:
-            info.is_tracing -= 1
-            if saved:
-                monitoring.resume_current_thread_tracing()
+            with Untraced(self._py_db, thread):  # the preparation traced it again (3.12+)
+                # No set_suspend: pydevd has it from the pause; a second one, on 3.13,
+                # suspended pydevd's next new thread too (the client's hand-off: no attach).
+                self._py_db.do_wait_suspend(thread, frame, "line", None)
 
     def stop_on_raised(self, frame: FrameType, exception: BaseException,
                        traceback: TracebackType | None, under_client: bool = False) -> None:

@@ -1,0 +1,77 @@
+"""`raydebug pause` stops a main thread blocked in C: raydebug's real-time signal brings it
+back to Python, the session is listed at the user's blocked line within a second, a client
+reads a local there and unblocks the call, continues, and the program completes as if it
+had never stopped. Real processes, a real hub, on 3.11, 3.12 and 3.13."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from test_armed_breakpoints import python_for
+from test_python_versions import SOURCE
+
+from helpers import HubProcess, evaluate_and_continue, finish, line_of, read_line, run, \
+    write_script
+from raydebug.client.hub_api import pause
+
+pytestmark = pytest.mark.integration
+
+SCRIPT = """
+import queue, select, socket, subprocess, sys, threading, time
+from raydebug.agent import start_live_link
+
+start_live_link()  # as RAYDEBUG_LIVE=1 does where raydebug's .pth is installed
+
+def main():
+    marker = 41
+{setup}
+    print("ready", flush=True)
+    {blocking}  # blocked here
+    print("done", marker, flush=True)
+
+input()  # the test says when the process is linked
+main()
+"""
+
+# name -> (set-up lines, the blocking call, what a client evaluates to unblock it)
+BLOCKING = {
+    "lock": ("lock = threading.Lock(); lock.acquire()", "lock.acquire()", "lock.release()"),
+    "event": ("event = threading.Event()", "event.wait()", "event.set()"),
+    "queue": ("jobs = queue.Queue()", "jobs.get()", "jobs.put(1)"),
+    "sleep": ("nap = 6", "time.sleep(nap)", "nap"),
+    "select": ("here, there = socket.socketpair()", "select.select([here], [], [])",
+               "there.send(b'x')"),
+    "recv": ("here, there = socket.socketpair()", "here.recv(1)", "there.send(b'x')"),
+    "subprocess": ("child = subprocess.Popen([sys.executable, '-c', "
+                   "'import sys; sys.stdin.read()'], stdin=subprocess.PIPE)",
+                   "child.wait()", "child.stdin.close()"),
+}
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+@pytest.mark.parametrize("call", sorted(BLOCKING))
+def test_pause_stops_a_main_thread_blocked_in_c(hub: HubProcess, tmp_path: Path,
+                                                version: str, call: str) -> None:
+    setup, blocking, unblock = BLOCKING[call]
+    script = write_script(tmp_path, "blocked.py",
+                          SCRIPT.format(setup=f"    {setup}", blocking=blocking))
+    proc = hub.spawn_linked(script, python_for(version), PYTHONPATH=str(SOURCE))
+    assert read_line(proc).strip() == "ready"
+
+    asked = time.monotonic()
+    answer = pause(hub.client_address, [f"pid={proc.pid}"])
+    assert answer["paused"], answer
+    [session] = hub.wait_sessions(1)
+    listed_after = time.monotonic() - asked
+    assert session["reason"] == "pause"
+    assert (session["file"], session["line"]) == (str(script), line_of(script, "blocked here"))
+    assert listed_after < 1.0, f"listed {listed_after:.2f}s after the pause"
+
+    seen = run(evaluate_and_continue(*hub.client, session["id"], f"[marker, {unblock}]"))
+    assert seen.result.startswith("[41, "), seen.result
+    assert (seen.top["name"], seen.top["line"]) == ("main", line_of(script, "blocked here"))
+    code, out, err = finish(proc)
+    assert code == 0, err[-2000:]
+    assert out.splitlines()[-1] == "done 41", out
