@@ -99,6 +99,7 @@ class BlockedThreads:
         self._lock = threading.Lock()
         self._stand_ins: dict[int, _StandIn] = {}  # blocked thread's ident -> its stand-in
         self._py_db: Any = None
+        self._restore: list[tuple[Any, str, Any]] = []  # see restore_after_fork
 
     def install(self, py_db: Any) -> None:
         """Wrap pydevd (started) so a returning thread takes over from its stand-in, and
@@ -107,7 +108,14 @@ class BlockedThreads:
             return
         self._py_db = py_db
         _wrap_wait(py_db, self._before_own_stop)
-        _refuse_steps(self._blocked_pydevd_ids)
+        self._restore = _refuse_steps(self._blocked_pydevd_ids)
+
+    def restore_after_fork(self) -> None:
+        """In a fork child: put back pydevd's step handlers (class attributes, which outlive
+        this object there; the child's own debugger wraps the originals)."""
+        for owner, name, original in self._restore:
+            setattr(owner, name, original)
+        self._restore = []
 
     def watch(self, threads: list[threading.Thread],
               is_still_asked: Callable[[threading.Thread], bool]) -> None:
@@ -187,11 +195,13 @@ class BlockedThreads:
         stand_in.leave.set()
         self._wake(thread)
         stand_in.left.wait()
-        # Asked again, as a pause asks: pydevd then tells the client of this stop (it tells
-        # of a pause's stops once, and it told of the stand-in's).
-        from _pydevd_bundle.pydevd_comm_constants import CMD_THREAD_SUSPEND
-
-        self._py_db.set_suspend(thread, CMD_THREAD_SUSPEND, is_pause=True)
+        # Counted as a new pause, as set_suspend counts one: pydevd then tells the client of
+        # this stop (it tells of a pause's stops once, and it told of the stand-in's). Not
+        # set_suspend itself: in pydevd's single-notification mode it suspends every other
+        # thread too, and the client may have let some run on meanwhile.
+        notification = self._py_db._threads_suspended_single_notification
+        notification.increment_suspend_time()
+        notification.on_pause()
         return True
 
     def _wake(self, thread: threading.Thread) -> None:
@@ -219,16 +229,19 @@ def _wrap_wait(py_db: Any, before: Callable[[Any, FrameType], bool]) -> None:
     py_db.do_wait_suspend = do_wait_suspend
 
 
-def _refuse_steps(blocked_ids: Callable[[], set[str]]) -> None:
+def _refuse_steps(blocked_ids: Callable[[], set[str]]) -> list[tuple[Any, str, Any]]:
     """Answer a step request for a blocked thread with :data:`STEP_REFUSED` (pydevd would
-    accept it, and the thread would step from wherever it comes back)."""
+    accept it, and the thread would step from wherever it comes back); returns what was
+    replaced, as (owner, name, original)."""
     from _pydevd_bundle._debug_adapter import pydevd_base_schema
     from _pydevd_bundle.pydevd_comm_constants import CMD_RETURN
     from _pydevd_bundle.pydevd_net_command import NetCommand
     from _pydevd_bundle.pydevd_process_net_command_json import PyDevJsonCommandProcessor
 
+    replaced = []
     for name in _STEP_REQUESTS:
         original = getattr(PyDevJsonCommandProcessor, name)
+        replaced.append((PyDevJsonCommandProcessor, name, original))
 
         def refusing(processor: Any, py_db: Any, request: Any, *args: Any,
                      _original: Any = original, **kwargs: Any) -> Any:
@@ -239,3 +252,4 @@ def _refuse_steps(blocked_ids: Callable[[], set[str]]) -> None:
             return _original(processor, py_db, request, *args, **kwargs)
 
         setattr(PyDevJsonCommandProcessor, name, refusing)
+    return replaced

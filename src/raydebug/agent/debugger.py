@@ -359,4 +359,5 @@ class Debugger:
             return
         reset_pydevd_after_fork(self._py_db)
         self._suspensions.restore_after_fork()
+        self.blocked.restore_after_fork()
         self._py_db = None
