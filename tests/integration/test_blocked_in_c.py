@@ -163,3 +163,65 @@ def test_the_terminal_says_what_blocked_in_c_means(hub: HubProcess, tmp_path: Pa
         term.close()
     code, out, err = finish(proc)
     assert code == 0 and "finished True" in out, err
+
+
+NAPPING_WORKER = """
+import os, threading, time
+from raydebug.agent import start_live_link
+
+start_live_link()
+
+def worker():
+    time.sleep(float(os.environ["NAP"]))  # in C until the nap ends: nobody has to help
+    woke = True
+    print("worker woke", woke, flush=True)
+
+thread = threading.Thread(target=worker, name="napper")
+thread.start()
+print("started", os.getpid(), flush=True)
+while thread.is_alive():
+    time.sleep(0.01)
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+def test_a_thread_that_returns_unattended_becomes_an_ordinary_session(hub: HubProcess,
+                                                                      tmp_path: Path,
+                                                                      version: str):
+    """No client attached: the call returns by itself; the same session now says where the
+    thread stopped (its next line), not blocked; an attach finds it there, and it steps."""
+    script = write_script(tmp_path, "napping.py", NAPPING_WORKER)
+    proc = hub.spawn_linked(script, python_for(version), PYTHONPATH=str(SOURCE), NAP="3")
+    assert read_line(proc).split() == ["started", str(proc.pid)]
+    assert raydebug(hub, "pause", f"pid={proc.pid}").returncode == 0
+    napping = {s["thread"]: s for s in hub.wait_sessions(2)}["napper"]
+    assert napping["blocked_in_c"] is True, napping
+    woke = line_of(script, "woke = True")
+    deadline = time.monotonic() + TIMEOUT
+    while True:  # the hub has no wait for a changed record: asked, bounded
+        (now,) = [s for s in hub.get("/api/sessions") if s["id"] == napping["id"]]
+        if not now["blocked_in_c"]:
+            break
+        assert time.monotonic() < deadline, now
+        time.sleep(0.1)
+    assert now["line"] == woke and now["function"] == "worker", now
+
+    async def attach_and_leave() -> None:
+        client = await hub.dap()
+        first = await client.attach(napping["id"])
+        threads = (await client.request("threads"))["threads"]
+        worker = next(t["id"] for t in threads if t["name"] == "napper")
+        if first.body["threadId"] != worker:
+            await client.wait_event("stopped", threadId=worker)
+        top = await top_frame(client, worker)
+        assert (top["name"], top["line"]) == ("worker", woke), top
+        await client.request("next", {"threadId": worker})  # an ordinary thread: it steps
+        await client.wait_event("stopped", threadId=worker)
+        assert (await top_frame(client, worker))["line"] == woke + 1
+        await client.request("disconnect", {})
+        await client.close()
+
+    run(asyncio.wait_for(attach_and_leave(), TIMEOUT))
+    code, out, err = finish(proc)
+    assert code == 0 and "worker woke True" in out and "finished" in out, err
