@@ -199,10 +199,11 @@ export class Debugger {
     this.$("session-ended").hidden = true;
     this.$("btn-detach").disabled = false;
     this.threadId = body.threadId || this.threadId;
-    this.setState(`paused (${body.reason || "stopped"})`
-      + (this.blocked ? ` · ${BLOCKED_IN_C}` : ""), true);
+    this.stopReason = body.reason || "stopped";
+    this.setState(`paused (${this.stopReason})`, true);
     try {
       const { threads } = await this.dap.request("threads");
+      this.threadNames = new Map(threads.map((thread) => [thread.id, thread.name]));
       const select = this.$("thread-select");
       select.replaceChildren(...threads.map((thread) =>
         el("option", { value: thread.id, selected: thread.id === this.threadId },
@@ -216,6 +217,11 @@ export class Debugger {
 
   async showThread(threadId) {
     this.threadId = threadId;
+    if (this.paused) {
+      // The session's own thread, still blocked in C, says what that means.
+      const blocked = this.blocked && this.threadNames?.get(threadId) === this.record?.thread;
+      this.setState(`paused (${this.stopReason})` + (blocked ? ` · ${BLOCKED_IN_C}` : ""), true);
+    }
     const { stackFrames } = await this.dap.request("stackTrace", { threadId, levels: 200 });
     const list = this.$("stack");
     list.replaceChildren(...stackFrames.map((frame, index) => {
