@@ -95,7 +95,7 @@ def process_columns(processes: Sequence[Mapping[str, Any]], now: float | None = 
         Column("pid", [str(p.get("pid", "")) for p in processes], 7),
         Column("node", [str(p.get("node_ip") or p.get("host") or "") for p in processes], 9),
         Column("rank", [_rank(p) for p in processes], 4),
-        Column("state", [str(p.get("state", "")) for p in processes], 7),
+        Column("state", [_state(p, now) for p in processes], 7),
         Column("sessions", [",".join(str(s) for s in p.get("sessions") or [])
                             for p in processes], 12),  # an id to attach to, whole
         Column("task", [_task(p) for p in processes], 12),
@@ -107,6 +107,16 @@ def process_columns(processes: Sequence[Mapping[str, Any]], now: float | None = 
         Column("labels", [_other_labels(p) for p in processes], 10),
     ]
     return [c for c in columns if any(c.cells)]
+
+
+def _state(process: Mapping[str, Any], now: float | None) -> str:
+    """``running``, ``paused``, or ``pause requested 12s`` for a running process whose
+    threads asked to pause have not stopped (the age of the oldest ask)."""
+    requested = process.get("pause_requested")
+    if process.get("state") == "running" and isinstance(requested, dict) \
+            and requested.get("threads"):
+        return f"pause requested {format_age(float(requested.get('since') or 0), now)}"
+    return str(process.get("state", ""))
 
 
 def processes_table(processes: Sequence[Mapping[str, Any]], now: float | None = None,

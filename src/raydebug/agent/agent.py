@@ -16,10 +16,12 @@ close). ``SessionEnded`` says which.
 
 ``raydebug pause`` asks pydevd to suspend every Python thread; a thread becomes a session
 (reason ``pause``) only when it has suspended, at the frame it stopped in. Until then it is
-*pause requested* (:class:`PauseRequest`): not listed, since a thread blocked in C stops only
-when it returns to Python, and a client attached to it would wait for nothing. A request that
-is abandoned (pydevd resumed everything for a departing client, the hub closed) is forgotten:
-the hub never saw it, so no ``SessionEnded`` is sent.
+*pause requested* (:mod:`.pause_requests`): not listed as a session, since a thread blocked
+in C stops only when it returns to Python, and a client attached to it would wait for nothing;
+the hub is told how many are pending. A request ends when its thread stops, when it is
+withdrawn (``raydebug pause --cancel``, or its asker's wait is over), or when it is abandoned
+(pydevd resumed everything for a departing client, the hub closed): never a session, it ends
+with no ``SessionEnded``.
 
 No pause is lost to a client that leaves: a pause that had not stopped under it, or that it
 left no request to react to, stays paused and is registered with the hub again as waiting
@@ -44,22 +46,25 @@ from ..protocol.control import (
     END_RETURNED,
     END_TIMEOUT,
     BreakpointsLoaded,
+    CancelPause,
     CollectStacks,
     ControlMessage,
     LogpointOutput,
     Pause,
+    PauseCancelled,
     Paused,
     Register,
     SessionEnded,
     SessionStarted,
     Stacks,
 )
-from ..session import REASON_PAUSE, PausedThread
+from ..session import REASON_PAUSE, PausedThread, PauseRequestEvent
 from . import fork_guard, live, pause_signal
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
 from .hub_link import HubLink
 from .metadata import came_back, innermost_frame, process_labels, ray_fields, record_for_frame
+from .pause_requests import PauseRequest, expire_later, pending_message
 from .report import pause_place, say
 from .returns import ReturnWatcher
 
@@ -79,14 +84,6 @@ class ParkedThread:
     released: threading.Event = field(default_factory=threading.Event)
     has_stopped: bool = False  # suspended in pydevd at least once since release
     hub_closed: bool = False  # released because the hub went away for good: run on
-
-
-@dataclass(frozen=True)
-class PauseRequest:
-    """A thread that ``raydebug pause`` asked pydevd to suspend, which has not stopped yet."""
-
-    thread: threading.Thread
-    identity: dict[str, Any]  # the process's cluster ids, read when the pause was asked
 
 
 class Agent:
@@ -291,7 +288,7 @@ class Agent:
             f"(RAYDEBUG_WAIT_TIMEOUT); continuing")
         return None
 
-    def pause_all_threads(self) -> list[int]:
+    def pause_all_threads(self, expire: float = 0.0) -> list[int]:
         """``raydebug pause``, on the link thread: ask pydevd to suspend every Python thread
         that has no session and no pause requested yet.
 
@@ -299,8 +296,9 @@ class Agent:
         ``pause``) when it suspends (:meth:`_on_thread_suspended`), not before: one blocked
         in C suspends only when it returns to Python. No thread waits in raydebug for a
         client: a suspended thread with no client stays suspended, and the client that
-        attaches is told of it (``replay_stops``). Returns the idents of the threads asked;
-        raises what pydevd's start raises.
+        attaches is told of it (``replay_stops``). A thread that has not stopped within
+        ``expire`` seconds (0: no limit) is no longer asked. Returns the idents of the
+        threads asked; raises what pydevd's start raises.
         """
         self.debugger.ensure_started()
         with self._lock:
@@ -308,11 +306,17 @@ class Agent:
             busy = {s.thread_ident for s in self._sessions.values()} | set(self._pause_requests)
         targets = self.debugger.pausable_threads(skip=busy)
         identity = live.session_identity()
+        asked_now = []
         with self._lock:
             for thread, _frame in targets:
                 assert thread.ident is not None
-                self._pause_requests[thread.ident] = PauseRequest(thread, identity)
+                request = self._pause_requests[thread.ident] = PauseRequest(thread, identity)
+                asked_now.append(request)
+            self.link.post(pending_message(self._pause_requests.values()))
         self.debugger.suspend_threads([thread for thread, _ in targets])
+        if expire > 0 and asked_now:
+            expire_later(expire, lambda: self.withdraw_pauses(asked_now,
+                                                              PauseRequestEvent.EXPIRED))
         asked = [thread.ident for thread, _ in targets if thread.ident is not None]
         main = threading.main_thread().ident
         if main in asked:  # blocked in C, it would never stop: a signal brings it to Python
@@ -321,6 +325,24 @@ class Agent:
         self.debugger.blocked.watch([thread for thread, _ in targets],
                                     lambda thread: self._still_asked(thread.ident))
         return asked
+
+    def withdraw_pauses(self, only: list[PauseRequest] | None = None,
+                        event: PauseRequestEvent = PauseRequestEvent.CANCELLED) -> int:
+        """End the pause requests not met yet (``only`` those, if given) with ``event``
+        (cancelled, expired), and take them back from pydevd: each thread runs on when it
+        returns to Python. Returns how many were withdrawn."""
+        with self._lock:
+            ended = [(ident, request) for ident, request in self._pause_requests.items()
+                     if (only is None or any(request is mine for mine in only))
+                     and not self.debugger.is_suspended(ident)]
+            for ident, request in ended:
+                del self._pause_requests[ident]
+                request.move(event)
+            if ended:
+                self.link.post(pending_message(self._pause_requests.values()))
+        if ended:
+            self.debugger.withdraw_pause([request.thread for _, request in ended])
+        return len(ended)
 
     def _still_asked(self, ident: int | None) -> bool:
         """Whether thread ``ident`` is asked to pause and has not stopped yet."""
@@ -339,7 +361,6 @@ class Agent:
         if request is None or self.debugger.is_suspended(ident):
             return  # it stopped meanwhile, or its request ended
         self.debugger.stop_paused(request.thread, frame, under_client=self._client_ready)
-
 
     # -- session bookkeeping ----------------------------------------------------------------
 
@@ -366,6 +387,9 @@ class Agent:
         blocked = self.debugger.blocked.is_standing_in(ident)  # it is still in C
         with self._lock:
             request = self._pause_requests.pop(ident, None)
+            if request is not None:
+                request.move(PauseRequestEvent.THREAD_STOPPED)
+                self.link.post(pending_message(self._pause_requests.values()))
             known = False
             for session in self._sessions.values():
                 if session.thread_ident == ident:
@@ -391,10 +415,13 @@ class Agent:
         """Forget the pause requests pydevd no longer holds (a resume of every thread
         cancelled them, or the thread ended): never listed, they end without a word to
         the hub."""
-        for ident, request in list(self._pause_requests.items()):
-            if not (request.thread.is_alive()
-                    and self.debugger.is_asked_to_pause(request.thread)):
-                del self._pause_requests[ident]
+        abandoned = [ident for ident, request in self._pause_requests.items()
+                     if not (request.thread.is_alive()
+                             and self.debugger.is_asked_to_pause(request.thread))]
+        for ident in abandoned:
+            self._pause_requests.pop(ident).move(PauseRequestEvent.CANCELLED)
+        if abandoned:
+            self.link.post(pending_message(self._pause_requests.values()))
 
     def _on_thread_resumed(self, ident: int) -> None:
         if self.debugger.blocked.is_handing_over(ident):
@@ -437,13 +464,16 @@ class Agent:
 
     def pause(self, request: Pause) -> ControlMessage:
         try:
-            self.pause_all_threads()
+            self.pause_all_threads(expire=request.expire_ms / 1000)
         except Exception as error:  # the process runs on, unpaused; the client is told why
             reason = f"the debugger could not start in pid {os.getpid()}: " \
                      f"{type(error).__name__}: {error}"
             say(reason)
             return Paused(request_id=request.request_id, error=reason)
         return Paused(request_id=request.request_id)
+
+    def cancel_pause(self, request: CancelPause) -> ControlMessage:
+        return PauseCancelled(request_id=request.request_id, threads=self.withdraw_pauses())
 
     def live_sessions(self) -> list[SessionStarted]:
         with self._lock:

@@ -277,6 +277,18 @@ class Debugger:
             for thread in threads:
                 self._py_db.set_suspend(thread, CMD_THREAD_SUSPEND, is_pause=True)
 
+    def withdraw_pause(self, threads: list[threading.Thread]) -> None:
+        """Take back the pause asked of ``threads`` (none suspended): each runs on, untraced
+        once nothing else needs tracing, when it returns to Python. What a ``continue`` of
+        those threads does to pydevd's request (``internal_run_thread``)."""
+        from _pydevd_bundle import pydevd_thread_lifecycle
+        from _pydevd_bundle.pydevd_additional_thread_info import set_additional_thread_info
+
+        with self._start_lock:
+            for thread in threads:
+                pydevd_thread_lifecycle.internal_run_thread(thread, set_additional_thread_info)
+        self.reconsider_tracing()
+
     @staticmethod
     def is_asked_to_pause(thread: threading.Thread) -> bool:
         """Whether pydevd still means to suspend ``thread`` (asked by :meth:`suspend_threads`

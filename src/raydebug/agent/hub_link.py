@@ -34,6 +34,7 @@ from ..protocol.control import (
     ROLE_CONTROL,
     ROLE_DATA,
     ArmBreakpoints,
+    CancelPause,
     Challenge,
     ChannelFailed,
     ClientGone,
@@ -81,6 +82,7 @@ class LinkHandler(Protocol):
     def live_sessions(self) -> list[SessionStarted]: ...
     def collect_stacks(self, request: CollectStacks) -> ControlMessage: ...
     def pause(self, request: Pause) -> ControlMessage: ...
+    def cancel_pause(self, request: CancelPause) -> ControlMessage: ...
     def arm_breakpoints(self, breakpoints: dict[str, Any]) -> None: ...
     def prepare_client(self) -> None: ...
     def serve_client(self, sock: socket.socket) -> None: ...
@@ -143,6 +145,7 @@ class HubLink:
             Refused: self._on_refused,
             CollectStacks: lambda m: self._answer(self._handler.collect_stacks(m)),
             Pause: lambda m: self._answer(self._handler.pause(m)),
+            CancelPause: lambda m: self._answer(self._handler.cancel_pause(m)),
             HubClosing: self._on_hub_closing,
             ArmBreakpoints: lambda m: self._handler.arm_breakpoints(m.breakpoints),
         }

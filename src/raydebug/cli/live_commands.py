@@ -200,28 +200,42 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
 @click.command(epilog=_epilog(
     "raydebug pause rank=1            pause rank 1, then: raydebug attach",
     "raydebug pause task=preprocess   the Ray workers running that task now",
-    "raydebug pause pid=4242 host=node-2"))
+    "raydebug pause pid=4242 host=node-2",
+    "raydebug pause --cancel pid=4242  withdraw its pause, if nothing stopped yet"))
 @HUB_OPTION
 @RAY_ADDRESS_OPTION
 @CLIENT_TOKEN_OPTION
 @click.option("--wait", "wait_seconds", default=5.0, show_default=True,
               type=click.FloatRange(min=0), metavar="SECONDS",
-              help="Wait this long for the sessions to be listed, and print their ids "
-                   "(0: do not wait).")
+              help="Wait this long for the sessions to be listed, and print their ids; "
+                   "a thread that has not stopped by then is no longer asked, unless "
+                   "--keep (0: do not wait, keep the request).")
+@click.option("--keep", is_flag=True,
+              help="Keep asking the threads that have not stopped within --wait: each "
+                   "stops when it returns to Python (`raydebug pause --cancel` withdraws).")
+@click.option("--cancel", is_flag=True,
+              help="Withdraw the pauses of the selected processes that have not stopped "
+                   "yet (`raydebug ps`: pause requested).")
 @SELECTOR
 def pause(hub: str | None, ray_address: str | None, client_token: str | None,
-          wait_seconds: float, selector: tuple[str, ...]) -> None:
+          wait_seconds: float, keep: bool, cancel: bool, selector: tuple[str, ...]) -> None:
     """Pause the selected running processes (all their Python threads): each thread that
     stops becomes a session with reason `pause`, which `raydebug attach`, VS Code and
-    nvim-dap debug as any other. Detaching resumes it. A thread blocked in C stops (and is
-    listed) only when it returns to Python."""
+    nvim-dap debug as any other. Detaching resumes it. A main thread blocked in C is
+    interrupted to stop; another thread blocked in C stops when it returns to Python, if
+    that is within --wait (or with --keep)."""
     if not selector:
         raise click.UsageError("pause needs at least one SELECTOR term (e.g. rank=1, "
                                "pid=4242, task=train): it never pauses every process by "
                                "default; `raydebug ps` lists them")
     _check_terms(selector)
     location = locate_hub(hub, ray_address)
-    answer = _ask(location, lambda: hub_api.pause(location.address, selector, client_token))
+    if cancel:
+        _cancel_pauses(location.address, selector, client_token)
+        return
+    expire = 0.0 if keep else wait_seconds
+    answer = _ask(location, lambda: hub_api.pause(location.address, selector, client_token,
+                                                  expire=expire))
     paused = [str(p) for p in answer.get("paused") or []]
     already = [str(p) for p in answer.get("already_paused") or []]
     sessions = (_wait_sessions(location.address, paused, wait_seconds, client_token)
@@ -231,7 +245,8 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
     for process in paused:
         found = sessions.get(process)
         where = (f": session {', '.join(found)} (raydebug attach {found[0]})" if found
-                 else _not_stopped(pids.get(process)) if process in unstopped else "")
+                 else _not_stopped(pids.get(process), keep) if process in unstopped
+                 else "")
         click.echo(f"paused {process}{where}")
     for process in already:
         click.echo(f"{process} was paused already")
@@ -242,11 +257,32 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
         sys.exit(1)
 
 
-def _not_stopped(pid: int | None) -> str:
-    """Why a paused process has no session yet, and where to look."""
+def _not_stopped(pid: int | None, kept: bool) -> str:
+    """Why a paused process has no session yet, what became of its request, and where to
+    look."""
     stacks = f"raydebug stacks pid={pid}" if pid is not None else "raydebug stacks"
-    return (": no thread has stopped yet (a thread blocked in C stops when it returns to "
-            f"Python; {stacks} shows where each waits)")
+    selector = f"pid={pid}" if pid is not None else "SELECTOR"
+    if kept:
+        return (": no thread has stopped yet; each stops when it returns to Python "
+                f"(`raydebug pause --cancel {selector}` withdraws; {stacks} shows where "
+                "each waits)")
+    return (": no thread stopped in time, the pause is withdrawn (--keep keeps it; "
+            f"{stacks} shows where each waits)")
+
+
+def _cancel_pauses(hub: str, selector: tuple[str, ...], token: str | None) -> None:
+    """``raydebug pause --cancel``: withdraw the selected processes' pending pauses, and
+    say of how many threads each."""
+    answer = hub_api.pause(hub, selector, token, cancel=True)
+    for process, threads in (answer.get("cancelled") or {}).items():
+        click.echo(f"{process}: withdrew the pause of {threads} "
+                   f"thread{'s' if threads != 1 else ''}" if threads
+                   else f"{process}: no pause pending")
+    failed = answer.get("failed") or {}
+    for process, reason in failed.items():
+        error(f"could not withdraw the pause of {process}: {reason}")
+    if failed:
+        sys.exit(1)
 
 
 def _pids(hub: str, token: str | None) -> dict[str, int]:

@@ -179,11 +179,19 @@ def stacks(hub: str, selector: Sequence[str] = (), with_locals: bool = False,
 
 
 def pause(hub: str, selector: Sequence[str], token: str | None = None,
-          timeout: float = 10.0) -> dict[str, Any]:
+          timeout: float = 10.0, expire: float = 0.0, cancel: bool = False) -> dict[str, Any]:
     """Pause every running process that ``selector`` matches: ``{"paused": [ids],
     "already_paused": [ids], "failed": {id: reason}}``; their sessions (reason ``pause``)
-    appear soon after. Raises :class:`NoProcessMatchError` when none matches."""
-    answer = post_json(hub, "/api/pause", {"selector": list(selector)}, timeout, token)
+    appear soon after, and a thread not stopped within ``expire`` seconds is no longer
+    asked (0: until it stops or is cancelled). ``cancel``: withdraw those processes'
+    pauses not met yet instead: ``{"cancelled": {id: threads}, "failed": {id: reason}}``.
+    Raises :class:`NoProcessMatchError` when none matches."""
+    body: dict[str, Any] = {"selector": list(selector)}
+    if cancel:
+        body["cancel"] = True
+    elif expire:
+        body["expire"] = expire
+    answer = post_json(hub, "/api/pause", body, timeout, token)
     if not isinstance(answer, dict):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/pause")
     return answer

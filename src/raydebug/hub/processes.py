@@ -25,9 +25,11 @@ from typing import Any
 
 from ..errors import NoProcessMatchError
 from ..protocol.control import (
+    CancelPause,
     CollectStacks,
     ControlMessage,
     Pause,
+    PauseCancelled,
     Paused,
     Stacks,
     encode_control,
@@ -62,7 +64,7 @@ class ProcessQueries:
         self.last_round_writing = 0.0
         self.last_round_asked = 0
 
-    def answer(self, process: Process, message: Stacks | Paused) -> None:
+    def answer(self, process: Process, message: Stacks | Paused | PauseCancelled) -> None:
         """``process``'s answer; nothing when its question timed out already (or was not
         asked of that process)."""
         round_ = self._rounds.get(message.request_id)
@@ -181,14 +183,18 @@ class ProcessQueries:
             result.append(entry)
         return result
 
-    async def pause(self, processes: list[Process],
-                    timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    async def pause(self, processes: list[Process], timeout: float = DEFAULT_TIMEOUT,
+                    expire: float = 0.0) -> dict[str, Any]:
         """Ask each running process among ``processes`` to pause; paused ones are left as
-        they are. Returns ``{"paused", "already_paused", "failed"}`` (ids; ``failed``:
-        id -> reason). The sessions follow on their own."""
+        they are. A thread that has not stopped within ``expire`` seconds is no longer
+        asked (0: until it stops or :meth:`cancel_pauses`). Returns ``{"paused",
+        "already_paused", "failed"}`` (ids; ``failed``: id -> reason). The sessions follow
+        on their own."""
         running = [p for p in processes if p.state is ProcessState.RUNNING]
         already = [p.id for p in processes if p.state is not ProcessState.RUNNING]
-        answers = await self._ask_all(running, lambda rid: Pause(request_id=rid), timeout)
+        expire_ms = max(0, round(expire * 1000))
+        answers = await self._ask_all(
+            running, lambda rid: Pause(request_id=rid, expire_ms=expire_ms), timeout)
         paused, failed = [], {}
         for process, answer in zip(running, answers, strict=True):
             if isinstance(answer, Paused) and not answer.error:
@@ -196,6 +202,20 @@ class ProcessQueries:
             else:
                 failed[process.id] = answer.error if isinstance(answer, Paused) else answer
         return {"paused": paused, "already_paused": already, "failed": failed}
+
+    async def cancel_pauses(self, processes: list[Process],
+                            timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """Withdraw the pauses asked of ``processes`` that no thread has met yet. Returns
+        ``{"cancelled": {id: threads withdrawn}, "failed": {id: reason}}``."""
+        answers = await self._ask_all(processes, lambda rid: CancelPause(request_id=rid),
+                                      timeout)
+        cancelled, failed = {}, {}
+        for process, answer in zip(processes, answers, strict=True):
+            if isinstance(answer, PauseCancelled):
+                cancelled[process.id] = answer.threads
+            else:
+                failed[process.id] = str(answer)
+        return {"cancelled": cancelled, "failed": failed}
 
     async def _ask_all(self, processes: list[Process], question: Any,
                        timeout: float) -> list[ControlMessage | str]:

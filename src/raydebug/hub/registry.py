@@ -94,6 +94,9 @@ class Process:
     # The encoded fixed part of its record, by argv kind (None: not encoded yet; cleared
     # when it registers).
     static_json: dict[bool, bytes] = field(default_factory=dict)
+    # Threads asked to pause that have not stopped: {"threads": n, "since": epoch seconds
+    # the oldest was asked}, as its agent said last (None: none).
+    pause_requested: dict[str, Any] | None = None
 
     def reported(self, name: str) -> Any:
         """A field the process reported: what it runs now first, then its registration,
@@ -221,6 +224,8 @@ class Registry:
         parent = self._by_pid.get((view["host"], parent_pid)) \
             if isinstance(parent_pid, int) else None
         view["parent"] = parent.id if parent is not None and parent is not process else None
+        if process.pause_requested is not None:  # as the listing: only while there is one
+            view["pause_requested"] = process.pause_requested
         return view
 
     def processes(self) -> list[dict[str, Any]]:
@@ -244,11 +249,15 @@ class Registry:
             parent = by_pid.get((host, parent_pid)) \
                 if isinstance(parent_pid, int) and isinstance(host, str) else None
             parts.append(static)
-            parts.append(_changing_json(
+            changing = _changing_json(
                 process.state.value, process.now_stale, process.reported("task_name"),
                 process.reported("actor_class"),
                 parent.id if parent is not None and parent is not process else None,
-                tuple(process.sessions) if process.sessions else ()))
+                tuple(process.sessions) if process.sessions else ())
+            if process.pause_requested is not None:  # rare: written out, the object reopened
+                changing = changing[:-1] + b',"pause_requested":' + \
+                    _encode(process.pause_requested).encode() + b"}"
+            parts.append(changing)
             parts.append(b",")
         if processes:
             parts.pop()

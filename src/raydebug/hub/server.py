@@ -427,15 +427,22 @@ class Hub:
         return {"processes": stacks, "tree": merge_stacks(stacks).to_dict()}
 
     async def _pause_route(self, body: Any) -> dict[str, Any]:
-        """``{"selector": ["rank=1"]}``: pause every matching running process."""
+        """``{"selector": ["rank=1"]}``: pause every matching running process; with
+        ``"expire": SECONDS``, a thread not stopped by then is no longer asked; with
+        ``"cancel": true``, withdraw the pauses of those processes not met yet."""
         terms = body.get("selector") if isinstance(body, dict) else None
         if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
             raise ValueError('the body must be {"selector": ["KEY=VALUE", ...]}')
+        expire = body.get("expire", 0)
+        if not isinstance(expire, (int, float)) or isinstance(expire, bool) or expire < 0:
+            raise ValueError('"expire" must be a number of seconds >= 0')
         selector = parse_selector(terms)
         processes = await self.queries.select(selector)
         if not processes:
             raise self.queries.no_match(selector)
-        return await self.queries.pause(processes)
+        if body.get("cancel") is True:
+            return await self.queries.cancel_pauses(processes)
+        return await self.queries.pause(processes, expire=float(expire))
 
     async def _pause_post_route(self, query: dict[str, str], body: Any) -> dict[str, Any]:
         return await self._pause_route(body)

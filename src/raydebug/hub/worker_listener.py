@@ -40,7 +40,9 @@ from ..protocol.control import (
     Hello,
     Identify,
     LogpointOutput,
+    PauseCancelled,
     Paused,
+    PausePending,
     Refused,
     Register,
     SessionEnded,
@@ -297,8 +299,12 @@ class WorkerListener:
     def _on_control(self, process: Process, message: ControlMessage) -> Awaitable[None] | None:
         """Handle one message of ``process``; what needs the loop is returned to be awaited
         (the messages after it wait)."""
-        if isinstance(message, (Stacks, Paused)):
+        if isinstance(message, (Stacks, Paused, PauseCancelled)):
             self.queries.answer(process, message)
+        elif isinstance(message, PausePending):
+            process.pause_requested = {"threads": message.threads,
+                                       "since": message.since_ms / 1000} \
+                if message.threads else None
         elif isinstance(message, SessionStarted):
             return self._session_started(process, PausedThread.from_dict(message.session))
         elif isinstance(message, SessionEnded):

@@ -37,8 +37,13 @@ the hub's questions on the same connection::
     agent -> hub     Register(process)          pid, host, argv, labels, parent, Ray ids
     hub   -> agent   CollectStacks(request_id, locals)   every Python thread's stack, now
     agent -> hub     Stacks(request_id, threads, now)    ``now``: what it runs (task_name)
-    hub   -> agent   Pause(request_id)          suspend every Python thread: sessions follow
+    hub   -> agent   Pause(request_id, expire_ms)   suspend every Python thread: sessions
+                                                follow; asks not met in expire_ms are withdrawn
     agent -> hub     Paused(request_id, error)  asked (sessions: as threads stop), or why not
+    hub   -> agent   CancelPause(request_id)    withdraw every pause asked and not met
+    agent -> hub     PauseCancelled(request_id, threads)   how many were withdrawn
+    agent -> hub     PausePending(threads, since_ms)   threads asked that have not stopped
+                                                (0: none), the oldest asked since (epoch ms)
 
 A *data* connection (``Hello.role == "data"``, one per attached client) is answered with
 ``Welcome``; the agent then hands the socket itself to pydevd, so it carries DAP between the
@@ -101,7 +106,9 @@ def _make_dataclass(cls: type) -> None:
 # process's description once the hub is proven (it was in Hello).
 # 3: live processes (Register, CollectStacks/Stacks, Pause/Paused): a version-2 agent would
 # drop its connection at the first CollectStacks, so the handshake refuses it up front.
-PROTOCOL_VERSION = 3
+# 4: a pause request's end (Pause.expire_ms, CancelPause/PauseCancelled, PausePending): a
+# version-3 hub would drop a connection at its first PausePending.
+PROTOCOL_VERSION = 4
 MAX_CONTROL_MESSAGE = 1024 * 1024
 
 ROLE_CONTROL = "control"
@@ -279,10 +286,13 @@ class Stacks(ControlMessage):
 
 @dataclass(frozen=True)
 class Pause(ControlMessage):
-    """Hub -> agent: suspend every Python thread, each a session with reason ``pause``."""
+    """Hub -> agent: suspend every Python thread, each a session with reason ``pause``;
+    a thread that has not stopped within ``expire_ms`` is no longer asked (0: until it
+    stops or a ``CancelPause``)."""
 
     TYPE: ClassVar[str] = "pause"
     request_id: int
+    expire_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -295,6 +305,35 @@ class Paused(ControlMessage):
     error: str = ""
 
 
+@dataclass(frozen=True)
+class CancelPause(ControlMessage):
+    """Hub -> agent: withdraw every pause asked that no thread has met yet (``raydebug
+    pause --cancel``); such a thread runs on when it returns to Python."""
+
+    TYPE: ClassVar[str] = "cancel_pause"
+    request_id: int
+
+
+@dataclass(frozen=True)
+class PauseCancelled(ControlMessage):
+    """Agent -> hub: the answer to :class:`CancelPause`: how many threads' pauses were
+    withdrawn."""
+
+    TYPE: ClassVar[str] = "pause_cancelled"
+    request_id: int
+    threads: int = 0
+
+
+@dataclass(frozen=True)
+class PausePending(ControlMessage):
+    """Agent -> hub, whenever it changes: how many threads are asked to pause and have not
+    stopped (0: none), and since when the oldest of them was asked (ms since the epoch)."""
+
+    TYPE: ClassVar[str] = "pause_pending"
+    threads: int = 0
+    since_ms: int = 0
+
+
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
@@ -302,7 +341,8 @@ _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
                 Stacks, Pause, Paused, HubClosing)
 }
 _MESSAGE_TYPES.update({cls.TYPE: cls for cls in (ArmBreakpoints, BreakpointsLoaded,
-                                                  LogpointOutput)})
+                                                  LogpointOutput, CancelPause,
+                                                  PauseCancelled, PausePending)})
 _JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,
                "list[Any]": list}
 _JSON_TYPES["list[str]"] = list
