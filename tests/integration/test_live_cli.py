@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from test_cli import on_a_terminal  # a pseudo-terminal of a given width
 
-from helpers import TIMEOUT, HubProcess, start_hub, write_script
+from helpers import TIMEOUT, HubProcess, evaluate_and_continue, run, start_hub, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -228,17 +228,19 @@ def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
             " ".join(line.strip() for line in lines), shown.stdout
 
 
-def test_pausing_a_thread_blocked_in_c_lists_no_session_and_says_why(ranks: HubProcess):
-    """The hang a user pauses is a thread blocked in C (rank 3's lock): it stops only when it
-    returns to Python, so it is no session (an attach would wait for nothing). `raydebug
-    pause` says so in one line, and where to see what it waits on."""
-    listed = json.loads(raydebug(ranks, "ps", "--json", "rank=3").stdout)
-    done = raydebug(ranks, "pause", "--wait", "1", "rank=3")
+def test_pausing_a_main_thread_blocked_in_c_stops_it_where_it_waits(ranks: HubProcess):
+    """The hang a user pauses is a thread blocked in C (rank 3's lock, forever): raydebug's
+    signal brings its main thread back to Python, and it stops at the blocked line, its locals
+    readable. `continue` lets it wait again, running (the module's ranks stay unpaused)."""
+    (listed,) = json.loads(raydebug(ranks, "ps", "--json", "rank=3").stdout)
+    done = raydebug(ranks, "pause", "--wait", "5", "rank=3")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (
-        f"paused {listed[0]['id']}: no thread has stopped yet (a thread blocked in C stops "
-        f"when it returns to Python; raydebug stacks pid={listed[0]['pid']} shows where "
-        "each waits)\n"), done.stdout
-    assert ranks.get("/api/sessions") == []
+    (session,) = ranks.get("/api/sessions")
+    assert done.stdout == (f"paused {listed['id']}: session {session['id']} "
+                           f"(raydebug attach {session['id']})\n"), done.stdout
+    assert session["function"] == "wait_for" and session["reason"] == "pause"
+    seen = run(evaluate_and_continue(*ranks.client, session["id"], "lock"))
+    assert seen.result.startswith("<locked _thread.lock"), seen.result
+    ranks.wait_sessions(0)
     (entry,) = ranks.get("/api/stacks?rank=3&timeout=5")["processes"]
-    assert entry["threads"][0]["frames"][-1]["function"] == "wait_for"
+    assert entry["threads"][0]["frames"][-1]["function"] == "wait_for"  # waiting again
