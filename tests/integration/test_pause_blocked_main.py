@@ -1,7 +1,7 @@
 """`raydebug pause` stops a main thread blocked in C: raydebug's real-time signal brings it
 back to Python, the session is listed at the user's blocked line within a second, a client
 reads a local there and unblocks the call, continues, and the program completes as if it
-had never stopped. Real processes, a real hub, on 3.11, 3.12 and 3.13."""
+had never stopped. Real processes, a real hub, on 3.10 to 3.13."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ BLOCKING = {
 }
 
 
-@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
 @pytest.mark.parametrize("call", sorted(BLOCKING))
 def test_pause_stops_a_main_thread_blocked_in_c(hub: HubProcess, tmp_path: Path,
                                                 version: str, call: str) -> None:

@@ -1,0 +1,103 @@
+"""`raydebug pause task=NAME` stops a Ray task whose (main) thread is blocked in C: one in
+`Event.wait()` on an event it made, one in `ray.get` of a slow task (Ray checks signals
+while it waits). Each is a session at its blocked line; a client reads the task's local
+(and sets the event), continues, and the job completes. A real two-node loopback cluster,
+the real CLI, one cluster for the module."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_live_ray import hub_port, until
+
+from helpers import evaluate_and_continue, line_of, run, write_script
+from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+JOB = """
+import sys, threading, time
+import ray
+
+ray.init(address=sys.argv[1])
+
+@ray.remote(num_cpus=0.25)
+def slow():
+    time.sleep(12)
+    return 8
+
+@ray.remote(num_cpus=0.25)
+def waits_on_event():
+    marker = 7
+    done = threading.Event()
+    done.wait()  # blocked on the event
+    return marker
+
+@ray.remote(num_cpus=0.25)
+def gets_in_task():
+    marker = 8
+    return ray.get(slow.remote())  # blocked in ray.get
+
+refs = [waits_on_event.remote(), gets_in_task.remote()]
+print("submitted", flush=True)
+print("job done", *ray.get(refs), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as started:
+        yield started
+
+
+def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
+    job = write_script(tmp_path, "job.py", JOB)
+    address = ["--ray-address", cluster.address]
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
+         cluster.address], env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout is not None and driver.stdout.readline() == "submitted\n"
+
+        def running(task: str) -> list[dict[str, Any]]:
+            done = raydebug_cli("ps", "--json", f"task={task}", *address)
+            return json.loads(done.stdout) if done.returncode == 0 else []
+
+        port = hub_port(cluster.address)
+        for task, marker, unblock, blocked in (
+                ("waits_on_event", "7", "done.set()", "blocked on the event"),
+                ("gets_in_task", "8", "0", "blocked in ray.get")):
+            (process,) = until(f"{task} running", lambda task=task: running(task))
+            paused = raydebug_cli("pause", f"task={task}", *address)
+            assert paused.returncode == 0, paused.stderr
+            assert paused.stdout.startswith(f"paused {process['id']}: session "), paused.stdout
+            def stopped(task: str = task, process: dict[str, Any] = process) -> list[Any]:
+                """The task's own session: its main thread's (Ray's threads blocked in C
+                are sessions too, marked so, and may be listed first)."""
+                listed = json.loads(raydebug_cli("list", "--json", *address).stdout)
+                return [s for s in listed if s["process"] == process["id"]
+                        and s["function"] == task]
+
+            (session,) = until(f"{task}'s session", stopped, timeout=10)
+            assert session["line"] == line_of(job, blocked)
+            assert not session.get("blocked_in_c"), session  # stopped for real
+            seen = run(evaluate_and_continue("127.0.0.1", port, session["id"],
+                                             f"[marker, {unblock}]", timeout=60),
+                       timeout=120)
+            assert seen.result.startswith(f"[{marker}, "), seen.result
+        out, err = driver.communicate(timeout=120)
+        assert driver.returncode == 0, err[-3000:]
+        assert "job done 7 8" in out, out
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait(timeout=30)
