@@ -102,6 +102,9 @@ def test_a_thread_blocked_in_c_is_debugged_until_it_returns(hub: HubProcess, tmp
     assert blocked["reason"] == "pause" and blocked["blocked_in_c"] is True, blocked
     assert (blocked["function"], blocked["line"]) == ("worker", waits), blocked
     assert sessions["MainThread"]["blocked_in_c"] is False
+    # Its pause request is still pending (blocked): it stops when the wait returns.
+    (process,) = [p for p in hub.get("/api/processes") if p["pid"] == proc.pid]
+    assert process["pause_requested"]["threads"] == 1, process
     listed = raydebug(hub, "list")
     row = next(line for line in listed.stdout.splitlines() if blocked["id"] in line)
     assert "blocked in C" in row, listed.stdout
@@ -129,6 +132,8 @@ def test_a_thread_blocked_in_c_is_debugged_until_it_returns(hub: HubProcess, tmp
         assert (top["name"], top["line"]) == ("worker", after), top
         (again,) = [s for s in hub.get("/api/sessions") if s["id"] == blocked["id"]]
         assert again["blocked_in_c"] is False and again["line"] == after, again
+        (process,) = [p for p in hub.get("/api/processes") if p["pid"] == proc.pid]
+        assert process.get("pause_requested") is None, process  # it stopped: met
 
         await client.request("continue", {"threadId": worker})
         await client.request("disconnect", {})
@@ -138,6 +143,7 @@ def test_a_thread_blocked_in_c_is_debugged_until_it_returns(hub: HubProcess, tmp
     code, out, err = finish(proc)
     assert code == 0, err
     assert "worker: done was set" in out and "finished True" in out, out
+    assert f"session {blocked['id']}: its call returned; paused at " in err, err
 
 
 def test_the_terminal_says_what_blocked_in_c_means(hub: HubProcess, tmp_path: Path):

@@ -3,6 +3,7 @@ pause on demand, back after a hub restart; forked children and subprocesses link
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -451,7 +452,12 @@ def test_a_pause_lists_the_stopped_threads_and_the_blocked_ones(hub, tmp_path):
         client = await hub.dap()
         stopped = await client.attach(session["id"])
         assert stopped.body["reason"] == "pause"
+        assert hub.get("/api/processes")[0]["pause_requested"]["threads"] == 1  # blocked
         await client.request("continue", {"threadId": stopped.body["threadId"]})
+        # Let go while in C, the blocked thread is no longer asked to pause (its request
+        # ends with the continue, the client still attached).
+        await asyncio.to_thread(wait_processes, hub, lambda ps: not ps[0].get(
+            "pause_requested"), 10.0)
         await client.request("disconnect", {})
         await client.close()
 

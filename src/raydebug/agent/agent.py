@@ -58,7 +58,7 @@ from ..protocol.control import (
     SessionStarted,
     Stacks,
 )
-from ..session import REASON_PAUSE, PausedThread, PauseRequestEvent
+from ..session import REASON_PAUSE, PausedThread, PauseRequestEvent, PauseRequestState
 from . import fork_guard, live, pause_signal
 from .config import AgentConfig
 from .debugger import Debugger, ExcInfo
@@ -385,10 +385,15 @@ class Agent:
     def _on_thread_suspended(self, ident: int, frame: FrameType | None) -> None:
         self.returns.on_suspended(ident, frame)
         blocked = self.debugger.blocked.is_standing_in(ident)  # it is still in C
+        returned = None  # the session of a thread back from C, stopped now
         with self._lock:
-            request = self._pause_requests.pop(ident, None)
+            request = self._pause_requests.get(ident)
             if request is not None:
-                request.move(PauseRequestEvent.THREAD_STOPPED)
+                if blocked:  # listed, and still asked: it stops when it returns
+                    request.move(PauseRequestEvent.REPORTED_BLOCKED)
+                else:
+                    del self._pause_requests[ident]
+                    request.move(PauseRequestEvent.THREAD_STOPPED)
                 self.link.post(pending_message(self._pause_requests.values()))
             known = False
             for session in self._sessions.values():
@@ -396,9 +401,12 @@ class Agent:
                     session.has_stopped = True
                     known = True
                     if session.record.blocked_in_c and not blocked and frame is not None:
-                        session.record = came_back(session.record, frame)  # an ordinary stop
+                        session.record = returned = came_back(session.record, frame)
                         self.link.post(SessionStarted(session=session.record.to_dict()))
             if request is None or known or frame is None:
+                if returned is not None:  # a pause that has stopped: said, as every one
+                    say(f"session {returned.id}: its call returned; paused at "
+                        f"{pause_place(returned)}")
                 return  # a stop of a session the hub knows (a pause of it stops there too)
             # The requested pause has happened: now it is a session, where it stopped.
             record = record_for_frame(frame, reason=REASON_PAUSE, thread=request.thread,
@@ -427,6 +435,12 @@ class Agent:
         if self.debugger.blocked.is_handing_over(ident):
             return  # back from C: it stops on its own now, the same session
         with self._lock:
+            request = self._pause_requests.get(ident)
+            if request is not None and request.state is PauseRequestState.BLOCKED:
+                # Let go while still in C (continue, a resume of all): it will not stop.
+                del self._pause_requests[ident]
+                request.move(PauseRequestEvent.CANCELLED)
+                self.link.post(pending_message(self._pause_requests.values()))
             if self._client_attached:
                 # Stepping or continuing under a client: the session goes on, until its
                 # function returns.
