@@ -3,7 +3,6 @@ then an ordinary stop at its next line; continue, and the program completes."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -139,7 +138,7 @@ def test_a_thread_blocked_in_c_is_debugged_until_it_returns(hub: HubProcess, tmp
         await client.request("disconnect", {})
         await client.close()
 
-    run(asyncio.wait_for(scenario(), TIMEOUT))
+    run(scenario(), TIMEOUT)
     code, out, err = finish(proc)
     assert code == 0, err
     assert "worker: done was set" in out and "finished True" in out, out
@@ -228,6 +227,6 @@ def test_a_thread_that_returns_unattended_becomes_an_ordinary_session(hub: HubPr
         await client.request("disconnect", {})
         await client.close()
 
-    run(asyncio.wait_for(attach_and_leave(), TIMEOUT))
+    run(attach_and_leave(), TIMEOUT)
     code, out, err = finish(proc)
     assert code == 0 and "worker woke True" in out and "finished" in out, err
