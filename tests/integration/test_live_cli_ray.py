@@ -8,16 +8,13 @@ peers), and pauses the straggler by its task name."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_live_ray import until  # ask until true, bounded: what runs now is asked, not pushed
+from test_live_ray import start_job, until  # until: asked, not pushed
 
-from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+from ray_cluster import loopback_cluster, raydebug_cli
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -62,10 +59,7 @@ def test_ps_stacks_and_pause_find_the_straggler_of_a_ray_job(tmp_path: Path):
     job.write_text(JOB)
     with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as cluster:
         address = ["--ray-address", cluster.address]
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
-             cluster.address], env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        driver = start_job(job, cluster.address)
         try:
             assert driver.stdout is not None and driver.stdout.readline() == "submitted\n"
 

@@ -66,6 +66,15 @@ print("results", ray.get(refs), flush=True)
 """
 
 
+def start_job(job: Path, address: str) -> subprocess.Popen[str]:
+    """``raydebug run -- python JOB ADDRESS``: a driver of the cluster at ``address`` whose
+    workers are linked; its output piped, as text."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job), address],
+        env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
 def hub_port(address: str) -> int:
     found = raydebug_cli("vscode", "--ray-address", address)
     assert found.returncode == 0, found.stderr

@@ -12,8 +12,7 @@ import pytest
 from test_armed_breakpoints import python_for
 from test_python_versions import SOURCE
 
-from helpers import HubProcess, evaluate_and_continue, finish, line_of, read_line, run, \
-    write_script
+from helpers import HubProcess, evaluate_and_continue, finish, line_of, read_line, run, write_script
 from raydebug.client.hub_api import pause
 
 pytestmark = pytest.mark.integration

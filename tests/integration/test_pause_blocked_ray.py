@@ -7,18 +7,15 @@ the real CLI, one cluster for the module."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_live_ray import hub_port, until
+from test_live_ray import hub_port, start_job, until
 
 from helpers import evaluate_and_continue, line_of, run, write_script
-from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+from ray_cluster import loopback_cluster, raydebug_cli
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -61,10 +58,7 @@ def cluster() -> Iterator[Any]:
 def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
     job = write_script(tmp_path, "job.py", JOB)
     address = ["--ray-address", cluster.address]
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
-         cluster.address], env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = start_job(job, cluster.address)
     try:
         assert driver.stdout is not None and driver.stdout.readline() == "submitted\n"
 
