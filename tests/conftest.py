@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -17,6 +18,12 @@ from helpers import HubProcess, start_hub
 # Hubs started by tests record themselves in a state file (see raydebug.state_file): keep
 # those out of the real home directory. Tests that need their own set it per process.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="raydebug-test-state-")
+# A shell without job control starts a background command with SIGINT ignored, and an
+# ignored signal stays ignored across exec: every program a test starts would then take no
+# Ctrl-C. The tests that send one need its default, so give it back to this process (from
+# which the programs the tests start inherit it).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # pytest-xdist's workers get COLUMNS=80 and LINES=24, which every program they start would
 # take over the size of the terminal a test gives it: the terminal tests set that size.
 if os.environ.get("PYTEST_XDIST_WORKER"):
