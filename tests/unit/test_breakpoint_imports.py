@@ -15,6 +15,8 @@ import sys
 import textwrap
 from typing import Any
 
+from raydebug.protocol import control
+
 # Modules (and packages: their submodules too) the way from breakpoint() to a listed
 # session does not need. pydevd and debugpy come right after the session is posted, on the
 # pausing thread; ssl only with a --tls hub.
@@ -123,11 +125,12 @@ print(json.dumps({
     assert found["made_at_import"] == []
     assert found["made_now"] == ["Challenge", "ControlMessage", "Stacks"]  # (before Welcome)
     assert found["frozen"] and found["equal"] and found["hash"]
-    assert found["repr"] == "Challenge(nonce='n', version=3)"
+    assert found["repr"] == f"Challenge(nonce='n', version={control.PROTOCOL_VERSION})"
     assert found["fields"] == ["nonce", "version"]
     assert found["decoded"] == "Stacks(request_id=3, threads=[1], now={})"
     assert found["dict"] == {"type": "welcome", "proof": "p"}
-    assert found["doc"] == "Challenge(nonce: 'str', version: 'int' = 3)"  # dataclass's own
+    assert found["doc"] == ("Challenge(nonce: 'str', version: 'int' = "  # dataclass's own
+                            f"{control.PROTOCOL_VERSION})")
 
 
 def test_threads_making_a_message_type_first_at_once_all_get_whole_instances():

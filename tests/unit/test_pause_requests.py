@@ -1,5 +1,7 @@
 """The agent's pause requests (``raydebug pause``), in memory: a thread is a session only once
-it has suspended, where it stopped; a request that is abandoned ends without a word."""
+it has suspended, where it stopped; a request that is abandoned ends without a word; one
+withdrawn (cancelled, or expired) is taken back from pydevd, and the hub is told how many are
+pending each time that changes."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import pytest
 
 from raydebug.agent.agent import Agent
 from raydebug.agent.config import AgentConfig
-from raydebug.protocol.control import SessionEnded, SessionStarted
+from raydebug.protocol.control import PausePending, SessionEnded, SessionStarted
+from raydebug.session import PauseRequestEvent
 
 
 class FakeDebugger:
@@ -24,6 +27,9 @@ class FakeDebugger:
         self.threads = threads
         self.asked: set[int] = set()
         self.resumed_all = False
+        self.withdrawn: list[threading.Thread] = []
+        self.was_withdrawn = threading.Event()
+        self.blocked = FakeBlockedThreads()
 
     def ensure_started(self) -> None:
         pass
@@ -56,6 +62,24 @@ class FakeDebugger:
     def reconsider_tracing(self) -> None:
         pass
 
+    def withdraw_pause(self, threads: list[threading.Thread]) -> None:
+        self.withdrawn += threads
+        self.asked -= {t.ident for t in threads}
+        self.was_withdrawn.set()
+
+
+class FakeBlockedThreads:
+    """No thread is served where it blocks (``blocked_threads``), here."""
+
+    def watch(self, threads: list[threading.Thread], still_asked: Any) -> None:
+        pass
+
+    def is_standing_in(self, ident: int) -> bool:
+        return False
+
+    def is_handing_over(self, ident: int) -> bool:
+        return False
+
 
 class FakeLink:
     hub_address = "hub:1"
@@ -65,6 +89,16 @@ class FakeLink:
 
     def post(self, message: Any) -> None:
         self.posted.append(message)
+
+    def sessions(self) -> list[Any]:
+        """What was posted about sessions (not the pending count)."""
+        return [m for m in self.posted if not isinstance(m, PausePending)]
+
+    def pending(self) -> int:
+        """The pending count the hub was told last."""
+        counts = [m.threads for m in self.posted if isinstance(m, PausePending)]
+        assert counts, "the hub was never told"
+        return counts[-1]
 
 
 def _blocked() -> Iterator[tuple[threading.Thread, threading.Event]]:
@@ -94,12 +128,14 @@ def test_a_thread_is_a_session_only_once_it_stops_at_the_frame_it_stopped_in(blo
     thread, _gate = blocked
     agent, _debugger, link = _agent(thread)
     assert agent.pause_all_threads() == [thread.ident]
-    assert link.posted == [] and agent.live_sessions() == []
+    assert link.sessions() == [] and agent.live_sessions() == []
+    assert link.pending() == 1
     assert agent.pause_all_threads() == []  # asked already: not asked twice
     here = sys._getframe()
     line = here.f_lineno + 1  # the next line's: where this frame is when the thread stops
     agent._on_thread_suspended(thread.ident or 0, here)
-    (started,) = link.posted
+    assert link.pending() == 0
+    (started,) = link.sessions()
     assert isinstance(started, SessionStarted)
     record = started.session
     assert record["reason"] == "pause" and record["thread"] == "blocked"
@@ -114,9 +150,40 @@ def test_an_abandoned_pause_request_ends_without_a_word(blocked):
     agent.on_client_attached()
     debugger.asked = set()  # the client's disconnect resumed every thread
     agent.on_client_detached()
-    assert link.posted == [] and agent.live_sessions() == []
+    assert link.sessions() == [] and agent.live_sessions() == []
+    assert link.pending() == 0
     assert agent.pause_all_threads() == [thread.ident]  # a later pause asks it again
     agent.on_hub_closing("node stopping")
     assert debugger.resumed_all  # the request is cancelled in pydevd too
     agent._on_thread_suspended(thread.ident or 0, sys._getframe())  # a stop not for us
     assert not any(isinstance(m, (SessionStarted, SessionEnded)) for m in link.posted)
+
+
+def test_a_cancelled_request_is_taken_back_and_never_stops(blocked):
+    thread, _gate = blocked
+    agent, debugger, link = _agent(thread)
+    agent.pause_all_threads()
+    assert agent.withdraw_pauses() == 1
+    assert debugger.withdrawn == [thread] and link.pending() == 0
+    assert agent.withdraw_pauses() == 0  # nothing pending any more
+    agent._on_thread_suspended(thread.ident or 0, sys._getframe())  # a stop not for us
+    assert link.sessions() == [] and agent.live_sessions() == []
+
+
+def test_a_request_not_met_in_time_expires(blocked):
+    thread, _gate = blocked
+    agent, debugger, link = _agent(thread)
+    agent.pause_all_threads(expire=0.05)
+    assert link.pending() == 1
+    assert debugger.was_withdrawn.wait(5)
+    assert debugger.withdrawn == [thread] and link.pending() == 0
+
+
+def test_only_the_requests_of_one_ask_expire_with_it(blocked):
+    thread, _gate = blocked
+    agent, debugger, link = _agent(thread)
+    agent.pause_all_threads()
+    first = list(agent._pause_requests.values())
+    agent._on_thread_suspended(thread.ident or 0, sys._getframe())  # it stopped: a session
+    assert agent.withdraw_pauses(first, PauseRequestEvent.EXPIRED) == 0
+    assert debugger.withdrawn == [] and len(link.sessions()) == 1

@@ -16,7 +16,9 @@ connection to the hub) and ``relay`` (a TLS channel's one owning thread), ``live
 process linked from its start), ``fork_guard`` (imports on the link thread a fork waits for)
 and ``stacks`` (its threads' stacks, read without pausing; ``own_frames``: the frames of
 raydebug and pydevd no view shows), ``metadata`` (what a session
-says about itself), ``returns`` (a paused function that returned), ``report`` (the one
+says about itself), ``pause_requests`` (a thread ``raydebug pause`` asked, until that ends)
+and ``pause_signal`` (a main thread blocked in C brought back to Python to pause),
+``returns`` (a paused function that returned), ``report`` (the one
 line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
 driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`` (the
 cluster's breakpoints armed without pydevd: ``armed_monitoring`` on 3.12+, ``armed_code``
