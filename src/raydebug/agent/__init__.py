@@ -18,6 +18,8 @@ and ``stacks`` (its threads' stacks, read without pausing; ``own_frames``: the f
 raydebug and pydevd no view shows), ``metadata`` (what a session
 says about itself), ``pause_requests`` (a thread ``raydebug pause`` asked, until that ends)
 and ``pause_signal`` (a main thread blocked in C brought back to Python to pause),
+``blocked_threads`` (another thread a pause finds in C: a session served by a stand-in
+until its call returns),
 ``returns`` (a paused function that returned), ``report`` (the one
 line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
 driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`` (the
