@@ -244,6 +244,9 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
     pids = _pids(location.address, client_token) if unstopped else {}
     for process in paused:
         found = sessions.get(process)
+        if process in unstopped and not keep:  # nothing left paused, nor asked
+            click.echo(f"{process}{_not_stopped(pids.get(process), keep)}")
+            continue
         where = (f": session {', '.join(found)} (raydebug attach {found[0]})" if found
                  else _not_stopped(pids.get(process), keep) if process in unstopped
                  else "")
