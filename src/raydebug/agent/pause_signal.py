@@ -70,18 +70,20 @@ def serve(on_blocked_main: Callable[[FrameType], None]) -> None:
     _on_blocked_main = on_blocked_main
 
 
-def kick_main_thread(still_blocked: Callable[[], bool], after: float = KICK_AFTER) -> bool:
+def kick_main_thread(still_blocked: Callable[[], bool],
+                     after: float = KICK_AFTER) -> threading.Thread | None:
     """Send the signal to the main thread ``after`` seconds from now if ``still_blocked()``
-    says then that it has not stopped. Returns at once (the wait is on a thread of its own,
-    invisible to pydevd); False if there is no signal to send."""
+    says then that it has not stopped, and the handler there is still raydebug's (a program
+    that took the signal since gets nothing from us). Returns at once the thread that waits
+    (invisible to pydevd), or None if there is no signal to send."""
     if _signal is None:
-        return False
+        return None
     sent = _signal
     main = threading.main_thread().ident
 
     def kick() -> None:
         time.sleep(after)
-        if main is not None and still_blocked():
+        if main is not None and still_blocked() and signal.getsignal(sent) is _handle:
             try:
                 signal.pthread_kill(main, sent)
             except (OSError, ValueError):  # the main thread has ended
@@ -91,7 +93,7 @@ def kick_main_thread(still_blocked: Callable[[], bool], after: float = KICK_AFTE
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]  # see mark_invisible
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
     thread.start()
-    return True
+    return thread
 
 
 def forget_after_fork() -> None:
