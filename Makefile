@@ -23,9 +23,9 @@ demo: $(STAMP)
 demo-processes: $(STAMP)
 	$(BIN)/python examples/processes_demo.py
 
-# The test files run on two workers (pytest-xdist; a file's tests stay together, so a
+# The test files run on three workers (pytest-xdist; a file's tests stay together, so a
 # module's Ray cluster is started once); the 25 slowest are listed at the end.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test: $(STAMP) pythons
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 

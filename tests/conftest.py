@@ -29,6 +29,11 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
+    # Each worker's Ray clusters keep to a temp dir of the worker's own: a plain
+    # `ray.init()` joins the cluster named in <temp dir>/ray/ray_current_cluster, which the
+    # other worker's `Cluster` writes too. Short: Ray's socket paths are limited to 107 bytes.
+    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(
+        prefix=f"rd{os.environ['PYTEST_XDIST_WORKER']}-", dir="/tmp")
 
 
 @pytest.fixture
