@@ -179,7 +179,7 @@ def stacks(hub: str, selector: Sequence[str] = (), with_locals: bool = False,
 
 
 def pause(hub: str, selector: Sequence[str], token: str | None = None,
-          timeout: float = 10.0, expire: float = 0.0, cancel: bool = False) -> dict[str, Any]:
+          timeout: float = 15.0, expire: float = 0.0, cancel: bool = False) -> dict[str, Any]:
     """Pause every running process that ``selector`` matches: ``{"paused": [ids],
     "already_paused": [ids], "failed": {id: reason}}``; their sessions (reason ``pause``)
     appear soon after, and a thread not stopped within ``expire`` seconds is no longer

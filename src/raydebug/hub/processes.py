@@ -39,6 +39,9 @@ from ..session import ProcessState
 from .registry import Process, Registry
 
 DEFAULT_TIMEOUT = 2.0
+# A process's first pause starts pydevd before it answers: ~0.2 s on an idle machine, some
+# seconds on a loaded one (seen: over 2 s with the 2 cores of a test machine shared).
+PAUSE_TIMEOUT = 10.0
 ACTIVITY_TIMEOUT = 0.1  # for what Ray processes run now, in a listing (then: last answers)
 MIN_ACTIVITY_WAIT = 0.03  # of it, left to read answers however long asking took
 ASK_CHUNK = 256  # listing questions written per loop turn (the answers are read between)
@@ -183,7 +186,7 @@ class ProcessQueries:
             result.append(entry)
         return result
 
-    async def pause(self, processes: list[Process], timeout: float = DEFAULT_TIMEOUT,
+    async def pause(self, processes: list[Process], timeout: float = PAUSE_TIMEOUT,
                     expire: float = 0.0) -> dict[str, Any]:
         """Ask each running process among ``processes`` to pause; paused ones are left as
         they are. A thread that has not stopped within ``expire`` seconds is no longer
