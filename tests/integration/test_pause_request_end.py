@@ -4,13 +4,18 @@ shows `pause requested` meanwhile, and a withdrawn pause never stops the thread 
 returns to Python and runs on, untraced. A kept one that finally stops says so on stderr.
 
 The process's main thread waits in C on stdin, and raydebug's signal is ignored (the program
-took it), so nothing can bring it to Python but the test's next line.
+took it), so nothing can bring it to Python but the test's next line: its pause is met only
+when the thread is served where it waits, blocked in C (``blocked_threads.MAIN_GRACE`` after
+the ask). A shorter ``--wait`` withdraws it before; ``--cancel`` lets it go either way.
 Real processes, a real hub, the real CLI."""
 
 from __future__ import annotations
 
+import os
+import selectors
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +30,7 @@ from helpers import (
     run,
     write_script,
 )
+from raydebug.agent.blocked_threads import MAIN_GRACE
 
 pytestmark = pytest.mark.integration
 
@@ -69,21 +75,40 @@ def pending(hub: HubProcess, pid: int, wanted: bool) -> None:
                                    and bool(p.get("pause_requested")) is wanted])
 
 
-def runs_on_untraced(hub: HubProcess, proc: subprocess.Popen[str]) -> None:
-    """Unblock the main thread: it must run to its end, stopping nowhere, untraced."""
+def runs_on_untraced(hub: HubProcess, proc: subprocess.Popen[str], served: bool = False) -> None:
+    """Unblock the main thread: it must run to its end, stopping nowhere, untraced.
+    ``served``: it was a session blocked in C, let go (its notice was said, no other)."""
     assert proc.stdin is not None
     proc.stdin.write("go\n")
     proc.stdin.flush()
     code, out, err = finish(proc)
     assert code == 0, err[-2000:]
     assert out.splitlines()[-2:] == ["read go", "untraced True"], out
-    assert "paused at" not in err, err
+    assert err.count("paused at") == (1 if served else 0), err
+    assert "its call returned" not in err, err
     assert hub.get("/api/sessions") == []
+
+
+def stderr_until(proc: subprocess.Popen[str], text: str) -> str:
+    """``proc``'s stderr until it contains ``text`` (waiting at most TIMEOUT), read from
+    the pipe itself: :func:`finish` reads the rest."""
+    assert proc.stderr is not None
+    seen = b""
+    deadline = time.monotonic() + TIMEOUT
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stderr, selectors.EVENT_READ)
+        while text.encode() not in seen:
+            assert selector.select(deadline - time.monotonic()), f"no {text!r}: {seen!r}"
+            chunk = os.read(proc.stderr.fileno(), 65536)
+            assert chunk, f"stderr ended without {text!r}: {seen!r}"
+            seen += chunk
+    return seen.decode()
 
 
 def test_a_pause_not_met_within_wait_is_withdrawn(hub: HubProcess, tmp_path: Path):
     proc = blocked_process(hub, tmp_path)
-    said = raydebug(hub, "pause", f"pid={proc.pid}", "--wait", "1")
+    # Withdrawn before the main thread would be served where it waits.
+    said = raydebug(hub, "pause", f"pid={proc.pid}", "--wait", f"{MAIN_GRACE / 3:.2f}")
     assert "no thread stopped in time, the pause is withdrawn" in said, said
     pending(hub, proc.pid, False)
     runs_on_untraced(hub, proc)
@@ -92,29 +117,36 @@ def test_a_pause_not_met_within_wait_is_withdrawn(hub: HubProcess, tmp_path: Pat
 def test_a_kept_pause_is_listed_then_cancelled(hub: HubProcess, tmp_path: Path):
     proc = blocked_process(hub, tmp_path)
     said = raydebug(hub, "pause", f"pid={proc.pid}", "--wait", "0.5", "--keep")
-    assert f"raydebug pause --cancel pid={proc.pid}" in said, said
+    # Asked, then served blocked in C: pending either way until the call returns.
     pending(hub, proc.pid, True)
-    assert "pause requested" in raydebug(hub, "ps")
+    (session,) = hub.wait_sessions(1)
+    assert session["blocked_in_c"] is True, session
+    assert session["id"] in raydebug(hub, "ps")  # paused, by its session blocked in C
     said = raydebug(hub, "pause", "--cancel", f"pid={proc.pid}")
     assert "withdrew the pause of 1 thread" in said, said
     pending(hub, proc.pid, False)
+    hub.wait_sessions(0)  # let go: its session ends
     assert "pause requested" not in raydebug(hub, "ps")
-    runs_on_untraced(hub, proc)
+    runs_on_untraced(hub, proc, served=True)
 
 
 def test_a_kept_pause_that_stops_later_says_so(hub: HubProcess, tmp_path: Path):
     proc = blocked_process(hub, tmp_path)
     raydebug(hub, "pause", f"pid={proc.pid}", "--wait", "0.5", "--keep")
     pending(hub, proc.pid, True)
+    (blocked,) = hub.wait_sessions(1)  # served where it waits, meanwhile
     assert proc.stdin is not None
     proc.stdin.write("go\n")
     proc.stdin.flush()
+    said = stderr_until(proc, "its call returned")
     [session] = hub.wait_sessions(1)
+    assert session["id"] == blocked["id"] and not session["blocked_in_c"], session
     assert session["line"] == line_of(Path(session["file"]), 'print("read"')
     pending(hub, proc.pid, False)
     seen = run(evaluate_and_continue(*hub.client, session["id"], "waited"))
     assert seen.result == "'on stdin'"
     code, out, err = finish(proc)
+    err = said + err
     assert code == 0, err[-2000:]
     assert "read go" in out
     assert f"session {session['id']} paused at " in err and "by raydebug pause" in err, err

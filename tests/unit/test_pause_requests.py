@@ -187,3 +187,17 @@ def test_only_the_requests_of_one_ask_expire_with_it(blocked):
     agent._on_thread_suspended(thread.ident or 0, sys._getframe())  # it stopped: a session
     assert agent.withdraw_pauses(first, PauseRequestEvent.EXPIRED) == 0
     assert debugger.withdrawn == [] and len(link.sessions()) == 1
+
+
+def test_a_cancel_lets_go_a_thread_served_blocked_in_c_and_an_expiry_does_not(blocked):
+    thread, _gate = blocked
+    agent, debugger, link = _agent(thread)
+    agent.pause_all_threads()
+    asked = list(agent._pause_requests.values())
+    debugger.blocked.is_standing_in = lambda ident: True  # type: ignore[method-assign]
+    debugger.is_suspended = lambda ident: True  # type: ignore[method-assign]  # its stand-in
+    agent._on_thread_suspended(thread.ident or 0, sys._getframe())
+    assert link.sessions()[-1].session["blocked_in_c"] is True and link.pending() == 1
+    assert agent.withdraw_pauses(asked, PauseRequestEvent.EXPIRED) == 0  # it was served
+    assert agent.withdraw_pauses() == 1  # raydebug pause --cancel: pending, as ps says
+    assert debugger.withdrawn == [thread] and link.pending() == 0

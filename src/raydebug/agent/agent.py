@@ -321,7 +321,8 @@ class Agent:
         main = threading.main_thread().ident
         if main in asked:  # blocked in C, it would never stop: a signal brings it to Python
             pause_signal.kick_main_thread(lambda: self._still_asked(main))
-        # Any other thread still in C after a moment is served where it blocks.
+        # Any thread still in C after a moment is served where it blocks: the main thread
+        # once the signal has had its time (it may not interrupt the call, or be ignored).
         self.debugger.blocked.watch([thread for thread, _ in targets],
                                     lambda thread: self._still_asked(thread.ident))
         return asked
@@ -330,11 +331,15 @@ class Agent:
                         event: PauseRequestEvent = PauseRequestEvent.CANCELLED) -> int:
         """End the pause requests not met yet (``only`` those, if given) with ``event``
         (cancelled, expired), and take them back from pydevd: each thread runs on when it
-        returns to Python. Returns how many were withdrawn."""
+        returns to Python. A cancel also lets go a thread served blocked in C (still
+        pending: ``ps`` shows it): its stand-in leaves, its session ends; an expiry leaves
+        it served. Returns how many were withdrawn."""
         with self._lock:
             ended = [(ident, request) for ident, request in self._pause_requests.items()
                      if (only is None or any(request is mine for mine in only))
-                     and not self.debugger.is_suspended(ident)]
+                     and (not self.debugger.is_suspended(ident)
+                          or (request.state is PauseRequestState.BLOCKED
+                              and event is PauseRequestEvent.CANCELLED))]
             for ident, request in ended:
                 del self._pause_requests[ident]
                 request.move(event)
@@ -360,7 +365,12 @@ class Agent:
             request = self._pause_requests.get(ident)
         if request is None or self.debugger.is_suspended(ident):
             return  # it stopped meanwhile, or its request ended
-        self.debugger.stop_paused(request.thread, frame, under_client=self._client_ready)
+        if not self.debugger.blocked.claim_own_stop(ident):
+            return  # a stand-in serves it where it blocks (the signal came late)
+        try:
+            self.debugger.stop_paused(request.thread, frame, under_client=self._client_ready)
+        finally:
+            self.debugger.blocked.end_own_stop(ident)
 
     # -- session bookkeeping ----------------------------------------------------------------
 

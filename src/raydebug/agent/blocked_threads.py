@@ -16,6 +16,12 @@ the blocked frame's globals and locals, so ``done.set()`` can unblock it.
                                          pause is still asked), at the user's frame
     blocked --next/stepIn/stepOut/goto-> refused (:data:`STEP_REFUSED`): nothing to step
 
+The main thread is first sent raydebug's signal (:mod:`.pause_signal`), which brings most
+blocking calls back to Python; one the signal does not interrupt (a C extension that waits
+again on ``EINTR``, e.g. on a condition variable; a program that took or ignores the signal)
+is served by a stand-in too, once :data:`MAIN_GRACE` has passed with no stop of its own
+(:meth:`BlockedThreads.claim_own_stop` keeps the two from both serving it).
+
 The stand-in leaves pydevd's loop without changing the thread's state (the view's
 ``pydev_state`` reads "running" once the thread has come back), so the thread's own stop
 follows with nothing lost. Library frames between the C call and the user's frame (e.g.
@@ -34,6 +40,9 @@ from typing import Any
 from .pydevd_start import mark_invisible
 
 BLOCKED_GRACE = 0.3  # seconds a thread asked to pause has to stop before it counts as blocked
+# Seconds the main thread has, from the ask, to stop on its own: the signal is sent at
+# pause_signal.KICK_AFTER (0.2 s) and its handler runs within milliseconds of it.
+MAIN_GRACE = 0.8
 STEP_REFUSED = ("the thread is blocked in C (e.g. a lock, Event.wait, queue.get, a socket): "
                 "it cannot step until it returns to Python; evaluate something that unblocks "
                 "it, or continue")
@@ -98,6 +107,7 @@ class BlockedThreads:
         self._user_frame = user_frame
         self._lock = threading.Lock()
         self._stand_ins: dict[int, _StandIn] = {}  # blocked thread's ident -> its stand-in
+        self._stopping_itself: set[int] = set()  # threads in their own stop: no stand-in
         self._py_db: Any = None
         self._restore: list[tuple[Any, str, Any]] = []  # see restore_after_fork
 
@@ -120,13 +130,29 @@ class BlockedThreads:
     def watch(self, threads: list[threading.Thread],
               is_still_asked: Callable[[threading.Thread], bool]) -> None:
         """After a pause asked ``threads`` to stop: on a thread of ours, wait
-        :data:`BLOCKED_GRACE`, then stand in for each one whose pause is still pending
-        (``is_still_asked``: not stopped, not cancelled). Returns at once."""
+        :data:`BLOCKED_GRACE` (the main thread: :data:`MAIN_GRACE`), then stand in for each
+        one whose pause is still pending (``is_still_asked``: not stopped, not cancelled)
+        and that is not stopping itself. Returns at once."""
         waiter = threading.Thread(target=self._stand_in_for_late,
                                   args=(threads, is_still_asked),
                                   name="raydebug-blocked-watch", daemon=True)
         mark_invisible(waiter)
         waiter.start()
+
+    def claim_own_stop(self, ident: int) -> bool:
+        """Thread ``ident`` (the main thread, in raydebug's signal handler) is about to stop
+        itself: True, and no stand-in is made for it until :meth:`end_own_stop`; False if
+        a stand-in serves it already (it must not stop a second time)."""
+        with self._lock:
+            if ident in self._stand_ins or ident in self._stopping_itself:
+                return False
+            self._stopping_itself.add(ident)
+            return True
+
+    def end_own_stop(self, ident: int) -> None:
+        """Thread ``ident``'s own stop (:meth:`claim_own_stop`) has ended."""
+        with self._lock:
+            self._stopping_itself.discard(ident)
 
     def is_standing_in(self, ident: int) -> bool:
         """Whether the calling thread is the stand-in of thread ``ident`` (the suspension
@@ -146,18 +172,26 @@ class BlockedThreads:
 
     def _stand_in_for_late(self, threads: list[threading.Thread],
                            is_still_asked: Callable[[threading.Thread], bool]) -> None:
+        main = threading.main_thread()
+        others = [thread for thread in threads if thread is not main]
         threading.Event().wait(BLOCKED_GRACE)  # a running thread stops within it
+        self._stand_in_for_each(others, is_still_asked)
+        if len(others) < len(threads):
+            # The signal's time: the main thread it brought back to Python stops itself.
+            threading.Event().wait(MAIN_GRACE - BLOCKED_GRACE)
+            self._stand_in_for_each([main], is_still_asked)
+
+    def _stand_in_for_each(self, threads: list[threading.Thread],
+                           is_still_asked: Callable[[threading.Thread], bool]) -> None:
         frames = sys._current_frames()
         for thread in threads:
             top = frames.get(thread.ident or 0)
-            if top is None or thread is threading.main_thread():
-                continue  # ended; the main thread is interrupted by a signal instead
-            if not is_still_asked(thread):
-                continue
+            if top is None or not is_still_asked(thread):
+                continue  # ended, or stopped, or no longer asked
             frame = self._user_frame(top)
             stand_in = _StandIn(thread, frame)
             with self._lock:
-                if thread.ident in self._stand_ins:
+                if thread.ident in self._stand_ins or thread.ident in self._stopping_itself:
                     continue
                 self._stand_ins[thread.ident or 0] = stand_in
             runner = threading.Thread(target=self._serve, args=(stand_in,),
