@@ -16,6 +16,7 @@ from raydebug.protocol.proxy_policy import (
     PASS,
     Action,
     ProxyPolicy,
+    TellAgentPause,
     TellAgentReady,
     ThreadsResumed,
     ToClient,
@@ -30,6 +31,7 @@ class Delivered:
     to_client: list[Message] = field(default_factory=list)
     to_worker: list[Message] = field(default_factory=list)
     agent_ready: bool = False  # ClientReady went to the agent
+    agent_pauses: list[int] = field(default_factory=list)  # each Pause's expire_ms
     threads_resumed: bool = False
     unparsed: bool = False  # pydevd's body passed on the fast path, as bytes
 
@@ -89,6 +91,8 @@ class ProxyPair:
                         delivered.to_worker.append(received)
             elif isinstance(action, TellAgentReady):
                 delivered.agent_ready = True
+            elif isinstance(action, TellAgentPause):
+                delivered.agent_pauses.append(action.expire_ms)
             elif isinstance(action, ThreadsResumed):
                 delivered.threads_resumed = True
 

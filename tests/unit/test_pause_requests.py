@@ -189,6 +189,25 @@ def test_only_the_requests_of_one_ask_expire_with_it(blocked):
     assert debugger.withdrawn == [] and len(link.sessions()) == 1
 
 
+def test_a_clients_pause_asks_a_sessions_thread_it_let_run_and_asks_again_what_is_asked(
+        blocked):
+    thread, _gate = blocked
+    agent, debugger, link = _agent(thread)
+    agent.pause_all_threads()
+    agent._on_thread_suspended(thread.ident or 0, sys._getframe())  # a session
+    debugger.asked = set()  # the client continued it: the session goes on, running
+    assert agent.pause_all_threads() == []  # raydebug pause leaves a session's thread be
+    assert agent.pause_all_threads(expire=0.05, by_client=True) == [thread.ident]
+    asked = agent._pause_requests[thread.ident or 0]
+    assert debugger.asked == {thread.ident} and link.pending() == 1
+    debugger.suspend_threads = lambda threads: again.extend(threads)  # type: ignore[method-assign]
+    again: list[threading.Thread] = []
+    assert agent.pause_all_threads(by_client=True) == [thread.ident]
+    assert again == [thread]  # asked of pydevd again: an ask during a step's set-up is lost
+    assert agent._pause_requests[thread.ident or 0] is asked  # the same request, its end kept
+    assert debugger.was_withdrawn.wait(5) and debugger.withdrawn == [thread]
+
+
 def test_a_cancel_lets_go_a_thread_served_blocked_in_c_and_an_expiry_does_not(blocked):
     thread, _gate = blocked
     agent, debugger, link = _agent(thread)

@@ -9,6 +9,7 @@ from raydebug.errors import RemoteProtocolError
 from raydebug.protocol import Event, Request, Response
 from raydebug.protocol.framing import frame
 from raydebug.protocol.proxy_policy import (
+    CLIENT_PAUSE_WAIT,
     INJECTED_SEQ,
     PASS,
     PROCESS_ENDED,
@@ -97,6 +98,25 @@ def test_the_answer_to_configuration_done_makes_the_agent_release_the_threads():
     assert not pair.worker_sends(answer(Request(seq=3, command="configurationDone"))).agent_ready
     reply = pair.worker_sends(answer(done))
     assert reply.agent_ready and reply.to_client == [answer(done)]
+
+
+def test_pause_is_answered_once_by_the_hub_and_made_by_the_agent_with_a_bound():
+    # pydevd alone cannot stop a thread blocked in C: the agent pauses, as raydebug pause.
+    pair = ProxyPair()
+    pause = Request(seq=9, command="pause", arguments={"threadId": 1})
+    sent = pair.client_sends(pause)
+    assert sent.to_worker == []  # pydevd never sees it: it would answer a second time
+    assert [(m.request_seq, m.command, m.success) for m in sent.to_client] == [(9, "pause", True)]
+    assert sent.agent_pauses == [round(CLIENT_PAUSE_WAIT * 1000)]
+    # and the channel's end owes it no answer: it was answered
+    assert [m.event for m in pair.channel_closes().to_client] == ["terminated"]
+
+
+def test_a_pause_after_the_channel_closed_is_answered_and_asks_the_agent_nothing():
+    pair = ProxyPair()
+    pair.channel_closes()
+    sent = pair.client_sends(Request(seq=2, command="pause", arguments={"threadId": 1}))
+    assert sent.agent_pauses == [] and sent.to_client[0].message == PROCESS_ENDED
 
 
 def test_when_the_channel_closes_every_request_gets_one_answer_then_terminated():

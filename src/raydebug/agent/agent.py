@@ -288,9 +288,12 @@ class Agent:
             f"(RAYDEBUG_WAIT_TIMEOUT); continuing")
         return None
 
-    def pause_all_threads(self, expire: float = 0.0) -> list[int]:
+    def pause_all_threads(self, expire: float = 0.0, by_client: bool = False) -> list[int]:
         """``raydebug pause``, on the link thread: ask pydevd to suspend every Python thread
-        that has no session and no pause requested yet.
+        that has no session and no pause requested yet. ``by_client``: the attached client's
+        DAP ``pause``, which asks every thread not suspended now (a session's thread it let
+        run on too) and asks again those already asked (pydevd may have dropped an ask that
+        came during a step's set-up).
 
         Starts pydevd first (~150 ms the first time). Each thread becomes a session (reason
         ``pause``) when it suspends (:meth:`_on_thread_suspended`), not before: one blocked
@@ -303,13 +306,19 @@ class Agent:
         self.debugger.ensure_started()
         with self._lock:
             self._forget_abandoned_pauses_locked()  # a thread asked again if a resume cancelled
-            busy = {s.thread_ident for s in self._sessions.values()} | set(self._pause_requests)
+            if by_client:
+                busy = self.debugger.suspended_threads()
+            else:
+                busy = ({s.thread_ident for s in self._sessions.values()}
+                        | set(self._pause_requests))
         targets = self.debugger.pausable_threads(skip=busy)
         identity = live.session_identity()
         asked_now = []
         with self._lock:
             for thread, _frame in targets:
                 assert thread.ident is not None
+                if thread.ident in self._pause_requests:
+                    continue  # asked again (by_client): its request and its end stay
                 request = self._pause_requests[thread.ident] = PauseRequest(thread, identity)
                 asked_now.append(request)
             self.link.post(pending_message(self._pause_requests.values()))
@@ -488,7 +497,8 @@ class Agent:
 
     def pause(self, request: Pause) -> ControlMessage:
         try:
-            self.pause_all_threads(expire=request.expire_ms / 1000)
+            self.pause_all_threads(expire=request.expire_ms / 1000,
+                                   by_client=request.by_client)
         except Exception as error:  # the process runs on, unpaused; the client is told why
             reason = f"the debugger could not start in pid {os.getpid()}: " \
                      f"{type(error).__name__}: {error}"

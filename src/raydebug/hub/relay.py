@@ -22,12 +22,13 @@ import asyncio
 from collections.abc import Iterable
 
 from ..errors import PeerClosed
-from ..protocol.control import ClientReady
+from ..protocol.control import ClientReady, Pause
 from ..protocol.paths import PathTranslator
 from ..protocol.proxy_policy import (
     PASS,
     Action,
     ProxyPolicy,
+    TellAgentPause,
     TellAgentReady,
     ThreadsResumed,
     ToClient,
@@ -65,6 +66,11 @@ class Relay:
                 self._worker.send(action.message)
             elif isinstance(action, TellAgentReady):
                 self._process.send(ClientReady(channel=self._channel_id))
+            elif isinstance(action, TellAgentPause):
+                # No answer is awaited (request id 0 is never asked): the client has had its
+                # own, and a pause the agent cannot make is said on the process's stderr.
+                self._process.send(Pause(request_id=0, expire_ms=action.expire_ms,
+                                         by_client=True))
             elif isinstance(action, ThreadsResumed):
                 self.resumed_by_disconnect = list(self._process.sessions)
 

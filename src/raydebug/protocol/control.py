@@ -37,8 +37,10 @@ the hub's questions on the same connection::
     agent -> hub     Register(process)          pid, host, argv, labels, parent, Ray ids
     hub   -> agent   CollectStacks(request_id, locals)   every Python thread's stack, now
     agent -> hub     Stacks(request_id, threads, now)    ``now``: what it runs (task_name)
-    hub   -> agent   Pause(request_id, expire_ms)   suspend every Python thread: sessions
-                                                follow; asks not met in expire_ms are withdrawn
+    hub   -> agent   Pause(request_id, expire_ms, by_client)   suspend every Python thread:
+                                                sessions follow; asks not met in expire_ms are
+                                                withdrawn (by_client: an attached client's
+                                                DAP pause, request_id 0, not answered)
     agent -> hub     Paused(request_id, error)  asked (sessions: as threads stop), or why not
     hub   -> agent   CancelPause(request_id)    withdraw every pause asked and not met
     agent -> hub     PauseCancelled(request_id, threads)   how many were withdrawn
@@ -288,11 +290,14 @@ class Stacks(ControlMessage):
 class Pause(ControlMessage):
     """Hub -> agent: suspend every Python thread, each a session with reason ``pause``;
     a thread that has not stopped within ``expire_ms`` is no longer asked (0: until it
-    stops or a ``CancelPause``)."""
+    stops or a ``CancelPause``). ``by_client``: the DAP ``pause`` of the client attached to
+    this process (the hub answered it), which asks every thread not suspended now, those of
+    sessions it let run on too; no ``Paused`` is awaited."""
 
     TYPE: ClassVar[str] = "pause"
     request_id: int
     expire_ms: int = 0
+    by_client: bool = False
 
 
 @dataclass(frozen=True)

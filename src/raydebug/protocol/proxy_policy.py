@@ -13,6 +13,12 @@ carries out its decisions). Its rules:
   the hub allows it (``--allow-terminate``): the first is refused, the second rewritten;
 - the answer to ``configurationDone`` is followed by :class:`TellAgentReady`, which releases
   the paused threads (pydevd then sends ``stopped``) or replays old stops;
+- ``pause`` is answered by the hub and carried out by the agent (:class:`TellAgentPause`),
+  as ``raydebug pause`` is: pydevd alone cannot stop a thread blocked in C, while the agent
+  signals the main thread and serves a blocked one where it waits; the request it makes is
+  withdrawn after :data:`CLIENT_PAUSE_WAIT` seconds if nothing has stopped. pydevd's own
+  answer to ``pause`` says nothing more than success (DAP: the response first, then
+  ``stopped`` as threads stop), and the hub gives that one answer;
 - when the channel closes (:meth:`ProxyPolicy.channel_closed`), every request pydevd had not
   answered gets its answer from the hub (see :mod:`.outstanding`) and the client gets
   ``terminated`` (once); requests sent after that are answered by the hub too. A request
@@ -21,9 +27,10 @@ carries out its decisions). Its rules:
   needs fails with :data:`PROCESS_ENDED`.
 
 Decisions are lists of actions (:class:`ToClient`, :class:`ToWorker`, :class:`TellAgentReady`,
-:class:`ThreadsResumed`), in the order they must happen. The fast path stays fast: a body
-from pydevd is parsed only when it may concern the policy (:func:`~.connection.mentions`);
-otherwise :meth:`ProxyPolicy.from_worker` returns :data:`PASS` and its bytes go on as they are.
+:class:`TellAgentPause`, :class:`ThreadsResumed`), in the order they must happen. The fast
+path stays fast: a body from pydevd is parsed only when it may concern the policy
+(:func:`~.connection.mentions`); otherwise :meth:`ProxyPolicy.from_worker` returns
+:data:`PASS` and its bytes go on as they are.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ PROCESS_ENDED = "the debugged process has ended (it exited, was killed, or its c
 # not answer was carried out all the same, since it ran on until it ended.
 RESUMING = frozenset({"continue", "next", "stepIn", "stepOut", "disconnect"})
 REFUSED = "refused by the raydebug hub"
+# Seconds a client's pause stays asked of a thread that has not stopped (nor been served
+# blocked in C): then it is withdrawn, as ``raydebug pause --wait`` withdraws its own.
+CLIENT_PAUSE_WAIT = 10.0
 
 # pydevd's own answer to initialize (debugpy 1.8, in-process adapter), so that clients see
 # the same debugger through the hub as they would directly.
@@ -117,12 +127,22 @@ class TellAgentReady:
 
 
 @dataclass(frozen=True)
+class TellAgentPause:
+    """The client asked to ``pause``: tell the agent (``Pause``, ``by_client``), which asks
+    every thread not suspended to stop, signals a main thread blocked in C and serves any
+    thread still blocked where it waits; what has not stopped within ``expire_ms`` is no
+    longer asked."""
+
+    expire_ms: int
+
+
+@dataclass(frozen=True)
 class ThreadsResumed:
     """The client's ``disconnect`` goes to pydevd, which resumes every thread: the process's
     sessions as of now end with the client (not a moment later, when the agent says so)."""
 
 
-Action = ToClient | ToWorker | TellAgentReady | ThreadsResumed
+Action = ToClient | ToWorker | TellAgentReady | TellAgentPause | ThreadsResumed
 
 
 class _Pass:
@@ -165,6 +185,10 @@ class ProxyPolicy:
             if message.command == "disconnect" and message.arguments.get("terminateDebuggee"):
                 arguments = {**message.arguments, "terminateDebuggee": False}
                 message = replace(message, arguments=arguments, raw=None)
+        if message.command == "pause":
+            # One answer, the hub's, then the agent pauses: pydevd never sees this request.
+            return [ToClient(success(message)),
+                    TellAgentPause(expire_ms=round(CLIENT_PAUSE_WAIT * 1000))]
         actions: list[Action] = []
         if message.command == "configurationDone":
             self._configuration_done_seq = message.seq

@@ -11,9 +11,10 @@ that thread: see :mod:`.remote`) and wait for one of three things:
   one, else the session is over (with ``--follow``, on to the next breakpoint);
 - the end of the connection (the process exited).
 
-While waiting, Ctrl-C asks pydevd to pause the thread; a second Ctrl-C, ``q`` or Ctrl-D
-detaches (the process runs on) and ends ``raydebug attach``: a thread outside Python code
-(waiting in Ray, in a C call) cannot be paused, and the user must never be stuck.
+While waiting, Ctrl-C asks for a pause (DAP ``pause``, which the hub has the agent make as
+``raydebug pause`` does: a thread in a C call is brought back or served where it waits); a
+second Ctrl-C, ``q`` or Ctrl-D detaches (the process runs on) and ends ``raydebug attach``:
+a thread may still not stop, and the user must never be stuck.
 """
 
 from __future__ import annotations
