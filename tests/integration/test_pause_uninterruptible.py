@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -108,11 +109,14 @@ def test_a_main_thread_the_signal_cannot_interrupt_is_served_where_it_waits(
                             GATE_LIBRARY=str(gate_library(tmp_path)))
     assert read_line(proc).split() == ["started", str(proc.pid)]
 
+    asked = time.monotonic()
     paused = subprocess.run([sys.executable, "-m", "raydebug", "pause", f"pid={proc.pid}",
                              "--hub", hub.client_address], capture_output=True, text=True,
                             timeout=TIMEOUT, env={**os.environ, "NO_COLOR": "1"})
     assert paused.returncode == 0, paused.stderr
     (session,) = hub.wait_sessions(1)
+    print(f"{case}: listed blocked in C {time.monotonic() - asked:.2f} s after raydebug pause "
+          "started")
     assert session["thread"] == "MainThread" and session["blocked_in_c"] is True, session
     assert (session["function"], session["line"]) == ("main", waits), session
     assert session["id"] in paused.stdout, paused.stdout  # the pause lists it

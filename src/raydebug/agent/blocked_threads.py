@@ -41,8 +41,9 @@ from .pydevd_start import mark_invisible
 
 BLOCKED_GRACE = 0.3  # seconds a thread asked to pause has to stop before it counts as blocked
 # Seconds the main thread has, from the ask, to stop on its own: the signal is sent at
-# pause_signal.KICK_AFTER (0.2 s) and its handler runs within milliseconds of it.
-MAIN_GRACE = 0.8
+# pause_signal.KICK_AFTER (0.2 s); its handler runs within milliseconds of it in most calls,
+# but only at Ray's next check of signals in ray.get (every 1 s by default).
+MAIN_GRACE = 1.5
 STEP_REFUSED = ("the thread is blocked in C (e.g. a lock, Event.wait, queue.get, a socket): "
                 "it cannot step until it returns to Python; evaluate something that unblocks "
                 "it, or continue")
