@@ -71,6 +71,7 @@ for _ in range(1000):  # the hub's ClientGone: until then pydevd's breakpoints w
         break
     time.sleep(0.01)
 target.work(10, "stop")
+agent.debugger.wait_untraced(10)  # pydevd's second session left, as after the first
 agent.arm_breakpoints({})
 print("cleared", agent.breakpoints.active(), sys.gettrace(), flush=True)
 """
