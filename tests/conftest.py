@@ -6,6 +6,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if integration in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+
+
+# The Ray demo's tests and the web page's: their cluster's hub takes the default client port
+# (5678) when it is free, and what they run finds it there, so two of them at once on two
+# workers reached each other's hub (a fresh-clone run: the demo's `attach --follow` was told
+# its hub had gone away). They run one after another, on one worker.
+ON_THE_DEFAULT_PORT = frozenset({"tests/integration/test_demo.py",
+                                 "tests/integration/test_demo_terminal.py",
+                                 "tests/integration/test_web_page.py"})
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (``make test``), with the files above as one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class DefaultPortTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "the default port" if path in ON_THE_DEFAULT_PORT else path
+
+    return DefaultPortTogether(config, log)
