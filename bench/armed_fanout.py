@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers import start_hub  # tests/helpers.py
-from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
+from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet
 from raydebug.client.dap import DapClient
 from raydebug.protocol.control import (
     ROLE_CONTROL,

@@ -48,7 +48,7 @@ DRIVER = textwrap.dedent('''
                 f.write("def work():\\n    return 1\\n")
             sys.path.insert(0, here)
             import armed, elsewhere
-            from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
+            from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet
 
             def library_raising(n):
                 for _ in range(n):

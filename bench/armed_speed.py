@@ -2,7 +2,7 @@
 
 Call-heavy code (``fib(23)``) in a file without breakpoints, while a breakpoint is armed in
 another file: raydebug's arm on each Python given (the running one by default; on 3.10/3.11
-the rewritten code of armed_code, and beside it the trace function alone, as
+the rewritten code of agent/armed/code.py, and beside it the trace function alone, as
 ``RAYDEBUG_ARMED_BACKEND=trace`` keeps it), and, as the anchor, stock debugpy listening
 (in-process adapter, no client: its tracing is what a listening debugpy costs; a client's
 breakpoint adds to it). Prints speed ratios to unarmed (the best of 24 calls each), all in
@@ -48,7 +48,7 @@ PROBE = textwrap.dedent('''
 
     if MODE == "arm-cost":
         import gc
-        from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
+        from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet
         arm = ArmedBreakpoints(on_hit=lambda frame: None, on_log=lambda text, frame: None)
         wanted = BreakpointSet.from_wire({"sources": [{"path": armed.__file__,
                                                        "breakpoints": [{"line": 2}]}]})
@@ -59,7 +59,7 @@ PROBE = textwrap.dedent('''
         print(f"{min(costs) * 1000:.0f} ms/{len(gc.get_objects()) // 1000}k")
         raise SystemExit
     if MODE.startswith("raydebug"):  # unarmed and armed in turns: a loaded machine hits both alike
-        from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
+        from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet
         arm = ArmedBreakpoints(on_hit=lambda frame: None, on_log=lambda text, frame: None)
         wanted = BreakpointSet.from_wire({"sources": [{"path": armed.__file__,
                                                        "breakpoints": [{"line": 2}]}]})

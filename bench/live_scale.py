@@ -114,7 +114,7 @@ def _sample_threads() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def fake_record(index: int) -> dict[str, Any]:
-    """What ``Register`` says about a Ray worker (raydebug.agent.live.process_record)."""
+    """What ``Register`` says about a Ray worker (raydebug.agent.link.live.process_record)."""
     node = index // 16
     return {"pid": FAKE_PID + index, "host": f"worker-{node:03d}", "argv": ARGV,
             "labels": {"RANK": str(index), "WORLD_SIZE": "10000"}, "since": time.time(),

@@ -29,7 +29,7 @@ from devtools.processes import HubProcess, stop
 WORKER = """
 import sys, time
 if float(sys.argv[1]) > 0:
-    from raydebug.agent.debugger import Debugger
+    from raydebug.agent.debugger.facade import Debugger
     _start = Debugger._start
     def slow_start(self, delay=float(sys.argv[1])):
         time.sleep(delay)

@@ -182,7 +182,7 @@ class PeerClosed(RaydebugError):
 
 class NotRewritableError(RaydebugError):
     """The breakpoints of a file cannot be served by rewritten code (the message says why):
-    the armed breakpoints trace that file instead (``raydebug.agent.armed_code``)."""
+    the armed breakpoints trace that file instead (``raydebug.agent.armed.code``)."""
 
 
 class ConfigurationError(RaydebugError):

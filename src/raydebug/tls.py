@@ -95,7 +95,7 @@ class Certificate:
     def server_context(self) -> ssl.SSLContext:
         """The worker listener's context. No session tickets: workers never resume a
         session, so nothing but application data follows the handshake (the agent still
-        relays a TLS data channel on one thread, see :mod:`raydebug.agent.relay`)."""
+        relays a TLS data channel on one thread, see :mod:`raydebug.agent.link.relay`)."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.num_tickets = 0

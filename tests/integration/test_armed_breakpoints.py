@@ -116,7 +116,7 @@ def test_armed_breakpoint_logpoint_and_clearing(hub: HubProcess, tmp_path: Path,
                             stderr=subprocess.PIPE, bufsize=0)  # unbuffered: see next_line
 
     hub.workers.append(proc)  # type: ignore[arg-type]  # stopped by pid at teardown
-    mode = "rewrite" if version in ("3.10", "3.11") else "-"  # no trace function (armed_code)
+    mode = "rewrite" if version in ("3.10", "3.11") else "-"  # no trace function (agent/armed/code.py)
     assert next_line(proc).split() == ["armed", "True", "elsewhere", "untraced", "True", mode]
 
     async def take_stop(expected_label: str) -> None:

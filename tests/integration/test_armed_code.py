@@ -1,4 +1,4 @@
-"""Cluster breakpoints on Python 3.10/3.11 served by rewritten code (armed_code), on the real
+"""Cluster breakpoints on Python 3.10/3.11 served by rewritten code (agent/armed/code.py), on the real
 interpreters: no trace function anywhere while armed, hits in modules imported before and
 after arming, conditions, hit counts, logpoints, the originals back on clearing, and the
 trace fallbacks (a frame of the file already running, a source that changed since import)
@@ -48,7 +48,7 @@ def later(a):
 SCENARIO = """
 import json, sys, threading
 sys.path.insert(0, sys.argv[2])
-from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
+from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet
 import target
 
 lines = json.loads(sys.argv[1])
@@ -93,7 +93,7 @@ print(json.dumps(out), flush=True)
 RUNNING = """
 import json, sys, threading, time
 sys.path.insert(0, sys.argv[2])
-from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
+from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet
 import target, spin
 
 lines = json.loads(sys.argv[1])

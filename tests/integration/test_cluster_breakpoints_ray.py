@@ -6,7 +6,7 @@ its locals are read; continue; the job completes. Twice: a task defined in the d
 ``__main__`` (shipped by value, so the driver's path is in the workers' ``co_filename``),
 and one in a module shipped with ``working_dir`` (its path under Ray's directory on each
 node, mapped through the IDE's ``localRoot``). On 3.10/3.11 the stopping worker is armed
-through rewritten code (armed_code: an import, or cloudpickle's rebuild of a function
+through rewritten code (agent/armed/code.py: an import, or cloudpickle's rebuild of a function
 shipped by value), asserted through its agent's modes."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 from wsproto.frame_protocol import CloseReason
 
 from helpers import PAUSING_WORKER, HubProcess, finish, start_hub, write_script
-from raydebug.hub.websocket import MAX_MESSAGE
+from raydebug.hub.http.websocket import MAX_MESSAGE
 from websocket_client import Refused, WebSocketClient
 
 pytestmark = pytest.mark.integration

@@ -30,7 +30,7 @@ from helpers import (
     run,
     write_script,
 )
-from raydebug.agent.blocked_threads import MAIN_GRACE
+from raydebug.agent.debugger.blocked_threads import MAIN_GRACE
 
 pytestmark = pytest.mark.integration
 

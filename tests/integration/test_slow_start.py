@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 # the pausing thread is still importing debugpy.
 SLOW_START = """
 import time
-from raydebug.agent.debugger import Debugger
+from raydebug.agent.debugger.facade import Debugger
 
 _start = Debugger._start
 
@@ -79,7 +79,7 @@ def test_a_failed_start_ends_the_session_and_the_process_runs_on(hub: HubProcess
                                                                  tmp_path: Path):
     """A debugger that cannot start: the client gets the reason, nothing stays listed."""
     broken = """
-    from raydebug.agent.debugger import Debugger
+    from raydebug.agent.debugger.facade import Debugger
 
     def broken_start(self):
         raise RuntimeError("no debugger here")

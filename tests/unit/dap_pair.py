@@ -2,7 +2,7 @@
 
 Like h11's ``tests/helpers.py`` ``ConnectionPair``: each side is a real
 :class:`~raydebug.protocol.DapConnection`, messages go through real framing both ways, and
-the hub's part is only the policy's decisions, carried out the way ``hub/relay.py`` does.
+the hub's part is only the policy's decisions, carried out the way ``hub/clients/relay.py`` does.
 A test says what one side sends and asserts on what each side received.
 """
 

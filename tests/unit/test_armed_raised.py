@@ -10,8 +10,8 @@ import sys
 from types import FrameType, TracebackType
 from typing import Any
 
-from raydebug.agent.armed_breakpoints import ArmedBreakpoints, BreakpointSet
-from raydebug.agent.armed_raised import is_library, stops_here
+from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet
+from raydebug.agent.armed.raised import is_library, stops_here
 
 
 class Reports:

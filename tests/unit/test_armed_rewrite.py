@@ -1,5 +1,5 @@
-"""armed_rewrite in memory: where the call goes, which lines it refuses, and the pairing of
-rewritten code with the live functions (armed_code's 3.10/3.11 path)."""
+"""agent/armed/rewrite.py in memory: where the call goes, which lines it refuses, and the pairing of
+rewritten code with the live functions (agent/armed/code.py: the 3.10/3.11 path)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from raydebug.agent.armed_rewrite import HOOK_NAME, make_plan
+from raydebug.agent.armed.rewrite import HOOK_NAME, make_plan
 from raydebug.errors import NotRewritableError
 
 SOURCE = textwrap.dedent("""

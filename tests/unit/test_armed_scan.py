@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from raydebug.agent.armed_code import _scan
+from raydebug.agent.armed.code import _scan
 
 
 def counted(n: int) -> Iterator[int]:

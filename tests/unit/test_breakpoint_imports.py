@@ -21,11 +21,11 @@ from raydebug.protocol import control
 # session does not need. pydevd and debugpy come right after the session is posted, on the
 # pausing thread; ssl only with a --tls hub.
 NOT_ON_THE_WAY = (
-    "raydebug.agent.armed_breakpoints", "raydebug.agent.armed_code",
-    "raydebug.agent.armed_monitoring", "raydebug.agent.armed_raised",
-    "raydebug.agent.armed_rewrite", "raydebug.agent.armed_shipped",
-    "raydebug.agent.armed_tracing", "raydebug.agent.armed_watch", "raydebug.agent.stacks",
-    "raydebug.agent.local_pdb", "raydebug.agent.relay", "raydebug.state_file", "raydebug.tls",
+    "raydebug.agent.armed.breakpoints", "raydebug.agent.armed.code",
+    "raydebug.agent.armed.monitoring", "raydebug.agent.armed.raised",
+    "raydebug.agent.armed.rewrite", "raydebug.agent.armed.shipped",
+    "raydebug.agent.armed.tracing", "raydebug.agent.armed.watch", "raydebug.agent.stacks",
+    "raydebug.agent.local_pdb", "raydebug.agent.link.relay", "raydebug.state_file", "raydebug.tls",
     "raydebug.hub", "raydebug.integrations", "raydebug.client", "debugpy", "pydevd", "ray",
     "ssl", "ctypes", "platform", "sysconfig", "pathlib", "traceback", "encodings.idna",
     "raydebug.protocol.messages", "raydebug.protocol.connection",  # DAP's: the hub's, pydevd's
@@ -86,7 +86,7 @@ agent.arm_breakpoints({"sources": [{"path": "/nowhere.py", "breakpoints": [{"lin
 armed = agent.breakpoints.files
 agent.arm_breakpoints({})
 print(json.dumps([empty, sorted(armed), agent.breakpoints.active(),
-                  "raydebug.agent.armed_breakpoints" in sys.modules]))
+                  "raydebug.agent.armed.breakpoints" in sys.modules]))
 """
     empty, armed, active, imported_then = run_fresh(code, RAYDEBUG_TOKEN="token")
     assert empty == []

@@ -1,4 +1,4 @@
-"""The hub's receiving side of a data channel (hub/channel_receiver.py), over a real
+"""The hub's receiving side of a data channel (hub/agents/data_receiver.py), over a real
 loopback connection switched to it with set_protocol, as the worker listener does."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from raydebug.errors import PeerClosed, RemoteProtocolError
-from raydebug.hub.channel_receiver import ChannelReceiver
+from raydebug.hub.agents.data_receiver import ChannelReceiver
 from raydebug.protocol.framing import frame
 
 

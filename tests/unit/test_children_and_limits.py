@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from raydebug.hub.cluster_attach import OFFER_WINDOW, ClusterAttach, ClusterAttaches
+from raydebug.hub.clients.cluster_attach import OFFER_WINDOW, ClusterAttach, ClusterAttaches
 from raydebug.hub.net import PeerLimit
 from raydebug.hub.registry import Registry
 from raydebug.protocol import Event, Request
@@ -33,7 +33,7 @@ def test_a_vouched_connection_stops_counting_and_can_be_revoked():
 
 
 class FakeParentClient:
-    """A scripted :class:`~raydebug.hub.client_peer.ClientPeer`: what a ClusterAttach sees."""
+    """A scripted :class:`~raydebug.hub.clients.peer.ClientPeer`: what a ClusterAttach sees."""
 
     def __init__(self) -> None:
         self.peer_host = "127.0.0.1"

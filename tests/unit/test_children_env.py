@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from raydebug.agent import discovery, metadata
+from raydebug.agent import metadata
 from raydebug.agent.config import AgentConfig
+from raydebug.agent.link import discovery
 from raydebug.errors import ConfigurationError
 
 

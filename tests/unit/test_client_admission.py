@@ -1,5 +1,5 @@
-"""Who may use the client port: the socket owner's uid (hub/peer_owner.py), the admission
-rule (hub/client_admission.py), and the HTTP Host check against DNS rebinding (http_api)."""
+"""Who may use the client port: the socket owner's uid (hub/clients/peer_owner.py), the admission
+rule (hub/clients/admission.py), and the HTTP Host check against DNS rebinding (hub/http/api.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from raydebug.errors import ClientRefusedError
-from raydebug.hub import peer_owner
-from raydebug.hub.client_admission import ClientAdmission
-from raydebug.hub.http_api import HubNames, misdirected
+from raydebug.hub.clients import peer_owner
+from raydebug.hub.clients.admission import ClientAdmission
+from raydebug.hub.http.api import HubNames, misdirected
 
 little_endian = pytest.mark.skipif(sys.byteorder != "little", reason="sample tables are x86's")
 

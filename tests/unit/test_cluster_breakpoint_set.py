@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from raydebug.agent.armed_breakpoints import (
+from raydebug.agent.armed.breakpoints import (
     ArmedBreakpoints,
     BreakpointSet,
     format_log_message,
@@ -18,7 +18,7 @@ from raydebug.agent.armed_breakpoints import (
     local_names,
 )
 from raydebug.errors import RemoteProtocolError
-from raydebug.hub.cluster_attach import ClusterAttach, ClusterAttaches, process_prefix
+from raydebug.hub.clients.cluster_attach import ClusterAttach, ClusterAttaches, process_prefix
 from raydebug.hub.cluster_breakpoints import UNVERIFIED, ClusterBreakpointSet
 from raydebug.hub.registry import Registry
 from raydebug.protocol import Event, Request

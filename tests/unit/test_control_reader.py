@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from raydebug.errors import RemoteProtocolError
-from raydebug.hub import control_reader
-from raydebug.hub.control_reader import ControlReader
+from raydebug.hub.agents import control_reader
+from raydebug.hub.agents.control_reader import ControlReader
 from raydebug.protocol.control import (
     ControlMessage,
     ControlStream,

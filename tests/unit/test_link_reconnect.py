@@ -1,5 +1,5 @@
 """The agent's hub link reconnecting, in memory: a dialer seam hands it socketpairs whose
-other end is a hub's handshake on a thread (agent/hub_link.py). The real thing (a hub
+other end is a hub's handshake on a thread (agent/link/hub_link.py). The real thing (a hub
 process killed and restarted) is in tests/integration/test_live_processes.py."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from raydebug.agent import discovery
 from raydebug.agent.config import AgentConfig
-from raydebug.agent.discovery import HubAddress
-from raydebug.agent.hub_link import HubLink
+from raydebug.agent.link import discovery
+from raydebug.agent.link.discovery import HubAddress
+from raydebug.agent.link.hub_link import HubLink
 from raydebug.errors import AuthenticationError, RaydebugError
 from raydebug.protocol import NEED_DATA
 from raydebug.protocol.control import (

@@ -14,7 +14,8 @@ import textwrap
 import threading
 import time
 
-from raydebug.agent import fork_guard, live
+from raydebug.agent import fork_guard
+from raydebug.agent.link import live
 
 
 def wait_in_thread(**kwargs: float) -> threading.Thread:

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from raydebug.errors import ChannelFailedError
-from raydebug.hub.worker_listener import DataChannel, PendingChannels
+from raydebug.hub.agents.listener import DataChannel, PendingChannels
 
 
 def test_a_failure_before_the_connection_fails_the_wait_for_it():

@@ -1,11 +1,11 @@
-"""The socket pydevd writes to: one write per DAP message (agent/pydevd_clients.py)."""
+"""The socket pydevd writes to: one write per DAP message (agent/debugger/clients.py)."""
 
 from __future__ import annotations
 
 import select
 import socket
 
-from raydebug.agent.pydevd_clients import OneWritePerMessage
+from raydebug.agent.debugger.clients import OneWritePerMessage
 
 
 def test_a_header_waits_for_its_body_and_both_leave_in_one_write():

@@ -2,7 +2,7 @@
 
 :data:`INTERNALS` is the list (docs/pydevd_internals.md says why each is used, and a test
 below checks that the doc names every one). The names are looked up in a subprocess that
-starts pydevd as the agent does (``pydevd_start``: that installs tracing, which must not
+starts pydevd as the agent does (``agent/debugger/start.py``: that installs tracing, which must not
 reach this test process) and hands it a client socket, so that live objects (the debugger,
 its reader and writer, a thread's pydevd record) can be checked too.
 """
@@ -28,7 +28,7 @@ TIMEOUT = 60
 # "source:<module>.<class>" when the attribute is assigned in that class's code only at a
 # stop (the path is then text that class's source must contain).
 INTERNALS: list[tuple[str, str]] = [
-    # starting pydevd (agent/pydevd_start.py)
+    # starting pydevd (agent/debugger/start.py)
     ("debugpy", "listen"),
     ("debugpy", "configure"),
     ("debugpy.common.log", "log_dir"),
@@ -42,7 +42,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("waiter", "do_kill_pydev_thread"),
     ("PyDB", "dont_trace_external_files"),
     ("PyDB", "get_cache_file_type"),
-    # clients (agent/pydevd_clients.py)
+    # clients (agent/debugger/clients.py)
     ("PyDB", "initialize_network"),
     ("PyDB", "reader"),
     ("PyDB", "writer"),
@@ -56,7 +56,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("PyDB", "cmd_factory.make_thread_suspend_single_notification"),
     ("_pydevd_bundle.pydevd_constants", "get_thread_id"),
     ("source:pydevd.PyDB", "thread.stop_reason"),
-    # stops and suspensions (agent/debugger.py, agent/suspensions.py, agent/returns.py)
+    # stops and suspensions (agent/debugger/: facade.py, suspensions.py, returns.py)
     ("PyDB", "trigger_exception_handler"),
     # a cluster breakpoint's stop (Debugger.stop_here; the arm itself uses no pydevd)
     ("PyDB", "set_trace_for_frame_and_parents"),
@@ -65,7 +65,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "update_monitor_events"),
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "restart_events"),
     ("_pydevd_sys_monitoring._pydevd_sys_monitoring", "_thread_local_info"),
-    # a stop made outside a trace function (agent/pydevd_untraced.py)
+    # a stop made outside a trace function (agent/debugger/untraced.py)
     ("PyDB", "set_additional_thread_info"),
     ("thread_info", "is_tracing"),
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "suspend_current_thread_tracing"),
@@ -83,7 +83,7 @@ INTERNALS: list[tuple[str, str]] = [
      "PyDevJsonCommandProcessor.process_net_command_json"),
     ("_pydevd_bundle.pydevd_process_net_command_json",
      "PyDevJsonCommandProcessor.on_disconnect_request"),
-    # threads blocked in C (agent/blocked_threads.py)
+    # threads blocked in C (agent/debugger/blocked_threads.py)
     ("source:_pydevd_bundle.pydevd_constants.get_current_thread_id", "__pydevd_id__"),
     ("source:pydevd.PyDB", "get_current_thread_id(threadingCurrentThread())"),
     ("_pydevd_bundle.pydevd_constants", "STATE_RUN"),
@@ -98,7 +98,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("_pydevd_bundle.pydevd_process_net_command_json",
      "PyDevJsonCommandProcessor.on_stepout_request"),
     ("_pydevd_bundle.pydevd_process_net_command_json", "PyDevJsonCommandProcessor.on_goto_request"),
-    # tracing follows need (agent/tracing_keeper.py)
+    # tracing follows need (agent/debugger/tracing_keeper.py)
     ("PyDB", "breakpoints"),
     ("PyDB", "file_to_id_to_line_breakpoint"),
     ("PyDB", "file_to_id_to_plugin_breakpoint"),
@@ -117,7 +117,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("pydevd_tracing", "TracingFunctionHolder._original_tracing"),
     ("pydevd_tracing", "SetTrace"),
     ("helper_lib", "AttachDebuggerTracing"),
-    # fork reset (agent/pydevd_fork.py)
+    # fork reset (agent/debugger/fork.py)
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "reset_thread_local_info"),
     ("_pydev_bundle.pydev_monkey", "_on_forked_process"),
     ("debugpy.server.api", "listen.called"),
@@ -127,14 +127,14 @@ INTERNALS: list[tuple[str, str]] = [
 LOOK_UP = """
 import importlib, inspect, json, os, socket, sys, threading
 
-from raydebug.agent.pydevd_start import make_private, start_pydevd
+from raydebug.agent.debugger.start import make_private, start_pydevd
 
 table = json.loads(sys.stdin.read())
 py_db = start_pydevd()
 waiter = getattr(py_db, "_waiting_for_connection_thread", None)
 make_private(py_db)
 ours, theirs = socket.socketpair()
-py_db.initialize_network(theirs, terminate_on_socket_close=False)  # as pydevd_clients.serve
+py_db.initialize_network(theirs, terminate_on_socket_close=False)  # as agent/debugger/clients.py serve()s
 from _pydevd_bundle.pydevd_additional_thread_info import set_additional_thread_info
 
 live = {"PyDB": py_db, "waiter": waiter, "writer": py_db.writer, "reader": py_db.reader,

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from raydebug.agent import discovery
+from raydebug.agent.link import discovery
 from raydebug.integrations.ray import cluster_auth, enable
 
 LINE = ("raydebug: RAY_DEBUG=1 and RAY_DEBUGGER_HOST=0.0.0.0 (Ray's own debugger) ignored: "

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("ray")
 
-from raydebug.agent import discovery
-from raydebug.agent.discovery import HubAddress, LocalDiscovery
+from raydebug.agent.link import discovery
+from raydebug.agent.link.discovery import HubAddress, LocalDiscovery
 from raydebug.integrations import ray as ray_integration
 from raydebug.integrations.ray import enable
 

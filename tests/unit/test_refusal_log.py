@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from raydebug.hub.worker_listener import RefusalLog
+from raydebug.hub.agents.listener import RefusalLog
 
 WRONG = "wrong token: set RAYDEBUG_TOKEN to the token `raydebug hub` printed"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from raydebug.agent.returns import ReturnWatcher, on_stack
+from raydebug.agent.debugger.returns import ReturnWatcher, on_stack
 
 WAIT = 5.0
 STEP_OVER = 108  # any pydevd step command; -1 means "not stepping"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pytest
 
 from raydebug import tls
-from raydebug.agent.relay import FLUSH_TIMEOUT, start_relay
+from raydebug.agent.link.relay import FLUSH_TIMEOUT, start_relay
 
 TIMEOUT = 30.0
 CLOSE_TIMEOUT = 3.0  # shorter than FLUSH_TIMEOUT: a close must not wait out the flush limit
@@ -154,7 +154,7 @@ def test_the_hub_closing_the_channel_gives_pydevd_eof(channel: Channel, clean: b
 
 
 def test_without_tls_there_is_no_relay():
-    from raydebug.agent.hub_link import _is_tls
+    from raydebug.agent.link.hub_link import _is_tls
 
     plain, other = socket.socketpair()
     with plain, other:

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from raydebug.agent.suspensions import Suspensions
-from raydebug.agent.tracing_keeper import TracingKeeper
+from raydebug.agent.debugger.suspensions import Suspensions
+from raydebug.agent.debugger.tracing_keeper import TracingKeeper
 
 
 def request(command: str, **arguments: object) -> str:

@@ -11,28 +11,15 @@ waits for the link thread's imports in flight (:mod:`.fork_guard`).
 
 Modules: ``agent`` (what a pause does, the bookkeeping of this process's sessions),
 ``config`` (settings from the environment) and ``flags`` (its on/off variables),
-``discovery`` (how the hub is found; an integration installs its own), ``hub_link`` (the
-connection to the hub) and ``relay`` (a TLS channel's one owning thread), ``live`` (a
-process linked from its start), ``fork_guard`` (imports on the link thread a fork waits for)
-and ``stacks`` (its threads' stacks, read without pausing; ``own_frames``: the frames of
-raydebug and pydevd no view shows), ``metadata`` (what a session
-says about itself), ``pause_requests`` (a thread ``raydebug pause`` asked, until that ends)
-and ``pause_signal`` (a main thread blocked in C brought back to Python to pause),
-``blocked_threads`` (another thread a pause finds in C: a session served by a stand-in
-until its call returns),
-``returns`` (a paused function that returned), ``report`` (the one
-line on stderr), ``startup`` (hooks installed at interpreter start), ``local_pdb`` (a
-driver's own pdb, whose prompt other threads print around), ``armed_breakpoints`` (the
-cluster's breakpoints armed without pydevd: ``armed_monitoring`` on 3.12+, ``armed_code``
-on 3.10/3.11 (the files' code rewritten by ``armed_rewrite``; ``armed_tracing`` where that
-cannot serve a file), ``armed_watch`` what the backends see of the armed set, ``armed_raised``
-which raises the ``raised`` filter stops at, ``armed_shipped`` functions Ray rebuilt from
-shipped code, kept for the 3.10/3.11 arm). pydevd is
-reached only through ``debugger`` (the facade), which runs it with ``pydevd_start``
-(in-process, no listener), ``pydevd_clients`` (sockets handed to it), ``suspensions`` (who
-is suspended, held pauses), ``tracing_keeper`` (tracing follows need), ``pydevd_untraced``
-(a stop made outside a trace function, which pydevd must not trace) and ``pydevd_fork`` (a
-fork child's reset).
+``fork_guard`` (imports on the link thread a fork waits for), ``stacks`` (its threads'
+stacks, read without pausing; ``own_frames``: the frames of raydebug and pydevd no view
+shows), ``metadata`` (what a session says about itself), ``pause_requests`` (a thread
+``raydebug pause`` asked, until that ends) and ``pause_signal`` (a main thread blocked in C
+brought back to Python to pause), ``report`` (the one line on stderr), ``startup`` (hooks
+installed at interpreter start), ``local_pdb`` (a driver's own pdb, whose prompt other
+threads print around). Subpackages: ``link`` (the connection to the hub), ``debugger``
+(pydevd, reached only through its facade) and ``armed`` (the cluster's breakpoints armed
+without pydevd).
 """
 
 from __future__ import annotations
@@ -44,7 +31,8 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from ..errors import RaydebugError
-from . import discovery, fork_guard, live
+from . import fork_guard
+from .link import discovery, live
 from .report import say
 
 _agent_lock = threading.Lock()

@@ -11,7 +11,7 @@ again (:meth:`Debugger.replay_stops`).
 A session ends when its thread runs again with no client attached (the client detached
 cleanly and pydevd resumed everything, or the wait timed out), when the same thread pauses
 somewhere else, when the function it paused in returns while a client steps or continues it
-(:mod:`raydebug.agent.returns`), or when the process exits (the hub sees the connection
+(:mod:`raydebug.agent.debugger.returns`), or when the process exits (the hub sees the connection
 close). ``SessionEnded`` says which.
 
 ``raydebug pause`` asks pydevd to suspend every Python thread; a thread becomes a session
@@ -59,17 +59,18 @@ from ..protocol.control import (
     Stacks,
 )
 from ..session import REASON_PAUSE, PausedThread, PauseRequestEvent, PauseRequestState
-from . import fork_guard, live, pause_signal
+from . import fork_guard, pause_signal
 from .config import AgentConfig
-from .debugger import Debugger, ExcInfo
-from .hub_link import HubLink
+from .debugger.facade import Debugger, ExcInfo
+from .debugger.returns import ReturnWatcher
+from .link import live
+from .link.hub_link import HubLink
 from .metadata import came_back, innermost_frame, process_labels, ray_fields, record_for_frame
 from .pause_requests import PauseRequest, expire_later, pending_message
 from .report import pause_place, say
-from .returns import ReturnWatcher
 
 if TYPE_CHECKING:
-    from .armed_breakpoints import ArmedBreakpoints
+    from .armed.breakpoints import ArmedBreakpoints
 
 POST_MORTEM_VARIABLE = "RAYDEBUG_POST_MORTEM"
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
@@ -123,7 +124,7 @@ class Agent:
             if self._breakpoints is None:
                 # on the link thread as the hub's set comes; the backend too is imported
                 with fork_guard.importing():
-                    from .armed_breakpoints import ArmedBreakpoints
+                    from .armed.breakpoints import ArmedBreakpoints
 
                     self._breakpoints = ArmedBreakpoints(
                         on_hit=self.pause_at_breakpoint, on_log=self._post_logpoint,
@@ -183,7 +184,7 @@ class Agent:
             self._post_mortem_for_ide(False)  # an empty set, and none armed: nothing to do
             return
         with fork_guard.importing():
-            from .armed_breakpoints import BreakpointSet
+            from .armed.breakpoints import BreakpointSet
         try:
             wanted = BreakpointSet.from_wire(breakpoints)
         except (KeyError, TypeError, ValueError) as error:

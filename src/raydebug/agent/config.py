@@ -53,7 +53,7 @@ class AgentConfig:
         """Read the settings; raises :class:`ConfigurationError` naming the variable.
 
         ``in_cluster``: this process can find the hub through its cluster (a Ray worker or
-        driver: see :mod:`raydebug.agent.discovery`).
+        driver: see :mod:`raydebug.agent.link.discovery`).
         """
         hub = environ.get("RAYDEBUG_HUB", "").strip()
         variable = "RAYDEBUG_HUB"

@@ -14,8 +14,8 @@ from types import FrameType
 from typing import Any
 
 from ..session import REASON_BREAKPOINT, REASON_EXCEPTION, PausedThread
-from . import discovery
 from .config import parse_labels
+from .link import discovery
 
 # Environment variables that launchers (torchrun, Ray, SLURM) set to tell processes apart.
 LABEL_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "SLURM_PROCID")

@@ -10,7 +10,7 @@ debugpy's (:func:`is_debugger_frame`: one rule for every view). A stack is shown
 user's libraries kept, wherever the thread waits.
 
 pydevd hides the same frames from DAP clients by file (raydebug's files are made its own at
-start: :func:`.pydevd_start.make_private` uses :data:`RAYDEBUG_DIR`).
+start: :func:`.debugger.start.make_private` uses :data:`RAYDEBUG_DIR`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Run at interpreter start (from raydebug-startup.pth) when a raydebug variable asks for it.
 
 Installs hooks and, with ``RAYDEBUG_LIVE=1``, starts the live link in the background (see
-:mod:`raydebug.agent.live`); debugpy waits for the first pause, and ray is not imported here.
+:mod:`raydebug.agent.link.live`); debugpy waits for the first pause, and ray is not imported here.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def install() -> None:
         install_excepthook()
     if is_on(os.environ.get("RAYDEBUG_RAY_DRIVER")):
         sys.breakpointhook = driver_breakpoint  # `raydebug run`: Ray only sets the env var
-    from . import live, start_live_link
+    from . import start_live_link
+    from .link import live
 
     if live.enabled():  # a Ray worker has RAYDEBUG_LIVE=ray: its setup hook links it
         start_live_link()

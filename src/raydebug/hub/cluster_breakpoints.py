@@ -5,7 +5,7 @@ Theory of operation. Each cluster (parent) session, and ``raydebug break`` throu
 in that one source (DAP: "the full list of breakpoints of a source"); its
 ``setFunctionBreakpoints`` and ``setExceptionBreakpoints`` replace its function breakpoints
 and exception filters. The set sent to processes (:meth:`ClusterBreakpointSet.wire`, the form
-``raydebug.agent.armed_breakpoints.BreakpointSet`` reads) is every client's, side by side;
+``raydebug.agent.armed.breakpoints.BreakpointSet`` reads) is every client's, side by side;
 a client that leaves takes its breakpoints with it.
 
 Verification (DAP "Breakpoint" ``verified``): a breakpoint is answered unverified, with a

@@ -35,10 +35,11 @@ from ..protocol.control import ArmBreakpoints
 from ..selectors import parse as parse_selector
 from ..session import SessionState
 from ..stack_tree import merge_stacks
-from .client_admission import ClientAdmission
-from .client_connection import ClientConnection
-from .cluster_attach import ClusterAttaches
-from .http_api import HubNames, Reply, respond, serve_http, token_cookie
+from .agents.listener import PendingChannels, WorkerListener
+from .clients.admission import ClientAdmission
+from .clients.cluster_attach import ClusterAttaches
+from .clients.connection import ClientConnection
+from .http.api import HubNames, Reply, respond, serve_http, token_cookie
 from .net import (
     RECV_SIZE,
     Admission,
@@ -54,7 +55,6 @@ from .net import (
 from .processes import DEFAULT_TIMEOUT, ProcessQueries
 from .registry import Registry
 from .tls_server import TlsServer
-from .worker_listener import PendingChannels, WorkerListener
 
 log = logging.getLogger("raydebug.hub")
 
@@ -133,7 +133,7 @@ class Hub:
                                       "--max-worker-connections")
         self.client_limit = PeerLimit(self.config.max_client_connections, "client",
                                       "--max-client-connections")
-        # Who may use the client port, and by which names (see client_admission, http_api).
+        # Who may use the client port, and by which names (see clients.admission, http.api).
         self.admission = ClientAdmission(has_client_token=bool(self.config.client_token))
         self.http_names = HubNames(self.config.host)
         self.certificate: tls.Certificate | None = None
@@ -336,7 +336,7 @@ class Hub:
             log.warning("could not publish the cluster's breakpoints: %s", error)
 
     def _routes(self) -> dict[str, Any]:
-        """The HTTP route table (see :mod:`.http_api` for its keys and handlers)."""
+        """The HTTP route table (see :mod:`.http.api` for its keys and handlers)."""
         routes: dict[str, Any] = {"/api/sessions": self._sessions_route,
                                   "/api/health": self._health_route,
                                   "/api/processes": self._processes_route,

@@ -231,7 +231,7 @@ class ChannelFailed(ControlMessage):
 
 @dataclass(frozen=True)
 class ArmBreakpoints(ControlMessage):
-    """The cluster's breakpoints (``raydebug.agent.armed_breakpoints.BreakpointSet`` wire
+    """The cluster's breakpoints (``raydebug.agent.armed.breakpoints.BreakpointSet`` wire
     form: ``sources``, ``functions``, ``exceptions``); an empty one disarms."""
 
     TYPE: ClassVar[str] = "arm_breakpoints"

@@ -2,7 +2,7 @@
 
 Theory of operation. Once a client has attached, the hub relays one channel: the client on
 one side, pydevd on the other. Most messages pass unchanged; :class:`ProxyPolicy` decides
-the rest, without sockets or asyncio (the relay in ``raydebug.hub.relay`` does the I/O and
+the rest, without sockets or asyncio (the relay in ``raydebug.hub.clients.relay`` does the I/O and
 carries out its decisions). Its rules:
 
 - a request the hub sent pydevd itself (:meth:`ProxyPolicy.inject`, numbered from

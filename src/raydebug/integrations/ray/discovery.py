@@ -20,7 +20,7 @@ from typing import Any
 
 import ray
 
-from ...agent.discovery import HubAddress
+from ...agent.link.discovery import HubAddress
 from ...errors import ConfigurationError, HubUnreachableError, hub_unreachable
 from .cluster_auth import GCS_CONNECT_TIMEOUT as GCS_CONNECT_TIMEOUT
 from .cluster_auth import gcs_client

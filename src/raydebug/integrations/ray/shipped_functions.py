@@ -1,6 +1,6 @@
 """Functions Ray ships by value (defined in the driver's ``__main__``), handed to the armed
 breakpoints of Python 3.10/3.11 as they are rebuilt in a worker
-(:mod:`raydebug.agent.armed_shipped`).
+(:mod:`raydebug.agent.armed.shipped`).
 
 Why this hook, and why it is safe. cloudpickle pickles a function it cannot import by name as
 ``ray.cloudpickle.cloudpickle._make_function(code, globals, name, argdefs, closure)`` plus
@@ -8,7 +8,7 @@ its state; unpickling looks that global up by name (``find_class``) each time, s
 the module attribute reaches every later unpickle, and only the unpickle of such functions
 (never a task's arguments, never a call). Installed at the worker's setup, the wrapper calls
 the real ``_make_function`` and then hands the new function over: kept in a weak set (a set
-armed later must find it, and a scan of every object is not safe: see armed_code's
+armed later must find it, and a scan of every object is not safe: see raydebug.agent.armed.code's
 ``_scan``), and while breakpoints are armed its ``__code__`` may be swapped, nothing else
 (cloudpickle's state setter runs afterwards and never touches the code). The wrapper keeps
 the original's ``__module__`` and ``__qualname__``, so a function this worker pickles in turn

@@ -20,9 +20,10 @@ from typing import Any
 
 import ray
 
-from ...agent import discovery, fork_guard
-from ...agent.discovery import HubAddress, LocalDiscovery
+from ...agent import fork_guard
 from ...agent.flags import is_on
+from ...agent.link import discovery
+from ...agent.link.discovery import HubAddress, LocalDiscovery
 from ...errors import HubUnreachableError, RaydebugError
 from .children import watch_children
 from .metadata import current_activity, in_ray_worker, left_ray, live_identity, session_fields
@@ -51,7 +52,7 @@ def setup_worker() -> None:
     discovery.install(RayDiscovery())
     watch_children()
     if sys.version_info < (3, 12):  # functions shipped by value get armed code (3.10/3.11)
-        from ...agent.armed_shipped import made
+        from ...agent.armed.shipped import made
         from .shipped_functions import follow
 
         follow(made)
@@ -66,7 +67,7 @@ def setup_worker() -> None:
 def arm_published_breakpoints() -> None:
     """Arm the cluster's breakpoints, as the hub published them, before this process's first
     task runs: its link comes only once the process has started (see
-    :func:`raydebug.agent.live.wait_for_the_start`), and a task that fails at once must
+    :func:`raydebug.agent.link.live.wait_for_the_start`), and a task that fails at once must
     still meet the IDE's "uncaught" filter. One read of the KV; the arm is imported only when
     there are breakpoints. Never raises."""
     try:
@@ -156,7 +157,7 @@ def keep_worker_logs_off_the_prompt() -> None:
 
 
 class RayDiscovery:
-    """The agent's :class:`~raydebug.agent.discovery.HubDiscovery` in a Ray worker or
+    """The agent's :class:`~raydebug.agent.link.discovery.HubDiscovery` in a Ray worker or
     driver: the hub through the cluster's KV (started as an actor if need be), the
     identities from Ray's runtime context. A fork child, whose Ray connection does not
     work, answers as a process the task started (:class:`LocalDiscovery`)."""

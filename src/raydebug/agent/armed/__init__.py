@@ -1,0 +1,13 @@
+"""Cluster breakpoints armed in a process without pydevd: nothing traced until one is hit.
+
+``breakpoints`` (the armed set and what a hit does) drives one backend per interpreter:
+``monitoring`` (``sys.monitoring`` on 3.12+) or, on 3.10/3.11, ``code`` (the functions of
+the files with breakpoints swapped for code that ``rewrite`` compiled with a call before each
+breakpoint line; ``shipped`` keeps the functions Ray rebuilt from shipped code for it) and
+``tracing`` (a trace function where code cannot be rewritten). ``watch`` is what a backend is
+given of the armed set; ``raised`` decides which raises the IDE's ``raised`` filter stops at.
+
+A hit is handed to the caller's callback; this package never imports pydevd or the link.
+
+May import: ``raydebug.errors``, ``raydebug.agent.report``.
+"""

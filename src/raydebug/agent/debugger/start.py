@@ -1,0 +1,155 @@
+"""Starting the process's pydevd: in-process, reachable by no one, blind to raydebug.
+
+Theory of operation. :func:`start_pydevd` imports debugpy (the first pause's cost, ~150 ms)
+and starts pydevd the way ``debugpy.listen(..., in_process_debug_adapter=True)`` does: no
+adapter process, pydevd speaks DAP itself (docs/design.md#in-process-adapter). But pydevd
+must never accept a connection of its own (any local user could connect and run code:
+docs/design.md#no-listener): while debugpy starts, pydevd's server socket is a
+:class:`_NeverListening` one, bound but ignoring ``listen()``, and once started its accept
+thread is ended and that socket closed (:func:`_stop_listening`). Clients reach pydevd only
+through sockets the agent dialled out to the hub (see ``clients``).
+
+Three more things are set right at start: forked children do not wait for a debugger
+(docs/design.md#subprocess); raydebug's ``sys.breakpointhook`` stays installed
+(docs/design.md#breakpointhook); raydebug's own files are never traced nor shown
+(:func:`_hide_raydebug_frames`), and its threads are invisible to pydevd
+(:func:`mark_invisible`, docs/design.md#invisible-threads). Every pydevd internal used here
+is listed, with why, in docs/pydevd_internals.md.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+from typing import Any
+
+from ..own_frames import RAYDEBUG_DIR
+
+
+def start_pydevd() -> Any:
+    """Start pydevd in this process; return its debugger (``PyDB``), still to be made
+    private (:func:`make_private`: its socket is bound, never listening, until then).
+
+    Call once per process (debugpy starts once; see ``fork`` for a fork child).
+    Raises what debugpy's import or start raises. On return pydevd's tracing is installed
+    in the process's threads: the caller takes it out again if its own set-up fails.
+    """
+    hook = sys.breakpointhook
+    # pydevd warns about frozen modules on every start; the warning is noise in logs.
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    import debugpy
+    import debugpy.server  # puts debugpy's vendored pydevd on sys.path
+    import pydevd
+    from debugpy.common import log as debugpy_log
+    from debugpy.server import api as debugpy_api
+
+    if debugpy_log.log_dir is None:
+        # With no log file (DEBUGPY_LOG_DIR unset) debugpy still describes the whole
+        # environment for its log, reading the metadata of every installed package:
+        # ~90 ms of a first pause on an idle machine, ~570 ms under load
+        # (docs/design.md#first-pause).
+        debugpy_api.ensure_logging.ensured = True  # type: ignore[attr-defined]
+
+    # Without this every forked child (a DataLoader worker) would wait for a debugger.
+    debugpy.configure(subProcess=False)
+    # listen() is how debugpy starts pydevd in-process; its socket must never accept a
+    # connection (that would be a debugger anyone on the machine could reach), not even
+    # in the moment before _stop_listening: it is bound but never listens.
+    make_server_socket = pydevd.create_server_socket
+    pydevd.create_server_socket = _unreachable_server_socket
+    try:
+        debugpy.listen(("127.0.0.1", 0), in_process_debug_adapter=True)
+    finally:
+        pydevd.create_server_socket = make_server_socket
+    # Importing pydevd replaced sys.breakpointhook with its own; keep raydebug's.
+    sys.breakpointhook = hook
+    # Importable only now: debugpy puts its vendored pydevd on sys.path in listen().
+    from _pydevd_bundle.pydevd_constants import get_global_debugger
+
+    return get_global_debugger()
+
+
+def make_private(py_db: Any) -> None:
+    """End pydevd's listener, and hide raydebug's files from it. Raises if pydevd's
+    internals moved (docs/pydevd_internals.md)."""
+    _stop_listening(py_db)
+    _hide_raydebug_frames(py_db)
+
+
+def mark_invisible(thread: threading.Thread) -> None:
+    """Hide a raydebug thread from pydevd (must run before ``thread.start()``).
+
+    pydevd suspends every thread it traces: an unmarked relay thread would be suspended while
+    holding the undelivered ``stopped`` event and deadlock the worker
+    (docs/design.md#invisible-threads).
+    """
+    thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
+    thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
+
+
+def _hide_raydebug_frames(py_db: Any) -> None:
+    """Treat raydebug's own files as debugger internals: never traced, never shown.
+
+    Otherwise pydevd, suspending all threads at a stop, can suspend a thread that is still
+    waiting inside raydebug, and the user sees raydebug's frames on top of their own.
+    """
+    original = py_db.dont_trace_external_files
+
+    def dont_trace_external_files(abs_path: str) -> bool:
+        return abs_path.startswith(RAYDEBUG_DIR) or bool(original(abs_path))
+
+    py_db.dont_trace_external_files = dont_trace_external_files
+    py_db.get_cache_file_type().clear()  # forget types computed before this rule
+
+
+class _NeverListening(socket.socket):
+    """A bound TCP socket that ignores ``listen()``, so no connection can ever reach it;
+    ``accept()`` waits until the socket is closed, then fails as a closed socket does."""
+
+    def __init__(self) -> None:
+        super().__init__(socket.AF_INET, socket.SOCK_STREAM)
+        self._closed = threading.Event()
+
+    def listen(self, backlog: int = 0) -> None:
+        pass
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        self._closed.wait()
+        raise OSError("raydebug: pydevd's listener is closed")
+
+    def close(self) -> None:
+        self._closed.set()
+        super().close()
+
+
+def _unreachable_server_socket(host: str, port: int) -> socket.socket:
+    """Stands in for pydevd's ``create_server_socket`` while debugpy starts."""
+    server = _NeverListening()
+    try:
+        server.bind(("127.0.0.1", 0))
+    except OSError:
+        server.close()
+        raise
+    return server
+
+
+def _stop_listening(py_db: Any) -> None:
+    """End pydevd's accept thread and close its socket (bound, never listening: see
+    _NeverListening): clients reach pydevd only through the hub.
+
+    The thread is told to stop first, so that the failed ``accept()`` ends it.
+    """
+    from _pydevd_bundle.pydevd_daemon_thread import PyDBDaemonThread
+
+    waiter = getattr(py_db, "_waiting_for_connection_thread", None)
+    server = getattr(waiter, "_server_socket", None)
+    if waiter is None or server is None:
+        return
+    PyDBDaemonThread.do_kill_pydev_thread(waiter)  # sets its stop flag
+    try:
+        server.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    waiter.do_kill_pydev_thread()  # closes the socket

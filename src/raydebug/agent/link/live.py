@@ -1,0 +1,178 @@
+"""The live link: a process linked to the hub from its start, not only from its first pause.
+
+Theory of operation. ``RAYDEBUG_LIVE=1`` (through raydebug's startup ``.pth``), or the Ray
+integration (a worker's setup hook, a driver's post-init hook), calls
+:func:`raydebug.agent.start_live_link`. It
+creates the process's agent and starts its link thread, invisible to pydevd, which connects
+in the background and, after ``Identify``, sends ``Register`` with the process's record
+(:func:`process_record`) on every (re)connect. Then the thread sleeps in a blocking
+``select()`` until the hub speaks: no debugpy import, no tracing, no timer, no polling. The
+hub asks for stacks (read by the link thread itself, :mod:`.stacks`) and for pauses
+(pydevd is started then, on the link thread: see :meth:`.agent.Agent.pause_all_threads`).
+
+Hub down at start: the process runs on, the link says so once on stderr and retries with
+backoff; a restarted hub gets the process back at the next attempt. A fork child drops its
+parent's link (see :mod:`raydebug.agent`) and, when its parent was live, starts its own
+(:func:`forget_after_fork`), naming its parent by pid.
+
+What a process runs *now* (a Ray worker's task) is read when the hub asks, from the
+installed discovery's ``current_activity()``: never recorded per task.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..flags import is_on
+from . import discovery
+
+LIVE_VARIABLE = "RAYDEBUG_LIVE"
+LABEL_PREFIX = "RAYDEBUG_LABEL_"
+# The contract's label keys (kept as spelled: users select on rank=, RANK=...).
+LABEL_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK")
+
+_started = False
+_identity: dict[str, Any] = {}  # what the integration said about this process at start
+_since = time.time()
+_parent_pid: int | None = None
+
+
+def enabled(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+    """Whether ``RAYDEBUG_LIVE`` asks for a live link (``1``, ``true``, ``yes``, ``on``)."""
+    return is_on(environ.get(LIVE_VARIABLE))
+
+
+def is_live() -> bool:
+    return _started
+
+
+def remember(identity: dict[str, Any] | None) -> None:
+    """Keep the integration's fields for the record (Ray's job, node, worker ids), read by
+    the caller on a thread where that is safe."""
+    if identity:
+        _identity.update(identity)
+
+
+def mark_started() -> None:
+    global _started
+    _started = True
+
+
+def forget_after_fork(parent_pid: int) -> bool:
+    """In a fork child: whether the parent was live (then the child is a new process,
+    with its own start time, naming its parent)."""
+    global _started, _since, _parent_pid
+    was_live, _started = _started, False
+    _since = time.time()
+    _parent_pid = parent_pid
+    _identity.clear()  # the parent's worker ids: the child says whose task started it
+    return was_live
+
+
+def process_record() -> dict[str, Any]:
+    """What ``Register`` says about this process (the hub adds id, state, sessions)."""
+    import socket  # not at import: ``raydebug.agent`` stays free of sockets until used
+
+    record: dict[str, Any] = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "argv": list(sys.argv),
+        "labels": labels(),
+        "since": _since,
+        "parent_pid": _parent_pid if _parent_pid is not None else os.getppid(),
+        "python": sys.version.split()[0],
+    }
+    inherited = discovery.inherited_task()  # a process a Ray task started: that task's ids
+    for name in ("job_id", "node_id", "node_ip", "worker_id", "actor_class", "task_name",
+                 "task_id"):
+        value = _identity.get(name, inherited.get(name))
+        if value is not None:
+            record[name] = value
+    return record
+
+
+def session_identity() -> dict[str, Any]:
+    """The cluster's ids for a session that the link thread makes (``raydebug pause``):
+    the registered ones and what the process runs now, without asking Ray's runtime context
+    on the link thread (whose task is none)."""
+    record = process_record()
+    names = ("job_id", "node_id", "node_ip", "worker_id", "actor_class", "task_name",
+             "task_id")
+    identity = {name: record[name] for name in names if name in record}
+    identity.update({k: v for k, v in current_activity().items() if k in names})
+    return identity
+
+
+def wait_for_the_start(span: float | None = None, longest: float | None = None) -> None:
+    """Sleep until this process has started, before the link thread's own work.
+
+    That work (importing and making the agent, the hub's lookup, the handshake: ~25-40 ms
+    of CPU holding the GIL) would otherwise be taken from the process's start: a Ray
+    worker's main thread runs its first task ~4 ms after the setup hook, then ~300 ms of
+    Ray's own imports before the task's answer goes back, and the link's work in that span
+    made a worker's start ~75 ms longer (docs/design.md#live-link). So the thread waits, in
+    spans of :data:`START_SPAN`, until its main thread used less than a tenth of each of
+    two spans' CPU in a row (it waits for a task, or for a lock, or it ended; one still
+    starting gets more than that even on a loaded machine, where half of one span let the
+    link in during Ray's imports), and at most :data:`START_AT_LATEST` (a main thread that
+    computes from its start). A process that ends sooner (``python -c``) never waits for
+    the link at its exit. Without a CPU clock per thread it waits one span."""
+    span = START_SPAN if span is None else span
+    deadline = time.monotonic() + (START_AT_LATEST if longest is None else longest)
+    main_cpu = _main_thread_cpu()
+    idle_spans = 0
+    while True:
+        before = main_cpu() if main_cpu is not None else 0.0
+        time.sleep(span)
+        if main_cpu is None or time.monotonic() >= deadline:
+            return
+        try:
+            idle_spans = idle_spans + 1 if main_cpu() - before < span * IDLE_SHARE else 0
+        except OSError:  # the main thread has ended
+            return
+        if idle_spans == IDLE_SPANS:
+            return
+
+
+START_SPAN = 0.05  # seconds
+IDLE_SHARE = 0.1  # of a span's time on a CPU: the main thread has started
+IDLE_SPANS = 2
+START_AT_LATEST = 1.0
+
+
+def _main_thread_cpu() -> Callable[[], float] | None:
+    """A function giving the main thread's CPU seconds so far, or None where there is no
+    such clock (it is Linux's and the BSDs')."""
+    try:
+        clock = time.pthread_getcpuclockid(threading.main_thread().ident or 0)
+        time.clock_gettime(clock)
+    except (AttributeError, OSError):
+        return None
+    return lambda: time.clock_gettime(clock)
+
+
+def labels(environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:
+    """``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK`` and every
+    ``RAYDEBUG_LABEL_<KEY>=value`` (as ``KEY``)."""
+    found = {name: environ[name] for name in LABEL_VARIABLES if name in environ}
+    for name, value in environ.items():
+        if name.startswith(LABEL_PREFIX) and len(name) > len(LABEL_PREFIX):
+            found[name[len(LABEL_PREFIX):]] = value
+    return found
+
+
+def current_activity() -> dict[str, Any]:
+    """What the process runs at this moment (``task_name``, ``actor_class``), from the
+    installed discovery; ``{}`` when it cannot tell. Called on the link thread."""
+    activity = getattr(discovery.installed(), "current_activity", None)
+    if activity is None:
+        return {}
+    try:
+        return dict(activity())
+    except Exception:  # a question about the process must not break its link
+        return {}

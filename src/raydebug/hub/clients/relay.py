@@ -1,0 +1,125 @@
+"""The two pumps between a client and its process's pydevd, once the client has attached.
+
+Theory of operation. :meth:`Relay.run` runs one task per direction and returns when either
+ends. Each message goes through the channel's :class:`~raydebug.protocol.proxy_policy.ProxyPolicy`
+and the relay carries out what it decides (:meth:`Relay.carry_out`); a body from pydevd the
+policy does not need to read (:data:`~raydebug.protocol.proxy_policy.PASS`) is written to the
+client as it came, unparsed, in the callback that received it (:mod:`raydebug.hub.agents.data_receiver`):
+the fast path of every stackTrace, variables and evaluate.
+
+Ends. When pydevd's side ends first (the process exited or was killed, its channel dropped),
+the client's outstanding requests are answered by the hub and it is told ``terminated``;
+the relay then waits up to :data:`AFTER_END_TIMEOUT` seconds for the client's goodbye,
+answering whatever it sends meanwhile. When the client's side ends first the relay returns
+at once. Either way both tasks are cancelled and awaited before :meth:`Relay.run` returns; a
+protocol error in either direction is re-raised. The relay closes nothing: the client
+connection that created it owns both sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from ...errors import PeerClosed
+from ...protocol.control import ClientReady, Pause
+from ...protocol.paths import PathTranslator
+from ...protocol.proxy_policy import (
+    PASS,
+    Action,
+    ProxyPolicy,
+    TellAgentPause,
+    TellAgentReady,
+    ThreadsResumed,
+    ToClient,
+    ToWorker,
+)
+from ..agents.data_stream import ChannelStream
+from ..registry import Process
+from .stream import ClientStream
+
+AFTER_END_TIMEOUT = 5.0
+
+
+class Relay:
+    """Relays one attached client to one process's channel ``channel_id``."""
+
+    def __init__(self, client: ClientStream, worker: ChannelStream, policy: ProxyPolicy,
+                 process: Process, channel_id: int, paths: PathTranslator | None = None) -> None:
+        self._client = client
+        self._paths = paths  # the client's localRoot <-> the session's remote_root
+        self._worker = worker
+        self._policy = policy
+        self._process = process
+        self._channel_id = channel_id
+        # Sessions that existed when the client sent disconnect: pydevd resumes all their
+        # threads, so they end with the client (which let the next client pick a session
+        # that was already running on, when they ended only as the agent said so).
+        self.resumed_by_disconnect: list[str] = []
+
+    def carry_out(self, actions: Iterable[Action]) -> None:
+        """Do what the policy decided, in order (writes only: nothing here waits)."""
+        for action in actions:
+            if isinstance(action, ToClient):
+                self._client.send(action.message, forwarded=action.forwarded)
+            elif isinstance(action, ToWorker):
+                self._worker.send(action.message)
+            elif isinstance(action, TellAgentReady):
+                self._process.send(ClientReady(channel=self._channel_id))
+            elif isinstance(action, TellAgentPause):
+                # No answer is awaited (request id 0 is never asked): the client has had its
+                # own, and a pause the agent cannot make is said on the process's stderr.
+                self._process.send(Pause(request_id=0, expire_ms=action.expire_ms,
+                                         by_client=True))
+            elif isinstance(action, ThreadsResumed):
+                self.resumed_by_disconnect = list(self._process.sessions)
+
+    async def run(self) -> None:
+        """Relay until either side ends (see the module's docstring)."""
+        from_client = asyncio.ensure_future(self._client_to_worker())
+        from_worker = asyncio.ensure_future(self._worker_to_client())
+        try:
+            done, _ = await asyncio.wait({from_client, from_worker},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if from_worker in done and not from_client.done():
+                # The debuggee is gone: answer what it did not, and the client's goodbye.
+                self.carry_out(self._policy.channel_closed())
+                await self._client.drain_quietly()
+                await asyncio.wait({from_client}, timeout=AFTER_END_TIMEOUT)
+            for task in done:
+                task.result()  # re-raise a protocol error
+        finally:
+            for task in (from_client, from_worker):
+                task.cancel()
+            await asyncio.gather(from_client, from_worker, return_exceptions=True)
+
+    async def _client_to_worker(self) -> None:
+        while True:
+            try:
+                message = await self._client.next_client_message()
+            except PeerClosed:
+                return
+            if self._paths is not None:
+                message = self._paths.request_to_remote(message)
+            actions = self._policy.from_client(message, channel_open=not self._worker.closing)
+            self.carry_out(actions)
+            if any(isinstance(action, ToWorker) for action in actions):
+                try:
+                    await self._worker.drain()
+                except OSError:
+                    pass  # the channel broke: the worker side ends and answers what is outstanding
+
+    async def _worker_to_client(self) -> None:
+        # Each body is passed on in the callback that received it; pydevd is read no faster
+        # than the client takes what it is sent.
+        await self._worker.relay(self._from_worker, self._client.backed_up, self._client.drain)
+
+    def _from_worker(self, body: bytes) -> None:
+        if self._paths is not None:
+            body = self._paths.to_local(body)  # the same bytes unless a path is mapped
+        actions = self._policy.from_worker(body)
+        if actions is PASS:
+            self._client.send_body(body)  # the fast path
+            return
+        assert isinstance(actions, list)
+        self.carry_out(actions)
