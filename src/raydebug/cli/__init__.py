@@ -25,7 +25,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 # Command name -> its module and attribute. A command's module is imported when the command
 # runs (or help lists it): `raydebug ps --json` then loads neither rich, nor asyncio, nor
-# the hub (see docs/design.md, "Listing 10,000 processes").
+# the hub (see docs/design.md#listing-10k).
 COMMANDS = {
     "hub": ("hub_command", "hub"),
     "run": ("run_command", "run"),
