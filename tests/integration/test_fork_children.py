@@ -82,7 +82,10 @@ def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, 
 
 def check_forking(hub: HubProcess, proc: subprocess.Popen[str]) -> None:
     [parent] = hub.wait_sessions(1)
-    assert parent["pid"] == proc.pid
+    if parent["pid"] != proc.pid:  # its own breakpoint() was not listed: say what it said
+        proc.kill()
+        pytest.fail(f"the first session is pid {parent['pid']}'s, not the parent's "
+                    f"({proc.pid}); the parent said: {proc.communicate()[1][-3000:]}")
 
     async def scenario() -> int:
         # The parent's client stays attached while it forks: the forking thread is traced
