@@ -154,8 +154,8 @@ def test_the_hub_closing_the_channel_gives_pydevd_eof(channel: Channel, clean: b
 
 
 def test_without_tls_there_is_no_relay():
-    from raydebug.agent.link.hub_link import _is_tls
+    from raydebug.agent.link.data_connection import is_tls
 
     plain, other = socket.socketpair()
     with plain, other:
-        assert not _is_tls(plain)
+        assert not is_tls(plain)

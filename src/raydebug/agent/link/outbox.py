@@ -1,0 +1,58 @@
+"""The control messages waiting for the hub: posted from any thread, written in order by
+the link thread, and waited for as the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from ...protocol.control import ControlMessage, encode_control
+
+
+class Outbox:
+    """A queue of control messages for the hub. Thread-safe :meth:`put`."""
+
+    def __init__(self) -> None:
+        self._queue: collections.deque[ControlMessage] = collections.deque()
+        self._sent = threading.Condition()  # notified as the link thread empties the queue
+        self._pid = os.getpid()  # a fork child's copy never waits on the parent's link
+
+    def put(self, message: ControlMessage) -> None:
+        """Queue ``message``, after every one queued before it."""
+        self._queue.append(message)
+
+    def clear(self) -> None:
+        """Drop what is queued (a new connection: the agent registers its sessions anew)."""
+        self._queue.clear()
+
+    def write_to(self, sock: socket.socket) -> None:
+        """On the link thread: write the queued messages to ``sock``, in order; each leaves
+        the queue once written. Raises ``OSError`` (what was not written stays queued)."""
+        while self._queue:
+            sock.sendall(encode_control(self._queue[0]))
+            self._queue.popleft()  # only once written (see wait_sent)
+
+    def notify(self) -> None:
+        """Wake :meth:`wait_sent`: the queue was written, or the connection is gone."""
+        with self._sent:
+            self._sent.notify_all()
+
+    def wait_sent(self, timeout: float, connected: Callable[[], bool]) -> bool:
+        """Block until every message queued so far has been written (True), at most
+        ``timeout`` seconds; False at once while not ``connected()`` (nothing leaves then),
+        and in a fork child (its copy of the parent's link has no thread)."""
+        if os.getpid() != self._pid:
+            return False
+        deadline = time.monotonic() + timeout
+        with self._sent:
+            while self._queue and connected():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._sent.wait(remaining)
+            return not self._queue
