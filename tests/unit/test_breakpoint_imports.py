@@ -1,7 +1,7 @@
 """What a process's first ``breakpoint()`` imports before its session is listed: only what the
-way there needs (docs/design.md#agent-import). The arm, the stacks, the state file and the
-message types' dataclass methods come when something uses them; these tests fail if one of
-them creeps back onto that way.
+way there needs (docs/design.md#agent-import). The arm, the stacks, the state file and the DAP
+modules come when something uses them; these tests fail if one of them creeps back onto that
+way.
 
 Each runs in a fresh interpreter (``sys.modules`` of this one has everything by now).
 """
@@ -14,8 +14,6 @@ import subprocess
 import sys
 import textwrap
 from typing import Any
-
-from raydebug.protocol import control
 
 # Modules (and packages: their submodules too) the way from breakpoint() to a listed
 # session does not need. pydevd and debugpy come right after the session is posted, on the
@@ -91,63 +89,6 @@ print(json.dumps([empty, sorted(armed), agent.breakpoints.active(),
     empty, armed, active, imported_then = run_fresh(code, RAYDEBUG_TOKEN="token")
     assert empty == []
     assert armed == ["/nowhere.py"] and not active and imported_then
-
-
-def test_message_types_become_their_dataclasses_at_their_first_instance():
-    code = """
-import dataclasses, json, sys
-from raydebug.protocol import control
-types = [t for t in vars(control).values()
-         if isinstance(t, type) and issubclass(t, control.ControlMessage)]
-def made():  # a dataclass of its own (a subclass sees its made base's fields too)
-    return sorted(t.__name__ for t in types if "__dataclass_fields__" in vars(t))
-made_at_import = made()
-challenge = control.Challenge(nonce="n")
-try:
-    challenge.nonce = "m"
-    frozen = False
-except dataclasses.FrozenInstanceError:
-    frozen = True
-stream = control.ControlStream()
-stream.receive_data(control.encode_control(control.Stacks(request_id=3, threads=[1])))
-decoded = stream.next_event()
-print(json.dumps({
-    "made_at_import": made_at_import,
-    "made_now": made(),
-    "frozen": frozen, "equal": challenge == control.Challenge("n"),
-    "hash": hash(challenge) == hash(control.Challenge("n")), "repr": repr(challenge),
-    "fields": [f.name for f in dataclasses.fields(control.Challenge)],
-    "decoded": repr(decoded), "dict": control.Welcome(proof="p").to_dict(),
-    "doc": control.Challenge.__doc__,
-}))
-"""
-    found = run_fresh(code)
-    assert found["made_at_import"] == []
-    assert found["made_now"] == ["Challenge", "ControlMessage", "Stacks"]  # (before Welcome)
-    assert found["frozen"] and found["equal"] and found["hash"]
-    assert found["repr"] == f"Challenge(nonce='n', version={control.PROTOCOL_VERSION})"
-    assert found["fields"] == ["nonce", "version"]
-    assert found["decoded"] == "Stacks(request_id=3, threads=[1], now={})"
-    assert found["dict"] == {"type": "welcome", "proof": "p"}
-    assert found["doc"] == ("Challenge(nonce: 'str', version: 'int' = "  # dataclass's own
-                            f"{control.PROTOCOL_VERSION})")
-
-
-def test_threads_making_a_message_type_first_at_once_all_get_whole_instances():
-    code = """
-import json, threading
-from raydebug.protocol import control
-start = threading.Barrier(8)
-made = []
-def make(index):
-    start.wait()
-    made.append(control.LogpointOutput(text=str(index), path="p", line=index))
-threads = [threading.Thread(target=make, args=(i,)) for i in range(8)]
-for thread in threads: thread.start()
-for thread in threads: thread.join(30)
-print(json.dumps(sorted((m.text, m.path, m.line, m.task) for m in made)))
-"""
-    assert run_fresh(code) == [[str(i), "p", i, ""] for i in range(8)]
 
 
 def test_a_live_link_connects_without_the_arm_the_stacks_or_the_dap_modules():

@@ -94,11 +94,12 @@ def test_fuzz_random_bytes_never_crash_the_framer(data: bytes, chunk: int):
         pass  # the only way a framer may refuse input
 
 
-def test_protocol_imports_no_io():
+def test_protocol_imports_no_io_and_no_threads():
     code = ("import sys, raydebug.protocol, raydebug.protocol.control; "
             "import raydebug.protocol.handshake, raydebug.protocol.proxy_policy; "
-            "print(sorted(m for m in ('socket', 'asyncio', 'ray', 'selectors', 'debugpy') "
-            "if m in sys.modules))")
+            "import raydebug.protocol.paths, raydebug.protocol.outstanding; "
+            "print(sorted(m for m in ('socket', 'asyncio', 'ray', 'selectors', 'debugpy', "
+            "'threading') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, timeout=60)
     assert result.stdout.strip() == "[]"

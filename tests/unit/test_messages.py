@@ -1,8 +1,10 @@
-"""DAP messages and the worker channel's messages, parsed and encoded without I/O."""
+"""DAP messages and the link's control messages, parsed and encoded without I/O."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -87,9 +89,9 @@ def test_worker_messages_round_trip_and_validate():
     stream = ControlStream()
     stream.receive_data(encode_control(SessionStarted(session={"id": "abc"})))
     assert stream.next_event() == SessionStarted(session={"id": "abc"})
-    with pytest.raises(RemoteProtocolError, match="unknown worker message type"):
+    with pytest.raises(RemoteProtocolError, match="unknown control message type"):
         decode_control(b'{"type": "launch_missiles"}')
-    with pytest.raises(RemoteProtocolError, match="unknown worker message type"):
+    with pytest.raises(RemoteProtocolError, match="unknown control message type"):
         decode_control(b'{"type": ["not", "hashable"]}')  # found by fuzzing a live hub
     with pytest.raises(RemoteProtocolError, match=r"hello\.mac must be a str"):
         decode_control(b'{"type": "hello", "role": "data", "mac": 5}')
@@ -106,3 +108,25 @@ def test_hub_closing_round_trips():
     stream.receive_data(encode_control(HubClosing(reason="its Ray node is stopping")))
     assert stream.next_event() == HubClosing(reason="its Ray node is stopping")
     assert decode_control(b'{"type": "hub_closing"}') == HubClosing()
+
+
+def test_control_messages_are_frozen_dataclasses_from_their_import_on():
+    """Each message type is what its class says as soon as ``control`` is imported, before
+    any instance (in a fresh interpreter: this one has made every type by now)."""
+    code = """
+import dataclasses, json
+from raydebug.protocol import control
+print(json.dumps({name: [vars(kind)["__dataclass_params__"].frozen,
+                         [spec.name for spec in dataclasses.fields(kind)]]
+                  for name, kind in vars(control).items()
+                  if isinstance(kind, type) and issubclass(kind, control.ControlMessage)
+                  and "__dataclass_params__" in vars(kind)}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    found = json.loads(done.stdout)
+    assert len(found) == 24 and all(frozen for frozen, _ in found.values()), found
+    assert found["ControlMessage"] == [True, []]
+    assert found["Challenge"] == [True, ["nonce", "version"]]
+    assert found["Hello"] == [True, ["role", "mac", "version", "nonce", "channel"]]
+    assert found["Stacks"] == [True, ["request_id", "threads", "now"]]

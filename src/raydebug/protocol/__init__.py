@@ -1,14 +1,12 @@
-"""Sans-IO protocols: DAP framing and messages, and raydebug's worker channel.
+"""Sans-IO protocols: DAP framing and messages, and the link's control messages.
 
-Nothing here imports sockets, asyncio or ray, nor starts a thread (``control`` takes one
-lock: its message types are made on first use, from any thread): it turns bytes into
-messages and messages into bytes, so that the blocking agent and the asyncio hub share one
-implementation.
+Nothing here imports sockets, threads, asyncio or ray: it turns bytes into messages and
+messages into bytes, so that the blocking agent and the asyncio hub share one implementation.
 ``framing`` and ``messages`` (DAP's base protocol), ``connection`` (one DAP endpoint),
-``control`` and ``handshake`` (the agent <-> hub channel), ``proxy_policy`` (what the hub
-forwards, rewrites, answers or refuses between a client and pydevd) with ``outstanding``
-(the requests pydevd has not answered yet), ``paths`` (a client's localRoot <-> the
-worker's paths).
+``control`` and ``handshake`` (the link between an agent and the hub), ``proxy_policy`` (what
+the hub forwards, rewrites, answers or refuses between a client and the debugger) with
+``outstanding`` (the requests pydevd has not answered yet), ``paths`` (a client's localRoot
+<-> the process's paths).
 """
 
 from typing import TYPE_CHECKING
@@ -17,7 +15,8 @@ from ..lazy_names import importer
 from .framing import NEED_DATA, Framer, frame
 
 # The DAP modules are imported at first use: an agent's link speaks only ``control`` and
-# ``handshake`` (``messages`` and ``connection`` were ~3 ms of a live process's start).
+# ``handshake``, and would import them on a live process's start and before a first pause
+# is listed (docs/design.md#agent-import).
 _LATER = {**dict.fromkeys(("DapConnection", "mentions"), "connection"),
           **dict.fromkeys(("Event", "Message", "Request", "Response", "encode_message",
                            "parse_message"), "messages")}

@@ -1,21 +1,14 @@
-"""The worker channel: how an agent inside a paused process talks to the hub.
+"""The link's control messages: how an agent inside a process talks to the hub.
 
-Theory of operation. A worker dials *out* to the hub's worker listener; nothing listens on
-the worker's side beyond loopback. Every connection opens with a mutual challenge-response
-(:mod:`raydebug.protocol.handshake`), so the token never crosses the wire and each side
-proves to the other that it knows it::
+Theory of operation. An agent dials *out* to the hub; nothing listens in the process beyond
+loopback. Every connection of the link opens with the mutual handshake of
+:mod:`raydebug.protocol.handshake` (``Challenge``, ``Hello``, then ``Welcome`` or
+``Refused``): the token never crosses the wire, and the agent sends nothing about itself,
+and hands nothing to the hub, before the hub has proven that it knows the token. (A hub over
+its per-address connection limit sends ``Refused(reason)`` in place of the challenge. With
+``raydebug hub --tls`` all of this runs inside TLS: see :mod:`raydebug.tls`.)
 
-    hub   -> agent   Challenge(nonce=H)
-    agent -> hub     Hello(role, channel, nonce=A, mac=proof of the agent over H and A)
-    hub   -> agent   Welcome(proof of the hub over H and A)  or  Refused(reason), then close
-
-The agent sends nothing about itself, and hands nothing to the hub, before it has checked
-the Welcome's proof: whoever answers on the hub's address without the token learns nothing
-and gets nothing. (A hub over its per-address connection limit sends ``Refused(reason)`` in
-place of the challenge. With ``raydebug hub --tls`` all of this runs inside TLS: see
-:mod:`raydebug.tls`.)
-
-A *control* connection (one per process) then carries session bookkeeping both ways::
+The *control connection* (one per process) then carries session bookkeeping both ways::
 
     agent -> hub     Identify(process)          who is calling: the first message, once
     agent -> hub     SessionStarted(session)    a thread paused: breakpoint() or exception
@@ -37,19 +30,16 @@ the hub's questions on the same connection::
     agent -> hub     Register(process)          pid, host, argv, labels, parent, Ray ids
     hub   -> agent   CollectStacks(request_id, locals)   every Python thread's stack, now
     agent -> hub     Stacks(request_id, threads, now)    ``now``: what it runs (task_name)
-    hub   -> agent   Pause(request_id, expire_ms, by_client)   suspend every Python thread:
-                                                sessions follow; asks not met in expire_ms are
-                                                withdrawn (by_client: an attached client's
-                                                DAP pause, request_id 0, not answered)
+    hub   -> agent   Pause(request_id, expire_ms, by_client)   suspend every Python thread
     agent -> hub     Paused(request_id, error)  asked (sessions: as threads stop), or why not
     hub   -> agent   CancelPause(request_id)    withdraw every pause asked and not met
     agent -> hub     PauseCancelled(request_id, threads)   how many were withdrawn
     agent -> hub     PausePending(threads, since_ms)   threads asked that have not stopped
-                                                (0: none), the oldest asked since (epoch ms)
 
-A *data* connection (``Hello.role == "data"``, one per attached client) is answered with
-``Welcome``; the agent then hands the socket itself to pydevd, so it carries DAP between the
-hub and pydevd with no relay in between (and pydevd listens on no port at all).
+A *data connection* (``Hello.role == "data"``, one per attached client) is answered with
+``Welcome``; the agent then hands the socket itself to the debugger, so it carries DAP between
+the hub and pydevd with no relay in between (but over TLS, where one relay thread owns the SSL
+object), and pydevd listens on no port at all.
 
 Messages are JSON objects framed like DAP (Content-Length), with a ``type`` field. Fields a
 version does not know are ignored, so that the ``version`` of a peer that speaks another one
@@ -58,58 +48,17 @@ can still be read, and the refusal can name both versions.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
-import threading
-from dataclasses import asdict, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
 
 from ..errors import LocalProtocolError, RemoteProtocolError
 from .framing import NEED_DATA, Framer, NeedData, frame
 
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:
-    def dataclass(**options: Any) -> Any:
-        """``dataclasses.dataclass``, applied to a message type just before its first
-        instance (see :meth:`ControlMessage.__init__`): making a frozen dataclass compiles
-        six methods (~0.7 ms a type on 3.11), and done for all 21 at import it was most of
-        the agent's import on a process's first ``breakpoint()`` (docs/design.md#agent-import).
-        Before its first instance a type's own fields are not there (``fields()`` shows its
-        base's): nothing reads them then, and :func:`decode_control` makes it first."""
-
-        def later(cls: type) -> type:
-            _NOT_YET_DATACLASSES[cls] = options
-            return cls
-
-        return later
-
-
-_NOT_YET_DATACLASSES: dict[type, dict[str, Any]] = {}  # message type -> its dataclass options
-# A lock, no thread: an agent's paused threads and its link thread make messages, and a
-# type is not whole until dataclass() has returned. A fork waits for it: its child gets
-# whole types and a free lock.
-_making_dataclasses = threading.Lock()
-os.register_at_fork(before=_making_dataclasses.acquire,
-                    after_in_parent=_making_dataclasses.release,
-                    after_in_child=_making_dataclasses.release)
-
-
-def _make_dataclass(cls: type) -> None:
-    """Make ``cls`` and its bases the dataclasses they are written as, once; thread-safe."""
-    with _making_dataclasses:
-        for klass in reversed(cls.__mro__):
-            options = _NOT_YET_DATACLASSES.pop(klass, None)
-            if options is not None:
-                dataclasses.dataclass(**options)(klass)
-
-# 2: the hub proves the token too (Hello.nonce, Welcome.proof), and Identify carries the
-# process's description once the hub is proven (it was in Hello).
-# 3: live processes (Register, CollectStacks/Stacks, Pause/Paused): a version-2 agent would
-# drop its connection at the first CollectStacks, so the handshake refuses it up front.
-# 4: a pause request's end (Pause.expire_ms, CancelPause/PauseCancelled, PausePending): a
-# version-3 hub would drop a connection at its first PausePending.
+# 2: the hub proves the token too (Hello.nonce, Welcome.proof); Identify after its proof.
+# 3: live processes (Register, CollectStacks/Stacks, Pause/Paused). 4: a pause request's end
+# (Pause.expire_ms, CancelPause/PauseCancelled, PausePending). An older peer would drop the
+# connection at its first new message, so the handshake refuses it up front.
 PROTOCOL_VERSION = 4
 MAX_CONTROL_MESSAGE = 1024 * 1024
 
@@ -119,18 +68,9 @@ ROLE_DATA = "data"
 
 @dataclass(frozen=True)
 class ControlMessage:
-    """Base of worker-channel messages; ``TYPE`` is the wire name."""
+    """Base of control messages; ``TYPE`` is the wire name."""
 
     TYPE: ClassVar[str] = ""
-
-    if not TYPE_CHECKING:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            """Runs once per message type: makes the type its dataclass (whose own
-            ``__init__`` replaces this one), then initialises ``self`` with it."""
-            cls = type(self)
-            _make_dataclass(cls)
-            if cls is not ControlMessage:  # (dataclass() keeps the __init__ a class defines)
-                cls.__init__(self, *args, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, **asdict(self)}
@@ -138,6 +78,8 @@ class ControlMessage:
 
 @dataclass(frozen=True)
 class Challenge(ControlMessage):
+    """Hub -> agent, first on every connection: prove you know the token over ``nonce``."""
+
     TYPE: ClassVar[str] = "challenge"
     nonce: str
     version: int = PROTOCOL_VERSION
@@ -145,6 +87,8 @@ class Challenge(ControlMessage):
 
 @dataclass(frozen=True)
 class Hello(ControlMessage):
+    """Agent -> hub: the answer to :class:`Challenge`, ``mac`` its proof of the token."""
+
     TYPE: ClassVar[str] = "hello"
     role: str
     mac: str
@@ -155,6 +99,8 @@ class Hello(ControlMessage):
 
 @dataclass(frozen=True)
 class Welcome(ControlMessage):
+    """Hub -> agent: the agent is proven; ``proof`` proves the hub over both nonces."""
+
     TYPE: ClassVar[str] = "welcome"
     proof: str = ""  # the hub's answer to Hello.nonce (absent before version 2)
 
@@ -169,12 +115,16 @@ class Identify(ControlMessage):
 
 @dataclass(frozen=True)
 class Refused(ControlMessage):
+    """Hub -> agent: why the hub does not take this connection, or this session."""
+
     TYPE: ClassVar[str] = "refused"
     reason: str
 
 
 @dataclass(frozen=True)
 class SessionStarted(ControlMessage):
+    """Agent -> hub: a thread paused; ``session`` is its record."""
+
     TYPE: ClassVar[str] = "session_started"
     session: dict[str, Any]
 
@@ -189,6 +139,8 @@ END_REASONS = (END_RETURNED, END_MOVED, END_RESUMED, END_TIMEOUT, END_RAISED)
 
 @dataclass(frozen=True)
 class SessionEnded(ControlMessage):
+    """Agent -> hub: a session is over, and why (one of :data:`END_REASONS`)."""
+
     TYPE: ClassVar[str] = "session_ended"
     session_id: str
     reason: str = END_RESUMED
@@ -197,18 +149,24 @@ class SessionEnded(ControlMessage):
 
 @dataclass(frozen=True)
 class OpenChannel(ControlMessage):
+    """Hub -> agent: a client wants this process: dial a data connection for ``channel``."""
+
     TYPE: ClassVar[str] = "open_channel"
     channel: int
 
 
 @dataclass(frozen=True)
 class ClientReady(ControlMessage):
+    """Hub -> agent: the client of ``channel`` has had its ``configurationDone`` answered."""
+
     TYPE: ClassVar[str] = "client_ready"
     channel: int
 
 
 @dataclass(frozen=True)
 class ClientGone(ControlMessage):
+    """Hub -> agent: the client of ``channel`` has left."""
+
     TYPE: ClassVar[str] = "client_gone"
     channel: int
 
@@ -224,6 +182,8 @@ class HubClosing(ControlMessage):
 
 @dataclass(frozen=True)
 class ChannelFailed(ControlMessage):
+    """Agent -> hub: the data connection for ``channel`` could not be opened, and why."""
+
     TYPE: ClassVar[str] = "channel_failed"
     channel: int
     reason: str
@@ -240,12 +200,16 @@ class ArmBreakpoints(ControlMessage):
 
 @dataclass(frozen=True)
 class BreakpointsLoaded(ControlMessage):
+    """Agent -> hub: code of these client paths is loaded in this process."""
+
     TYPE: ClassVar[str] = "breakpoints_loaded"
     paths: list[str]  # the client's paths, as ArmBreakpoints named them
 
 
 @dataclass(frozen=True)
 class LogpointOutput(ControlMessage):
+    """Agent -> hub: a logpoint's text, logged without a pause."""
+
     TYPE: ClassVar[str] = "logpoint_output"
     text: str
     path: str = ""  # the file as the process sees it
@@ -342,56 +306,45 @@ class PausePending(ControlMessage):
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
-                OpenChannel, ClientReady, ClientGone, ChannelFailed, Register, CollectStacks,
-                Stacks, Pause, Paused, HubClosing)
+                OpenChannel, ClientReady, ClientGone, ChannelFailed, HubClosing, ArmBreakpoints,
+                BreakpointsLoaded, LogpointOutput, Register, CollectStacks, Stacks, Pause,
+                Paused, CancelPause, PauseCancelled, PausePending)
 }
-_MESSAGE_TYPES.update({cls.TYPE: cls for cls in (ArmBreakpoints, BreakpointsLoaded,
-                                                  LogpointOutput, CancelPause,
-                                                  PauseCancelled, PausePending)})
+# A field's annotation -> the JSON type its value must have.
 _JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,
-               "list[Any]": list}
-_JSON_TYPES["list[str]"] = list
+               "list[Any]": list, "list[str]": list}
 
 
-def _fields_of(cls: type[ControlMessage]) -> tuple[tuple[tuple[str, type], ...], tuple[str, ...]]:
-    """Each field of a message type with its JSON type, and its fields that hold lists of
-    strings; worked out once per type (a hub decodes 10,000 answers to one listing's
-    question), at its first decode."""
-    known = _FIELDS.get(cls)
-    if known is None:
-        _make_dataclass(cls)
-        specs = fields(cls)
-        known = (tuple((spec.name, _JSON_TYPES[str(spec.type)]) for spec in specs),
-                 tuple(spec.name for spec in specs if str(spec.type) == "list[str]"))
-        _FIELDS[cls] = known
-    return known
+def _field_types(cls: type[ControlMessage]) -> tuple[tuple[str, type[Any], bool], ...]:
+    """Each field of ``cls``: its name, its JSON type, and whether it holds only strings."""
+    return tuple((spec.name, _JSON_TYPES[str(spec.type)], str(spec.type) == "list[str]")
+                 for spec in fields(cls))
 
 
-_FIELDS: dict[type[ControlMessage], tuple[tuple[tuple[str, type], ...], tuple[str, ...]]] = {}
+# Worked out once, at import: a hub decodes 10,000 answers to one listing's question.
+_FIELD_TYPES = {cls: _field_types(cls) for cls in _MESSAGE_TYPES.values()}
 
 
 def decode_control(body: bytes) -> ControlMessage:
-    """Parse one worker-channel message; raises :class:`RemoteProtocolError`."""
+    """Parse one control message body; raises :class:`RemoteProtocolError`."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, ValueError) as error:
-        raise RemoteProtocolError(f"worker message is not valid JSON: {error}") from error
+        raise RemoteProtocolError(f"control message is not valid JSON: {error}") from error
     if not isinstance(data, dict):
-        raise RemoteProtocolError("worker message is not a JSON object")
+        raise RemoteProtocolError("control message is not a JSON object")
     kind = data.get("type")
     cls = _MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise RemoteProtocolError(f"unknown worker message type {data.get('type')!r}")
+        raise RemoteProtocolError(f"unknown control message type {data.get('type')!r}")
     kwargs = {}
-    field_types, string_lists = _fields_of(cls)
-    for name, kind in field_types:
+    for name, expected, strings_only in _FIELD_TYPES[cls]:
         if name not in data:
             continue  # a missing field with no default fails in the constructor below
         value = data[name]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise RemoteProtocolError(f"{cls.TYPE}.{name} must be a {kind.__name__}")
-        if isinstance(value, list) and name in string_lists and not all(
-                isinstance(item, str) for item in value):
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise RemoteProtocolError(f"{cls.TYPE}.{name} must be a {expected.__name__}")
+        if strings_only and not all(isinstance(item, str) for item in value):
             raise RemoteProtocolError(f"{cls.TYPE}.{name} must be a list of strings")
         kwargs[name] = value
     try:
@@ -401,7 +354,8 @@ def decode_control(body: bytes) -> ControlMessage:
 
 
 def encode_control(message: ControlMessage) -> bytes:
-    """Return the framed bytes of ``message``."""
+    """Return the framed bytes of ``message``; raises :class:`LocalProtocolError` when it
+    cannot be encoded or is over :data:`MAX_CONTROL_MESSAGE`."""
     try:
         body = json.dumps(message.to_dict(), separators=(",", ":")).encode()
     except (TypeError, ValueError) as error:
@@ -410,15 +364,19 @@ def encode_control(message: ControlMessage) -> bytes:
 
 
 class ControlStream:
-    """Sans-IO reader of worker-channel messages (same three verbs as DapConnection)."""
+    """One side of a control connection, sans-IO, with the verbs of :class:`DapConnection`."""
 
     def __init__(self) -> None:
         self._framer = Framer(max_body_size=MAX_CONTROL_MESSAGE)
 
     def receive_data(self, data: bytes) -> None:
+        """Feed bytes received from the peer; ``b""`` when it closed its side."""
         self._framer.receive_data(data)
 
     def next_event(self) -> ControlMessage | NeedData:
+        """The peer's next whole message, or :data:`NEED_DATA`. Raises
+        :class:`RemoteProtocolError` for a malformed, oversized or unknown message, or an
+        end of stream in the middle of one: the connection is then unusable."""
         body = self._framer.next_body()
         if body is NEED_DATA:
             return NEED_DATA
@@ -426,10 +384,12 @@ class ControlStream:
         return decode_control(body)
 
     def send(self, message: ControlMessage) -> bytes:
+        """The bytes of ``message``; raises :class:`LocalProtocolError` when it cannot be
+        encoded or is over :data:`MAX_CONTROL_MESSAGE`."""
         return encode_control(message)
 
     def take_buffered(self) -> bytes:
-        """Hand over bytes received past the last message (a data channel's first DAP bytes)."""
+        """Hand over the bytes past the last message (a data connection's first DAP bytes)."""
         return self._framer.take_buffered()
 
     @property
