@@ -23,14 +23,7 @@ _HEADER_BYTES = bytes(range(0x20, 0x7F)) + b"\r\n\t"
 
 
 class NeedData:
-    """Sentinel type of :data:`NEED_DATA`."""
-
-    _instance: NeedData | None = None
-
-    def __new__(cls) -> NeedData:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    """The type of :data:`NEED_DATA`, its one instance."""
 
     def __repr__(self) -> str:
         return "NEED_DATA"
