@@ -167,7 +167,8 @@ def test_a_stack_trace_in_flight_at_the_end_fails_saying_so(hub: HubProcess, tmp
         continued, stack_trace = [await asyncio.wait_for(f, 15) for f in in_flight]
         assert continued.success and continued.body == {"allThreadsContinued": True}
         assert not stack_trace.success
-        assert stack_trace.message == f"{ENDED} (it exited, was killed, or its channel closed)"
+        assert stack_trace.message == (f"{ENDED} (it exited, was killed, or its data "
+                                       "connection closed)")
         await client.wait_event("terminated", timeout=15)
         assert set(client.responses.values()) == {1}, client.responses
         await client.close()

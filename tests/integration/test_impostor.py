@@ -180,7 +180,7 @@ def test_an_old_hub_is_refused_naming_both_versions(tmp_path: Path):
     finally:
         old.close()
     assert code == 0 and "finished 42" in out, err
-    assert (f"the hub at {old.address} speaks worker protocol 1 and this process "
+    assert (f"the hub at {old.address} speaks link protocol 1 and this process "
             f"{PROTOCOL_VERSION}") in err
     assert old.received == []  # it did not even answer the challenge
 
@@ -200,7 +200,7 @@ def test_an_old_agent_is_refused_naming_both_versions(hub: HubProcess):
             if not data:
                 break
     assert isinstance(reply, Refused)
-    assert f"this hub speaks worker protocol {PROTOCOL_VERSION} and the worker 1" \
+    assert f"this hub speaks link protocol {PROTOCOL_VERSION} and the agent 1" \
         in reply.reason
     assert hub.get("/api/health")["refused_workers"] == 1
-    assert "worker 1: install the same raydebug version" in hub.stop_and_read_log()
+    assert "agent 1: install the same raydebug version" in hub.stop_and_read_log()

@@ -47,7 +47,7 @@ def test_a_worker_pinning_another_certificate_refuses_the_hub(tls_hub: HubProces
     assert f"presented certificate {tls_hub.cert}, not the pinned {wrong}" in err
     assert "refusing to connect" in err
     assert tls_hub.get("/api/health")["registered_total"] == 0  # the hub learned nothing
-    assert "the worker closed the connection during the handshake" in tls_hub.stop_and_read_log()
+    assert "the agent closed the connection during the handshake" in tls_hub.stop_and_read_log()
 
 
 def test_a_plaintext_worker_is_refused_by_a_tls_hub(tls_hub: HubProcess, tmp_path: Path):

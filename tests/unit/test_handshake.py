@@ -212,17 +212,17 @@ def test_an_old_agent_is_refused_with_both_versions_named():
     with pytest.raises(ProtocolVersionError) as mismatch:
         hub.next_event()
     assert (mismatch.value.ours, mismatch.value.theirs) == (PROTOCOL_VERSION, 1)
-    assert f"protocol {PROTOCOL_VERSION} and the worker 1" in str(mismatch.value)
+    assert f"protocol {PROTOCOL_VERSION} and the agent 1" in str(mismatch.value)
     refused = message(hub.refuse(str(mismatch.value)))
     # A version-1 agent decodes a refusal like this one and prints its reason.
-    assert isinstance(refused, Refused) and "worker 1" in refused.reason
+    assert isinstance(refused, Refused) and "agent 1" in refused.reason
 
 
 def test_an_old_hub_is_refused_with_both_versions_named_before_any_answer():
     agent = AgentHandshake(TOKEN, ROLE_CONTROL, hub="the hub at h:1")
     agent.receive_data(frame(b'{"type": "challenge", "nonce": "abc", "version": 1}'))
     with pytest.raises(ProtocolVersionError,
-                       match=f"h:1 speaks worker protocol 1 and this process "
+                       match=f"h:1 speaks link protocol 1 and this process "
                              f"{PROTOCOL_VERSION}") as mismatch:
         agent.next_event()
     assert (mismatch.value.ours, mismatch.value.theirs) == (PROTOCOL_VERSION, 1)
@@ -264,7 +264,7 @@ def test_verbs_out_of_turn_are_local_errors():
             verb()
     with pytest.raises(LocalProtocolError, match="after the welcome"):
         hub.refuse("too late")
-    with pytest.raises(LocalProtocolError, match="unknown worker connection role"):
+    with pytest.raises(LocalProtocolError, match="unknown link connection role"):
         AgentHandshake(TOKEN, "admin")
 
 

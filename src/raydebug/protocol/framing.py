@@ -1,4 +1,4 @@
-"""Content-Length framing, the wire format of DAP (and of raydebug's worker channel).
+"""Content-Length framing, the wire format of DAP (and of the link's control connection).
 
 Each message is ``Content-Length: N\\r\\n\\r\\n`` followed by N bytes of UTF-8 JSON
 (DAP specification, "Base protocol"). :class:`Framer` is a sans-IO receive buffer: feed it

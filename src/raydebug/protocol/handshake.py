@@ -1,4 +1,4 @@
-"""The worker handshake, both ways, as two sans-IO objects: the agent's side and the hub's.
+"""The link's handshake, both ways, as two sans-IO objects: the agent's side and the hub's.
 
 Theory of operation. Each side proves to the other that it knows the token, without sending
 it, and no proof is good for anything but the connection it was made for::
@@ -20,7 +20,7 @@ hello's before it checks the MAC, so an old and a new side refuse each other at 
 message naming both versions (the ``version`` fields keep their place on the wire for that).
 
 What this does not do: without TLS, a man in the middle who relays the whole handshake to the
-real hub can read and alter what follows it. ``raydebug hub --tls`` (a certificate the workers
+real hub can read and alter what follows it. ``raydebug hub --tls`` (a certificate the agents
 pin) closes that; the mutual proof runs inside TLS as well.
 
 Both objects use the verbs of :class:`~raydebug.protocol.connection.DapConnection`:
@@ -104,7 +104,7 @@ def _check_nonce(nonce: str, whose: str) -> None:
         raise RemoteProtocolError(f"the {whose}'s nonce is not 32 lowercase hex digits")
 
 
-_SAME_VERSION = "install the same raydebug version on the workers and the hub"
+_SAME_VERSION = "install the same raydebug version for the hub and the processes it debugs"
 
 
 class _Side:
@@ -144,7 +144,7 @@ class AgentHandshake(_Side):
     def __init__(self, token: str, role: str, *, channel: int = 0, hub: str = "the hub",
                  nonce: str | None = None) -> None:
         if role not in ROLES:
-            raise LocalProtocolError(f"unknown worker connection role {role!r}")
+            raise LocalProtocolError(f"unknown link connection role {role!r}")
         super().__init__(token, HandshakeState.AWAIT_CHALLENGE)
         self._role = role
         self._channel = channel
@@ -192,7 +192,7 @@ class AgentHandshake(_Side):
                                       f"opened with {message.TYPE!r}, not a challenge)")
         if message.version != PROTOCOL_VERSION:
             raise ProtocolVersionError(
-                f"{self._hub} speaks worker protocol {message.version} and this process "
+                f"{self._hub} speaks link protocol {message.version} and this process "
                 f"{PROTOCOL_VERSION}: {_SAME_VERSION}", PROTOCOL_VERSION, message.version)
         _check_nonce(message.nonce, "hub")
         self._hub_nonce = message.nonce
@@ -245,7 +245,7 @@ class HubHandshake(_Side):
         """
         self._expect(HandshakeState.AWAIT_HELLO, verb="next_event")
         try:
-            message = self._next_message("the worker")
+            message = self._next_message("the agent")
             if isinstance(message, NeedData):
                 return message
             return self._on_hello(message)
@@ -266,11 +266,11 @@ class HubHandshake(_Side):
             raise RemoteProtocolError(f"expected a hello message, got {message.TYPE!r}")
         if message.version != PROTOCOL_VERSION:
             raise ProtocolVersionError(
-                f"this hub speaks worker protocol {PROTOCOL_VERSION} and the worker "
+                f"this hub speaks link protocol {PROTOCOL_VERSION} and the agent "
                 f"{message.version}: {_SAME_VERSION}", PROTOCOL_VERSION, message.version)
         if message.role not in ROLES:
-            raise RemoteProtocolError(f"unknown worker connection role {message.role!r}")
-        _check_nonce(message.nonce, "worker")
+            raise RemoteProtocolError(f"unknown link connection role {message.role!r}")
+        _check_nonce(message.nonce, "agent")
         expected = prove(self._token, AGENT, message.role, message.channel, self._nonce,
                          message.nonce)
         if not hmac.compare_digest(expected, message.mac):

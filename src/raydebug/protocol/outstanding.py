@@ -2,11 +2,11 @@
 
 The DAP rule (specification, "Base protocol") is that every request gets exactly one
 response. pydevd answers what reaches it; but when its process exits, is killed, or its
-channel drops, whatever the client sent in the meantime would go unanswered and the client
+data connection drops, whatever the client sent in the meantime would go unanswered and the client
 would wait forever (VS Code then shows the session stuck in "disconnecting"). So the relay
 notes each request it forwards (:meth:`OutstandingRequests.forwarded`), crosses it off when
 pydevd's response passes (:meth:`OutstandingRequests.answered`, a byte scan: the relay does
-not parse pydevd's messages on its fast path), and when the channel ends answers the rest
+not parse pydevd's messages on its fast path), and when the data connection ends answers the rest
 itself (:meth:`OutstandingRequests.take_all`).
 """
 

@@ -1,4 +1,4 @@
-"""Path translation between a worker's code directory and the client's checkout (sans-IO).
+"""Path translation between a process's code directory and the client's checkout (sans-IO).
 
 Ray unpacks a job's ``working_dir`` on each node under a directory named after its content
 hash (``.../working_dir_files/_ray_pkg_<hash>``), which changes with every submission, so a
@@ -6,9 +6,9 @@ debugpy ``pathMappings`` entry written for one job is stale for the next. Instea
 names only its side, in its attach arguments (``"raydebug": {"localRoot": "/home/me/code"}``),
 and the hub, which knows each session's ``remote_root``, rewrites paths on the DAP path:
 
-- worker -> client (responses, events): a path under ``remote_root`` becomes the same path
+- process -> client (responses, events): a path under ``remote_root`` becomes the same path
   under ``local_root`` (stack frames, sources, breakpoints, modules);
-- client -> worker (requests): a path under ``local_root`` becomes the path under
+- client -> process (requests): a path under ``local_root`` becomes the path under
   ``remote_root`` (``setBreakpoints``, ``source``, ``breakpointLocations``...).
 
 Every value of a ``"path"`` key is translated; paths elsewhere are left alone. A substring
@@ -50,7 +50,7 @@ def _needle(root: str) -> bytes | None:
 
 @dataclass(frozen=True)
 class PathTranslator:
-    """Maps paths under ``remote_root`` (on the worker's node) to ``local_root`` (on the
+    """Maps paths under ``remote_root`` (on the process's node) to ``local_root`` (on the
     client's machine) and back. Either side may be POSIX or Windows."""
 
     remote_root: str
@@ -84,11 +84,11 @@ class PathTranslator:
     # -- one path ----------------------------------------------------------------------------
 
     def to_local_path(self, path: str) -> str:
-        """``path`` on the worker's node as the client knows it (unchanged if elsewhere)."""
+        """``path`` on the process's node as the client knows it (unchanged if elsewhere)."""
         return self._move(path, self.remote_root, self.local_root)
 
     def to_remote_path(self, path: str) -> str:
-        """``path`` on the client's machine as the worker knows it (unchanged if elsewhere)."""
+        """``path`` on the client's machine as the process knows it (unchanged if elsewhere)."""
         return self._move(path, self.local_root, self.remote_root)
 
     @staticmethod
@@ -109,19 +109,19 @@ class PathTranslator:
     # -- message bodies ----------------------------------------------------------------------
 
     def to_local(self, body: bytes) -> bytes:
-        """A message body from the worker, with its paths as the client knows them."""
+        """A message body from the process, with its paths as the client knows them."""
         return self._rewrite(body, self._remote_needle, self.to_local_path)
 
     def to_remote(self, body: bytes) -> bytes:
-        """A message body from the client, with its paths as the worker knows them."""
+        """A message body from the client, with its paths as the process knows them."""
         return self._rewrite(body, self._local_needle, self.to_remote_path)
 
     def arguments_to_remote(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """A request's arguments (as a dict) with the client's paths as the worker's."""
+        """A request's arguments (as a dict) with the client's paths as the process's."""
         return dict(_translate(arguments, self.to_remote_path)[0])
 
     def request_to_remote(self, message: M) -> M:
-        """A client's message, parsed, with its paths as the worker knows them (the same
+        """A client's message, parsed, with its paths as the process knows them (the same
         message when it names none under the local root)."""
         if not isinstance(message, Request) or not message.arguments:
             return message

@@ -1,9 +1,9 @@
-"""What the hub does with each message between a DAP client and a process's pydevd.
+"""What the hub does with each message between a DAP client and a process's debugger.
 
-Theory of operation. Once a client has attached, the hub relays one channel: the client on
-one side, pydevd on the other. Most messages pass unchanged; :class:`ProxyPolicy` decides
-the rest, without sockets or asyncio (the relay in ``raydebug.hub.clients.relay`` does the I/O and
-carries out its decisions). Its rules:
+Theory of operation. Once a client has attached, the hub relays one data connection: the
+client on one side, the debugger (pydevd) on the other. Most messages pass unchanged;
+:class:`ProxyPolicy` decides the rest, without sockets or asyncio (the relay in
+``raydebug.hub.clients.relay`` does the I/O and carries out its decisions). Its rules:
 
 - a request the hub sent pydevd itself (:meth:`ProxyPolicy.inject`, numbered from
   :data:`INJECTED_SEQ`) has its answer swallowed: the client never asked;
@@ -19,7 +19,7 @@ carries out its decisions). Its rules:
   withdrawn after :data:`CLIENT_PAUSE_WAIT` seconds if nothing has stopped. pydevd's own
   answer to ``pause`` says nothing more than success (DAP: the response first, then
   ``stopped`` as threads stop), and the hub gives that one answer;
-- when the channel closes (:meth:`ProxyPolicy.channel_closed`), every request pydevd had not
+- when the data connection closes (:meth:`ProxyPolicy.channel_closed`), every request pydevd had not
   answered gets its answer from the hub (see :mod:`.outstanding`) and the client gets
   ``terminated`` (once); requests sent after that are answered by the hub too. A request
   that only lets the process run on (:data:`RESUMING`) succeeds: the process did run on,
@@ -47,7 +47,8 @@ INJECTED_SEQ = 1_000_000_000  # requests the hub sends pydevd itself count from 
 # Only pydevd's messages containing one of these are parsed; the rest pass as bytes. (The
 # client's are all parsed: few, and each request is noted until its answer.)
 WORKER_WORDS = (b'"request"', b'"configurationDone"', b'"terminated"')
-PROCESS_ENDED = "the debugged process has ended (it exited, was killed, or its channel closed)"
+PROCESS_ENDED = ("the debugged process has ended (it exited, was killed, or its data connection "
+                 "closed)")
 # Requests that ask only that the process run on (or that it be left): one the process could
 # not answer was carried out all the same, since it ran on until it ended.
 RESUMING = frozenset({"continue", "next", "stepIn", "stepOut", "disconnect"})
@@ -154,9 +155,9 @@ PASS: Final = _Pass()  # from_worker: forward the body unchanged
 
 
 class ProxyPolicy:
-    """The rules of one relayed channel, from the client's ``attach`` to the channel's end.
+    """The rules of one relayed data connection, from the client's ``attach`` to its end.
 
-    One per channel: a failed channel set-up takes its policy with it.
+    One per data connection: a failed set-up takes its policy with it.
     """
 
     def __init__(self, allow_terminate: bool) -> None:
@@ -166,13 +167,13 @@ class ProxyPolicy:
         self._configuration_done_seq: int | None = None
         self._outstanding = OutstandingRequests()
         self._terminated_sent = False
-        self.ended = False  # the channel has closed: the hub answers every request
+        self.ended = False  # the data connection has closed: the hub answers
 
     # -- client -> pydevd -------------------------------------------------------------------
 
     def from_client(self, message: Message, *, channel_open: bool = True) -> list[Action]:
         """What to do with a message from the client. ``channel_open`` False: pydevd can
-        no longer be reached (its channel is closing), so the hub answers."""
+        no longer be reached (its data connection is closing), so the hub answers."""
         if self.ended or not channel_open:
             return self.answer_after_end(message)
         if not isinstance(message, Request):
@@ -236,7 +237,7 @@ class ProxyPolicy:
     # -- the end ----------------------------------------------------------------------------
 
     def channel_closed(self) -> list[Action]:
-        """The channel has closed: answer every request pydevd left unanswered and say
+        """The data connection has closed: answer every request pydevd left unanswered and say
         ``terminated`` (once; pydevd may have said it already). Afterwards the hub answers
         every request itself. In the order things happened: the resumes the process carried
         out succeed first, then ``terminated``, then the failures, so that a client reading
