@@ -17,9 +17,9 @@ from .framing import NEED_DATA, Framer, frame
 # The DAP modules are imported at first use: an agent's link speaks only ``control`` and
 # ``handshake``, and would import them on a live process's start and before a first pause
 # is listed (docs/design.md#agent-import).
-_LATER = {**dict.fromkeys(("DapConnection", "mentions"), "connection"),
-          **dict.fromkeys(("Event", "Message", "Request", "Response", "encode_message",
-                           "parse_message"), "messages")}
+_LATER = {"DapConnection": "connection", "mentions": "connection", "Event": "messages",
+          "Message": "messages", "Request": "messages", "Response": "messages",
+          "encode_message": "messages", "parse_message": "messages"}
 
 
 __getattr__ = importer(__name__, _LATER, globals())
