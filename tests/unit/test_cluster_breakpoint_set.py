@@ -18,7 +18,7 @@ from raydebug.agent.armed.breakpoints import (
     local_names,
 )
 from raydebug.errors import RemoteProtocolError
-from raydebug.hub.clients.cluster_attach import ClusterAttach, ClusterAttaches, process_prefix
+from raydebug.hub.clients.cluster_attach import ClusterAttach, ClusterAttaches
 from raydebug.hub.cluster_breakpoints import UNVERIFIED, ClusterBreakpointSet
 from raydebug.hub.registry import Registry
 from raydebug.protocol import Event, Request
@@ -124,8 +124,7 @@ def test_a_parent_pushes_its_breakpoints_is_told_when_verified_and_takes_them_aw
         parents.loaded([path])
         [event] = [e for e in client.events if e.event == "breakpoint"]
         assert event.body["breakpoint"]["verified"] and event.body["reason"] == "changed"
-        parents.logpoint(process_prefix({"task_name": "f", "labels": {"RANK": "3"},
-                                         "pid": 12}),
+        parents.logpoint({"task_name": "f", "labels": {"RANK": "3"}, "pid": 12},
                          LogpointOutput(text="x=1", path=path, line=4))
         [output] = [e for e in client.events if e.event == "output"]
         assert output.body["output"] == "[f, rank 3, pid 12] x=1\n"

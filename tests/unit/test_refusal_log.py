@@ -1,4 +1,4 @@
-"""The hub's log of refused worker connections: a process holding an old token retries
+"""The hub's log of refused agent connections: a process holding an old token retries
 every few seconds for as long as it waits, and each retry must not be a line."""
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ def test_one_line_per_host_and_reason_then_one_a_minute_with_the_count(
         now[0] = 61.0
         refusals.refused("10.0.0.5:42000", "10.0.0.5", WRONG)
     assert [record.getMessage() for record in caplog.records] == [
-        f"worker 10.0.0.5:40000: refused: {WRONG}",
-        f"worker 10.0.0.6:40000: refused: {WRONG}",
-        "worker 10.0.0.5:41000: refused: another reason",
-        f"worker 10.0.0.5:42000: refused: {WRONG} (and 9 more from 10.0.0.5 since the last "
+        f"agent 10.0.0.5:40000: refused: {WRONG}",
+        f"agent 10.0.0.6:40000: refused: {WRONG}",
+        "agent 10.0.0.5:41000: refused: another reason",
+        f"agent 10.0.0.5:42000: refused: {WRONG} (and 9 more from 10.0.0.5 since the last "
         "said)",
     ]

@@ -35,7 +35,8 @@ from ..protocol.control import ArmBreakpoints
 from ..selectors import parse as parse_selector
 from ..session import SessionState
 from ..stack_tree import merge_stacks
-from .agents.listener import PendingChannels, WorkerListener
+from .agents.data_connections import PendingDataConnections
+from .agents.listener import AgentListener
 from .clients.admission import ClientAdmission
 from .clients.cluster_attach import ClusterAttaches
 from .clients.connection import ClientConnection
@@ -119,16 +120,16 @@ class Hub:
                 "token: every evaluate is remote code execution. Listen on 127.0.0.1 and use "
                 "an SSH tunnel, or set --client-token (env RAYDEBUG_CLIENT_TOKEN).")
         self.registry = Registry(max_sessions=self.config.max_sessions)
-        self.channels = PendingChannels()
+        self.data_connections = PendingDataConnections()
         self.cluster_attaches = ClusterAttaches(push=self._push_breakpoints)
         # Told the cluster's breakpoints (None: there are none) each time they change: the
         # Ray integration publishes them where a worker reads them at its start, before its
         # first task (the link comes later); nobody by default.
         self.publish_breakpoints: Callable[[dict[str, Any] | None], None] = lambda wire: None
         self.queries = ProcessQueries(self.registry)
-        self.workers = WorkerListener(self.config.token, self.registry, self.channels,
-                                      self.config.handshake_timeout, self.queries,
-                                      self.cluster_attaches)
+        self.agents = AgentListener(self.config.token, self.registry, self.data_connections,
+                                    self.cluster_attaches, self.config.handshake_timeout,
+                                    self.queries)
         self.worker_limit = PeerLimit(self.config.max_worker_connections, "worker",
                                       "--max-worker-connections")
         self.client_limit = PeerLimit(self.config.max_client_connections, "client",
@@ -149,7 +150,7 @@ class Hub:
         collect_garbage_seldom()
         if (blind := self.admission.blind_spot()) is not None:
             log.warning("%s", blind)
-        serve_worker = self._track(self.workers.handle, self.worker_limit, self.workers.refuse)
+        serve_worker = self._track(self.agents.handle, self.worker_limit, self.agents.refuse)
         workers: asyncio.Server | TlsServer
         if self.config.tls:
             directory = Path(self.config.tls_dir) if self.config.tls_dir else None
@@ -201,7 +202,7 @@ class Hub:
             await server.wait_closed()
 
     def statistics(self) -> dict[str, Any]:
-        return {**self.registry.statistics(), "refused_workers": self.workers.refused,
+        return {**self.registry.statistics(), "refused_workers": self.agents.refused,
                 "refused_clients_over_limit": self.client_limit.refused,
                 "refused_clients_not_admitted": self.admission.refused,
                 "client_connections": self.client_limit.statistics()}
@@ -265,7 +266,7 @@ class Hub:
             if kind == "dap" and refusal is not None:
                 await self._refuse_dap(reader, writer, first, str(refusal))
             elif kind == "dap":
-                connection = ClientConnection(self.registry, self.channels,
+                connection = ClientConnection(self.registry, self.data_connections,
                                               self.config.allow_terminate, reader, writer, first,
                                               peer, self.cluster_attaches,
                                               self.config.client_token)
@@ -357,7 +358,7 @@ class Hub:
         first = await reader.read(RECV_SIZE)  # b"" would be the end of the stream
         if not first:
             return
-        connection = ClientConnection(self.registry, self.channels,
+        connection = ClientConnection(self.registry, self.data_connections,
                                       self.config.allow_terminate, reader, writer, first,
                                       peer_name(writer), self.cluster_attaches,
                                       None if token_proven else self.config.client_token)

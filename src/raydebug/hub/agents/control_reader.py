@@ -1,12 +1,11 @@
-"""Reading a worker's control connection once its handshake is done: messages are parsed as
+"""Reading an agent's control connection once its handshake is done: messages are parsed as
 their bytes arrive and handed over in the order they came.
 
 Why not a stream and a task: a hub asks 10,000 live processes what they run now for one
 listing, and reads 10,000 answers. Through an ``asyncio.StreamReader`` each answer wakes
-the connection's task (a future, a loop turn, a coroutine resumed through the reader):
-~50 µs an answer on this project's 2-core machine, the larger part of a listing's time
-(docs/design.md#listing-10k). As a :class:`asyncio.Protocol`, an answer is handled in
-the callback that received its bytes.
+the connection's task (a future, a loop turn, a coroutine resumed through the reader), the
+larger part of a listing's time (measured: docs/design.md#listing-10k). As a
+:class:`asyncio.Protocol`, an answer is handled in the callback that received its bytes.
 
 Order is kept: a message whose handling needs the loop (the handler returns an awaitable:
 a session starting, a registration) is awaited by one task of this connection, and every
@@ -41,8 +40,9 @@ class ControlReader(asyncio.Protocol):
 
     ``handler`` gets every message in order; an error it raises (:class:`RaydebugError`:
     a message that has no place here) or a malformed message closes the connection, logged
-    with ``peer``. :meth:`finished` returns once the connection is closed and the message
-    being handled, if any, is done.
+    with ``peer``; so does any other exception (a bug of ours: logged with its traceback and
+    the type of the message it met), and the hub's other connections go on. :meth:`finished`
+    returns once the connection is closed and the message being handled, if any, is done.
     """
 
     def __init__(self, transport: asyncio.Transport, stream: ControlStream,
@@ -121,14 +121,14 @@ class ControlReader(asyncio.Protocol):
             self._fail(error)
             return
         except Exception:  # a bug of ours: close this connection, keep serving the others
-            log.exception("worker %s: unexpected error; connection closed", self._peer)
-            self.close()
+            self._fail_ours(message)
             return
         if pending is not None:
-            self._waiting = asyncio.ensure_future(self._work_through(pending))
+            self._waiting = asyncio.ensure_future(self._work_through(message, pending))
 
-    async def _work_through(self, pending: Awaitable[None]) -> None:
-        """Await ``pending``, then handle the backlog in order (awaiting what must be)."""
+    async def _work_through(self, message: ControlMessage, pending: Awaitable[None]) -> None:
+        """Await ``pending`` (``message``'s handling), then handle the backlog in order
+        (awaiting what must be)."""
         try:
             await pending
             while self.backlog and not self._transport.is_closing():
@@ -141,13 +141,20 @@ class ControlReader(asyncio.Protocol):
         except RaydebugError as error:
             self._fail(error)
         except Exception:  # a bug of ours: close this connection, keep serving the others
-            log.exception("worker %s: unexpected error; connection closed", self._peer)
-            self.close()
+            self._fail_ours(message)
         finally:
             self._waiting = None  # (no message can arrive between the last check and here)
 
+    def _fail_ours(self, message: ControlMessage) -> None:
+        """Handling ``message`` raised what it should not have (a bug of ours: the
+        exception being handled): log it with its traceback, close this connection."""
+        log.exception("agent %s: unexpected error handling %r; connection closed",
+                      self._peer, message.TYPE)
+        self.backlog.clear()
+        self.close()
+
     def _fail(self, error: RaydebugError) -> None:
-        log.warning("worker %s: %s; connection closed", self._peer,
+        log.warning("agent %s: %s; connection closed", self._peer,
                     error or type(error).__name__)
         self.backlog.clear()
         self.close()

@@ -1,4 +1,4 @@
-"""Receiving a data channel from pydevd: bodies framed in the callback their bytes came in.
+"""Receiving a data connection from pydevd: bodies framed in the callback their bytes came in.
 
 Why not a stream and a task: every answer and event of pydevd crosses the hub on this
 connection. Through an :class:`asyncio.StreamReader` each one took a loop turn and a task's
@@ -8,9 +8,9 @@ wake-up more, and each receive allocated asyncio's 256 KiB buffer afresh (an ``m
 ``control_reader`` does), bytes land in one buffer of this object's, and during the relay
 each body goes to the client in the same callback (docs/design.md#per-step-costs).
 
-Two ways to take bodies: :meth:`ChannelReceiver.next_body` for the channel's set-up (awaited,
-in order); :meth:`ChannelReceiver.relay` hands each body to a function as it arrives, until
-the channel ends. Reading pauses while bodies pile up untaken (set-up) or while the relay's
+Two ways to take bodies: :meth:`DataReceiver.next_body` for the connection's set-up
+(awaited, in order); :meth:`DataReceiver.relay` hands each body to a function as it arrives,
+until the connection ends. Reading pauses while bodies pile up untaken (set-up) or while the relay's
 taker says it is backed up (its client reads slowly), so pydevd is slowed, not the hub's
 memory filled.
 """
@@ -28,8 +28,8 @@ BUFFER_SIZE = 64 * 1024  # one receive at most (below the allocator's mmap thres
 PAUSE_READING_AT = 64  # bodies received and not taken yet (the set-up reads only a few)
 
 
-class ChannelReceiver(asyncio.BufferedProtocol):
-    """The protocol of one data channel after its handshake; ``leftover``: the bytes the
+class DataReceiver(asyncio.BufferedProtocol):
+    """The protocol of one data connection after its handshake; ``leftover``: the bytes the
     handshake read past its end. Writing stays with the transport (its flow control is
     here: :meth:`wait_writable`)."""
 
@@ -80,7 +80,7 @@ class ChannelReceiver(asyncio.BufferedProtocol):
     # -- the owner's side ---------------------------------------------------------------------
 
     async def next_body(self) -> bytes:
-        """The next body, in order; raises :class:`PeerClosed` at the channel's end (every
+        """The next body, in order; raises :class:`PeerClosed` at the connection's end (every
         body received before it taken), OSError when it broke, and
         :class:`~raydebug.errors.RemoteProtocolError` on a malformed message."""
         while not self._bodies:
@@ -94,7 +94,7 @@ class ChannelReceiver(asyncio.BufferedProtocol):
     async def relay(self, take: Callable[[bytes], None], backed_up: Callable[[], bool],
                     wait_taken: Callable[[], Awaitable[object]]) -> None:
         """Hand every body to ``take`` as it arrives (those received already first), in
-        the callback that received it, until the channel ends: then return (PeerClosed or
+        the callback that received it, until the connection ends: then return (PeerClosed or
         a broken connection), or raise what ``take`` or the framing raised. After the bodies
         of each receive, when ``backed_up()``, reading pauses until ``await wait_taken()``
         returns."""
@@ -119,11 +119,11 @@ class ChannelReceiver(asyncio.BufferedProtocol):
         """Return when the transport takes more bytes; raises ConnectionResetError once the
         connection is lost (as :meth:`asyncio.StreamWriter.drain`)."""
         if self._ended:
-            raise ConnectionResetError("the data channel is closed")
+            raise ConnectionResetError("the data connection is closed")
         if self._writable is not None and not self._writable.done():
             await self._writable
             if self._ended:
-                raise ConnectionResetError("the data channel is closed")
+                raise ConnectionResetError("the data connection is closed")
 
     # -- inside ---------------------------------------------------------------------------------
 

@@ -1,30 +1,32 @@
-"""The worker listener: authenticates agents, keeps their control connections, and hands
+"""The agent listener: authenticates agents, keeps their control connections, and hands
 data connections to the DAP client that asked for them.
 
-Every connection is answered with a fresh nonce; a worker proves it knows the token with an
+Every connection is answered with a fresh nonce; an agent proves it knows the token with an
 HMAC over it and its own nonce, and the hub then proves it too
 (:mod:`raydebug.protocol.handshake`), so the token never crosses the wire, a recorded
-handshake cannot be replayed, and a worker gives nothing to a listener without the token. A
+handshake cannot be replayed, and an agent gives nothing to a listener without the token. A
 connection that does not answer within the handshake timeout is closed (an established one
-may then stay idle: a paused process waits). A worker of another protocol version is
+may then stay idle: a paused process waits). An agent of another protocol version is
 refused with a message naming both versions.
-Failures are logged with the peer's address and the connection is closed; nothing else on
-the hub is affected. A live process's ``Register`` lands in the registry; its answers
-(``Stacks``, ``Paused``) go to the question waiting for them (:mod:`.processes`).
+
+Control messages are dispatched through one table, by type (:meth:`AgentListener._on_control`):
+a process's ``Register`` and sessions land in the registry, its answers (``Stacks``,
+``Paused``) go to the question waiting for them (:mod:`raydebug.hub.processes`), what it says
+of the cluster's breakpoints goes to a :class:`BreakpointKeeper`. A message that has no
+place on a control connection is the agent's error; it, a malformed message or a bug of ours
+closes that connection only, logged with the peer's address (:mod:`.control_reader`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ...errors import (
     AuthenticationError,
-    ChannelFailedError,
     HubFullError,
     ProtocolVersionError,
     RaydebugError,
@@ -33,6 +35,7 @@ from ...errors import (
 )
 from ...protocol.control import (
     ROLE_CONTROL,
+    ArmBreakpoints,
     BreakpointsLoaded,
     ChannelFailed,
     ControlMessage,
@@ -52,81 +55,34 @@ from ...protocol.control import (
 )
 from ...protocol.handshake import HubHandshake
 from ...session import PausedThread
-from ..clients.cluster_attach import ClusterAttaches, process_prefix
 from ..net import peer_host, peer_name, read_next, set_nodelay, vouch_for_this_connection
 from ..processes import ProcessQueries
 from ..registry import Process, Registry
 from .control_reader import ControlReader
-from .data_receiver import ChannelReceiver
+from .data_connections import DataConnection, PendingDataConnections
+from .data_receiver import DataReceiver
 
 log = logging.getLogger("raydebug.hub")
 
-
-@dataclass
-class DataChannel:
-    """A worker's data connection, handed to the client that requested it: its transport
-    (to write to pydevd) and what receives pydevd's messages."""
-
-    transport: asyncio.Transport
-    receiver: ChannelReceiver
-    done: asyncio.Event = field(default_factory=asyncio.Event)
+# How one control message is handled: nothing to wait for (None), or an awaitable that the
+# connection's later messages wait for (see control_reader).
+ControlHandler = Callable[[Process, Any], Awaitable[None] | None]
 
 
-class PendingChannels:
-    """Channels a client asked a process to open, by channel id, from the request until the
-    client has set the channel up (then it calls :meth:`forget`).
+class BreakpointKeeper(Protocol):
+    """Who keeps the cluster's breakpoints, as the listener sees it (the hub's cluster
+    attaches): what a process arms first, and what processes say about breakpoints. A
+    Protocol, so that this package does not import the clients' (which import it)."""
 
-    The agent reports a failure with ``ChannelFailed`` on its control connection. Before the
-    data connection arrives that fails the wait for it; after (pydevd refused the socket, so
-    the agent closed it), the client sees the data connection close first and asks
-    :meth:`wait_failure` for the reason.
-    """
+    def arm_message(self) -> ArmBreakpoints:
+        """The cluster's breakpoints, for a process that has just identified itself."""
 
-    def __init__(self) -> None:
-        self._connections: dict[int, asyncio.Future[DataChannel]] = {}
-        self._failures: dict[int, asyncio.Future[str]] = {}
+    def loaded(self, paths: list[str]) -> None:
+        """A process has code of these client paths loaded."""
 
-    def expect(self) -> tuple[int, asyncio.Future[DataChannel]]:
-        """A new channel id, and the future its data connection will be delivered to (it
-        raises :class:`ChannelFailedError` when the agent reports a failure first)."""
-        channel = secrets.randbits(62)
-        loop = asyncio.get_running_loop()
-        connection: asyncio.Future[DataChannel] = loop.create_future()
-        self._connections[channel] = connection
-        self._failures[channel] = loop.create_future()
-        return channel, connection
-
-    def forget(self, channel: int) -> None:
-        self._connections.pop(channel, None)
-        self._failures.pop(channel, None)
-
-    def deliver(self, channel: int, data: DataChannel) -> bool:
-        """Hand a data connection to the client expecting it; False when none is."""
-        connection = self._connections.pop(channel, None)
-        if connection is None or connection.done():
-            return False
-        connection.set_result(data)
-        return True
-
-    def fail(self, channel: int, reason: str) -> None:
-        """The channel cannot be served, for ``reason``; nothing when it is not pending."""
-        connection = self._connections.pop(channel, None)
-        if connection is not None and not connection.done():
-            connection.set_exception(ChannelFailedError(reason))
-        failure = self._failures.get(channel)
-        if failure is not None and not failure.done():
-            failure.set_result(reason)
-
-    async def wait_failure(self, channel: int, timeout: float) -> str | None:
-        """The reason the agent gave for failing ``channel``, waiting up to ``timeout``
-        seconds for it; None when it gave none (or the channel is not pending)."""
-        failure = self._failures.get(channel)
-        if failure is None:
-            return None
-        try:
-            return await asyncio.wait_for(asyncio.shield(failure), timeout)
-        except TimeoutError:
-            return None
+    def logpoint(self, process: dict[str, Any], output: LogpointOutput) -> None:
+        """A logpoint's text from ``process`` (its record, ``Registry.process_view``, with
+        the task it ran when it logged)."""
 
 
 REFUSAL_LOG_INTERVAL = 60.0  # seconds between two log lines of one host's same refusal
@@ -134,7 +90,7 @@ _MAX_REFUSAL_KEYS = 10_000
 
 
 class RefusalLog:
-    """Logs the refusal of a worker's connection: the first of each peer host and reason,
+    """Logs the refusal of an agent's connection: the first of each peer host and reason,
     then at most one a :data:`REFUSAL_LOG_INTERVAL`, saying how many went unlogged. A
     process that holds another token (paused under a hub that restarted with a new one)
     retries every few seconds for as long as it waits."""
@@ -157,22 +113,42 @@ class RefusalLog:
             self._said.clear()  # a flood of hosts and reasons: start counting again
         self._said[key] = (now, 0)
         more = f" (and {unlogged} more from {key[0]} since the last said)" if unlogged else ""
-        log.warning("worker %s: refused: %s%s", peer, reason, more)
+        log.warning("agent %s: refused: %s%s", peer, reason, more)
 
 
-class WorkerListener:
-    def __init__(self, token: str, registry: Registry, channels: PendingChannels,
-                 handshake_timeout: float = 10.0,
-                 queries: ProcessQueries | None = None,
-                 cluster: ClusterAttaches | None = None) -> None:
+class AgentListener:
+    """Serves the agents' port: each connection, from its handshake to its close
+    (:meth:`handle`). ``breakpoints`` keeps the cluster's breakpoints; ``data_connections``
+    are those the clients wait for; ``queries`` (a new one by default) the questions asked
+    of live processes."""
+
+    def __init__(self, token: str, registry: Registry, data_connections: PendingDataConnections,
+                 breakpoints: BreakpointKeeper, handshake_timeout: float = 10.0,
+                 queries: ProcessQueries | None = None) -> None:
         self._token = token
         self._registry = registry
-        self._cluster = cluster or ClusterAttaches()  # cluster breakpoints: arm, verify, log
+        self._breakpoints = breakpoints
         self.queries = queries or ProcessQueries(registry)
-        self._channels = channels
+        self._data_connections = data_connections
         self._handshake_timeout = handshake_timeout
         self.refused = 0
         self.refusals = RefusalLog()
+        # A control connection's messages after Identify, by type: what is not here has no
+        # place on one (the agent's error, see _on_control).
+        self._dispatch: dict[type[ControlMessage], ControlHandler] = {
+            Stacks: self.queries.answer,
+            Paused: self.queries.answer,
+            PauseCancelled: self.queries.answer,
+            PausePending: _pause_pending,
+            SessionStarted: lambda process, m: self._session_started(
+                process, PausedThread.from_dict(m.session)),
+            SessionEnded: lambda process, m: self._registry.end_session(
+                process, m.session_id, m.reason, m.returned),
+            ChannelFailed: lambda process, m: self._data_connections.fail(m.channel, m.reason),
+            Register: lambda process, m: self._registry.register_process(process, m.process),
+            BreakpointsLoaded: lambda process, m: self._breakpoints.loaded(m.paths),
+            LogpointOutput: self._logpoint,
+        }
 
     async def refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      reason: str) -> None:
@@ -188,7 +164,9 @@ class WorkerListener:
             writer.close()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Serve one worker connection; always closes it."""
+        """Serve one agent's connection, control or data; always closes it. What goes wrong
+        (the agent's error, the connection's, a bug of ours) is logged with the peer's
+        address and closes this connection only."""
         set_nodelay(writer)
         peer = peer_name(writer)
         handshake = HubHandshake(self._token)
@@ -207,15 +185,15 @@ class WorkerListener:
             else:
                 await self._serve_data(writer, stream, hello)
         except (RaydebugError, OSError, TimeoutError) as error:
-            log.warning("worker %s: %s; connection closed", peer, error or type(error).__name__)
+            log.warning("agent %s: %s; connection closed", peer, error or type(error).__name__)
         except Exception:  # a bug of ours: close this connection, keep serving the others
-            log.exception("worker %s: unexpected error; connection closed", peer)
+            log.exception("agent %s: unexpected error; connection closed", peer)
         finally:
             writer.close()
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                             handshake: HubHandshake, peer: str) -> Hello | None:
-        """Challenge the worker, check its proof and prove ours (the Welcome); None when
+        """Challenge the agent, check its proof and prove ours (the Welcome); None when
         it was refused (wrong token, another protocol version: it is told why)."""
         writer.write(handshake.send())
         try:
@@ -262,8 +240,8 @@ class WorkerListener:
                 raise RemoteProtocolError("expected an identify message first on a control "
                                           "connection")
             process = self._registry.add_process(message.process, peer, send)
-            send(self._cluster.arm_message())  # the cluster's breakpoints, before it registers
-            log.info("worker %s: process %s (pid %s) connected", peer, process.id,
+            send(self._breakpoints.arm_message())  # the cluster's, before it registers
+            log.info("agent %s: process %s (pid %s) connected", peer, process.id,
                      message.process.get("pid"))
             identified.set_result(process)
 
@@ -294,56 +272,52 @@ class WorkerListener:
         finally:
             await self._registry.remove_process(process)
             self.queries.lost(process)
-            log.info("worker %s: process %s disconnected", peer, process.id)
+            log.info("agent %s: process %s disconnected", peer, process.id)
 
     def _on_control(self, process: Process, message: ControlMessage) -> Awaitable[None] | None:
-        """Handle one message of ``process``; what needs the loop is returned to be awaited
-        (the messages after it wait)."""
-        if isinstance(message, (Stacks, Paused, PauseCancelled)):
-            self.queries.answer(process, message)
-        elif isinstance(message, PausePending):
-            process.pause_requested = {"threads": message.threads,
-                                       "since": message.since_ms / 1000} \
-                if message.threads else None
-        elif isinstance(message, SessionStarted):
-            return self._session_started(process, PausedThread.from_dict(message.session))
-        elif isinstance(message, SessionEnded):
-            return self._registry.end_session(process, message.session_id, message.reason,
-                                              message.returned)
-        elif isinstance(message, ChannelFailed):
-            self._channels.fail(message.channel, message.reason)
-        elif isinstance(message, Register):
-            return self._registry.register_process(process, message.process)
-        elif isinstance(message, BreakpointsLoaded):
-            self._cluster.loaded(message.paths)
-        elif isinstance(message, LogpointOutput):
-            view = self._registry.process_view(process)
-            if message.task:
-                view["task_name"] = message.task  # what it ran when it logged
-            self._cluster.logpoint(process_prefix(view), message)
-        else:
+        """Handle one message of ``process`` through the dispatch table; what needs the loop
+        is returned to be awaited (the messages after it wait). Raises
+        :class:`RemoteProtocolError` for a message that has no place on a control connection
+        (the agent's error); a bug of ours raises what it raises. Either closes the
+        connection, logged (:class:`ControlReader`)."""
+        handle = self._dispatch.get(type(message))
+        if handle is None:
             raise RemoteProtocolError(f"unexpected {message.TYPE!r} on a control connection")
-        return None
+        return handle(process, message)
+
+    def _logpoint(self, process: Process, message: LogpointOutput) -> None:
+        view = self._registry.process_view(process)
+        if message.task:
+            view["task_name"] = message.task  # what it ran when it logged
+        self._breakpoints.logpoint(view, message)
 
     async def _session_started(self, process: Process, record: PausedThread) -> None:
+        """Add the session to the registry; one the hub cannot take is refused (the agent
+        is told, with ``Refused``), and the process's other sessions stay served."""
         try:
             await self._registry.add_session(process, record)
-        except (SessionBusyError, HubFullError) as error:  # its other sessions stay served
-            log.warning("worker %s: session %s refused: %s", process.peer, record.id, error)
+        except (SessionBusyError, HubFullError) as error:
+            log.warning("agent %s: session %s refused: %s", process.peer, record.id, error)
             process.send(Refused(reason=f"session {record.id}: {error}"))
 
     async def _serve_data(self, writer: asyncio.StreamWriter, stream: ControlStream,
                           hello: Hello) -> None:
         """Hand the data connection to the client that asked for it, received by a
-        :class:`ChannelReceiver` from now on. Called right after the Welcome was written,
+        :class:`DataReceiver` from now on. Called right after the Welcome was written,
         with no wait in between: pydevd speaks only when spoken to, so nothing is left in
         ``writer``'s stream reader (what came with the Hello is in ``stream``)."""
         transport = writer.transport
         assert isinstance(transport, asyncio.Transport)
-        receiver = ChannelReceiver(transport, stream.take_buffered())
+        receiver = DataReceiver(transport, stream.take_buffered())
         transport.set_protocol(receiver)
-        channel = DataChannel(transport, receiver)
-        if not self._channels.deliver(hello.channel, channel):
-            raise RemoteProtocolError(f"unknown data channel {hello.channel}")
-        await channel.done.wait()  # the client's proxy owns the streams until then
+        connection = DataConnection(transport, receiver)
+        if not self._data_connections.deliver(hello.channel, connection):
+            raise RemoteProtocolError(f"unknown data connection {hello.channel}")
+        await connection.done.wait()  # the client's relay owns the streams until then
 
+
+
+def _pause_pending(process: Process, message: PausePending) -> None:
+    """The threads a pause was asked of that have not stopped yet (none: no pause pending)."""
+    process.pause_requested = {"threads": message.threads, "since": message.since_ms / 1000} \
+        if message.threads else None

@@ -200,9 +200,10 @@ class ClusterAttaches:
         return {"lines": [[n, text] for n, text in self._lines if n > after],
                 "last": self._line_count}
 
-    def logpoint(self, who: str, output: LogpointOutput) -> None:
-        """A logpoint's text from the process described by ``who`` (see
-        :func:`process_prefix`): an ``output`` event on every parent's debug console."""
+    def logpoint(self, process: dict[str, Any], output: LogpointOutput) -> None:
+        """A logpoint's text from ``process`` (its record, named as :func:`process_prefix`
+        says): an ``output`` event on every parent's debug console."""
+        who = process_prefix(process)
         body: dict[str, Any] = {"category": "console", "output": f"[{who}] {output.text}\n"}
         self._line_count += 1
         self._lines.append((self._line_count, body["output"]))

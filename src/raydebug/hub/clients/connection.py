@@ -37,8 +37,8 @@ from ...protocol.control import ClientGone as ClientGoneMessage
 from ...protocol.control import OpenChannel
 from ...protocol.paths import PathTranslator
 from ...protocol.proxy_policy import ProxyPolicy, adapter_capabilities
-from ..agents.data_stream import ChannelStream
-from ..agents.listener import PendingChannels
+from ..agents.data_connections import PendingDataConnections
+from ..agents.data_stream import DataStream
 from ..net import revoke_this_connection, vouch_for_this_connection
 from ..registry import HubSession, Process, Registry
 from .cluster_attach import ClusterAttach, ClusterAttaches
@@ -59,7 +59,7 @@ CHANNEL_FAILED_GRACE = 1.0
 class ClientConnection:
     """Serves one DAP client connection from its first bytes to its close."""
 
-    def __init__(self, registry: Registry, channels: PendingChannels, allow_terminate: bool,
+    def __init__(self, registry: Registry, channels: PendingDataConnections, allow_terminate: bool,
                  reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  first_bytes: bytes, peer: str, cluster_attaches: ClusterAttaches,
                  client_token: str | None = None) -> None:
@@ -73,7 +73,7 @@ class ClientConnection:
         self._initialize: Request | None = None
         self._process: Process | None = None
         self._session_root: str | None = None  # where the session's code lives (Ray)
-        self._channel: ChannelStream | None = None
+        self._channel: DataStream | None = None
         self._channel_id = 0
         self._relay: Relay | None = None  # once the channel is open
         self._vouched = False  # no longer counted toward its address's connection limit
@@ -210,7 +210,7 @@ class ClientConnection:
         self._channel_id, future = self._channels.expect()
         self._process.send(OpenChannel(channel=self._channel_id))
         try:
-            channel = ChannelStream(await asyncio.wait_for(future, CHANNEL_TIMEOUT))
+            channel = DataStream(await asyncio.wait_for(future, CHANNEL_TIMEOUT))
         except TimeoutError:
             raise TimeoutError(f"the process opened no channel within {CHANNEL_TIMEOUT:g}s "
                                "(is it busy?)") from None

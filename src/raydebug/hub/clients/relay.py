@@ -34,7 +34,7 @@ from ...protocol.proxy_policy import (
     ToClient,
     ToWorker,
 )
-from ..agents.data_stream import ChannelStream
+from ..agents.data_stream import DataStream
 from ..registry import Process
 from .stream import ClientStream
 
@@ -44,7 +44,7 @@ AFTER_END_TIMEOUT = 5.0
 class Relay:
     """Relays one attached client to one process's channel ``channel_id``."""
 
-    def __init__(self, client: ClientStream, worker: ChannelStream, policy: ProxyPolicy,
+    def __init__(self, client: ClientStream, worker: DataStream, policy: ProxyPolicy,
                  process: Process, channel_id: int, paths: PathTranslator | None = None) -> None:
         self._client = client
         self._paths = paths  # the client's localRoot <-> the session's remote_root

@@ -1,5 +1,5 @@
-"""The hub's receiving side of a data channel (hub/agents/data_receiver.py), over a real
-loopback connection switched to it with set_protocol, as the worker listener does."""
+"""The hub's receiving side of a data connection (hub/agents/data_receiver.py), over a real
+loopback connection switched to it with set_protocol, as the agent listener does."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import socket
 import pytest
 
 from raydebug.errors import PeerClosed, RemoteProtocolError
-from raydebug.hub.agents.data_receiver import ChannelReceiver
+from raydebug.hub.agents.data_receiver import DataReceiver
 from raydebug.protocol.framing import frame
 
 
 async def connected(leftover: bytes = b"") -> tuple[socket.socket, asyncio.StreamWriter,
-                                                    ChannelReceiver]:
+                                                    DataReceiver]:
     """(pydevd's end, the hub's writer, its receiver). The writer must be kept: it closes
     its transport when collected."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -23,7 +23,7 @@ async def connected(leftover: bytes = b"") -> tuple[socket.socket, asyncio.Strea
         pydevd, _ = listener.accept()
     transport = writer.transport
     assert isinstance(transport, asyncio.Transport)
-    receiver = ChannelReceiver(transport, leftover)
+    receiver = DataReceiver(transport, leftover)
     transport.set_protocol(receiver)
     return pydevd, writer, receiver
 
@@ -68,7 +68,7 @@ def test_the_relay_takes_each_body_in_the_callback_and_pauses_for_a_slow_taker()
             await asyncio.wait_for(got.wait(), 5)
             assert taken == [b'{"n":1}', b'{"n":2}'] and transport.is_reading()
             pydevd.shutdown(socket.SHUT_WR)
-            await asyncio.wait_for(relay, 5)  # the channel's end ends the relay
+            await asyncio.wait_for(relay, 5)  # the connection's end ends the relay
         writer.close()
 
     asyncio.run(scenario())
