@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from raydebug.agent.armed.code import _scan
+from raydebug.agent.armed.live_code import scan
 
 
 def counted(n: int) -> Iterator[int]:
@@ -30,7 +30,7 @@ def make_closure() -> object:
 def test_the_search_finds_functions_closures_and_generators_of_a_file():
     closure, generator = make_closure(), counted(3)
     next(generator)
-    functions, suspended = _scan(frozenset({__file__}))
+    functions, suspended = scan(frozenset({__file__}))
     assert {counted, make_closure, closure} <= set(functions)
     assert generator.gi_frame in suspended
     assert all(f.__code__.co_filename == __file__ for f in functions)
@@ -55,7 +55,7 @@ def test_the_search_never_breaks_a_tuple_another_thread_is_building():
     try:
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline and not errors:
-            _scan(frozenset({__file__}))
+            scan(frozenset({__file__}))
     finally:
         stop.set()
         builder.join(10)

@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from raydebug.agent.armed.breakpoints import (
-    ArmedBreakpoints,
-    BreakpointSet,
-    format_log_message,
-    hit_condition_met,
-    local_names,
-)
+from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet, local_names
+from raydebug.agent.armed.line_breakpoint import format_log_message, hit_condition_met
 from raydebug.errors import RemoteProtocolError
 from raydebug.hub.clients.cluster_attach import ClusterAttach, ClusterAttaches
 from raydebug.hub.cluster_breakpoints import UNVERIFIED, ClusterBreakpointSet

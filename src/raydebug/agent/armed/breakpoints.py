@@ -16,17 +16,11 @@ The IDE's ``raised`` exception filter is armed by the same backends (which raise
 :mod:`.raised`); its stops go to ``on_raised(frame, exception, traceback)``.
 ``uncaught`` is the agent's (``RAYDEBUG_POST_MORTEM``).
 
-A backend calls :meth:`ArmedBreakpoints.on_line` when a line with breakpoints runs; this module
-evaluates each breakpoint's ``condition`` and ``hitCondition`` in the frame, formats a logpoint's
-``logMessage`` (calling ``on_log``, never pausing), and for a breakpoint calls ``on_hit(frame)``,
-which pauses the thread as a session (the agent's pause path, where pydevd is first imported).
-
-Names in conditions and logpoints: the frame's locals, then its globals, then the process's
-labels (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK``, ``RAYDEBUG_LABEL_<K>`` as
-``K``: strings, each under its record's spelling and in upper case), then builtins;
-``LABELS`` is the dict of them all. So ``RANK == "3"`` works unless the code has a variable
-``RANK`` of its own, which wins (it is what the code sees).
-A condition that raises counts as false (said once per breakpoint on stderr).
+A backend calls :meth:`ArmedBreakpoints.on_line` when a line with breakpoints runs; each of
+its breakpoints evaluates its ``condition`` and ``hitCondition`` in the frame (what they see:
+:mod:`.line_breakpoint`), a logpoint formats its ``logMessage`` for ``on_log`` (never
+pausing), and a breakpoint calls ``on_hit(frame)``, which pauses the thread as a session (the
+agent's pause path, where pydevd is first imported).
 
 Thread-safety: :meth:`arm` and :meth:`disarm` may run on any thread (the link's); hits run on
 the threads that reach the lines. A thread inside ``on_hit`` is never re-entered (see
@@ -45,26 +39,11 @@ from types import CodeType, FrameType, TracebackType
 from typing import Any
 
 from ..report import say
+from .line_breakpoint import ArmedLine, LineBreakpoint
 from .raised import stops_here
 from .watch import Backend
 
 REASON_BREAKPOINT = "breakpoint"
-
-
-@dataclass(frozen=True)
-class LineBreakpoint:
-    """One DAP ``SourceBreakpoint`` (its spellings: ``hitCondition``, ``logMessage``)."""
-
-    line: int
-    condition: str = ""
-    hit_condition: str = ""
-    log_message: str = ""
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> LineBreakpoint:
-        return cls(line=int(data["line"]), condition=str(data.get("condition") or ""),
-                   hit_condition=str(data.get("hitCondition") or ""),
-                   log_message=str(data.get("logMessage") or ""))
 
 
 @dataclass(frozen=True)
@@ -144,19 +123,10 @@ def _relative(path: str, root: str) -> str | None:
 
 
 @dataclass
-class _Armed:
-    """One line breakpoint as this process holds it, with its hit count."""
-
-    spec: LineBreakpoint
-    hits: int = 0
-    said_error: bool = False
-
-
-@dataclass
 class _Table:
     """What the backends read on their hot path: replaced whole, never mutated."""
 
-    by_file: dict[str, dict[int, list[_Armed]]] = field(default_factory=dict)
+    by_file: dict[str, dict[int, list[ArmedLine]]] = field(default_factory=dict)
     functions: frozenset[str] = frozenset()
     raised: bool = False  # the "raised" exception filter
 
@@ -217,7 +187,7 @@ class ArmedBreakpoints:
     def raised(self) -> bool:
         return self._table.raised
 
-    def lines_of(self, filename: str) -> Mapping[int, list[_Armed]]:
+    def lines_of(self, filename: str) -> Mapping[int, list[ArmedLine]]:
         return self._table.by_file.get(filename) or {}
 
     def arm(self, breakpoints: BreakpointSet) -> None:
@@ -225,7 +195,7 @@ class ArmedBreakpoints:
         with self._lock:
             old = self._table.by_file
             remote_root = self._remote_root()
-            by_file: dict[str, dict[int, list[_Armed]]] = {}
+            by_file: dict[str, dict[int, list[ArmedLine]]] = {}
             client_path: dict[str, str] = {}
             for source in breakpoints.sources:
                 if not source.breakpoints:
@@ -235,7 +205,7 @@ class ArmedBreakpoints:
                     for spec in source.breakpoints:
                         kept = [a for a in (old.get(name) or {}).get(spec.line, ())
                                 if a.spec == spec]  # an unchanged breakpoint keeps its count
-                        lines.setdefault(spec.line, []).append(kept[0] if kept else _Armed(spec))
+                        lines.setdefault(spec.line, []).append(kept[0] if kept else ArmedLine(spec))
                     client_path[name] = source.path
             labels = self._labels()
             # Both spellings: the environment's (RANK) and the record's (rank).
@@ -337,7 +307,7 @@ class ArmedBreakpoints:
         for breakpoint_ in armed:
             if logging_only and not breakpoint_.spec.log_message:
                 continue
-            if not self._passes(breakpoint_, frame):
+            if not breakpoint_.passes(frame, self._label_names):
                 continue
             if breakpoint_.spec.log_message:
                 self._log(breakpoint_, frame)
@@ -379,112 +349,12 @@ class ArmedBreakpoints:
         finally:
             self._in_hit.discard(ident)
 
-    def _namespace(self, frame: FrameType) -> _FrameNames:
-        return _FrameNames(frame, self._label_names)
-
-    def _passes(self, armed: _Armed, frame: FrameType) -> bool:
-        """Condition, then hit count (counted only when the condition holds, as pydevd)."""
-        spec = armed.spec
-        if spec.condition:
-            try:
-                if not eval(spec.condition, frame.f_globals, self._namespace(frame)):
-                    return False
-            except Exception as error:
-                self._say_once(armed, f"condition {spec.condition!r} raised "
-                                      f"{type(error).__name__}: {error}; taken as false")
-                return False
-        armed.hits += 1
-        if spec.hit_condition:
-            try:
-                return hit_condition_met(spec.hit_condition, armed.hits)
-            except ValueError as error:
-                self._say_once(armed, str(error))
-                return False
-        return True
-
-    def _log(self, armed: _Armed, frame: FrameType) -> None:
-        text = format_log_message(armed.spec.log_message,
-                                  lambda expr: eval(expr, frame.f_globals,
-                                                    self._namespace(frame)))
+    def _log(self, armed: ArmedLine, frame: FrameType) -> None:
+        text = armed.log_text(frame, self._label_names)
         try:
             self._on_log(text, frame)
         except Exception as error:
-            self._say_once(armed, f"could not send a logpoint's text ({error})")
-
-    @staticmethod
-    def _say_once(armed: _Armed, text: str) -> None:
-        if not armed.said_error:
-            armed.said_error = True
-            say(f"breakpoint at line {armed.spec.line}: {text}")
-
-
-class _FrameNames(Mapping[str, Any]):
-    """The names a condition sees: frame locals, globals, labels (see the module docstring)."""
-
-    def __init__(self, frame: FrameType, labels: Mapping[str, str]) -> None:
-        self._locals = frame.f_locals
-        self._globals = frame.f_globals
-        self._labels = labels
-
-    def __getitem__(self, key: str) -> Any:
-        for names in (self._locals, self._globals, self._labels):
-            if key in names:
-                return names[key]
-        if key == "LABELS":
-            return dict(self._labels)
-        raise KeyError(key)
-
-    def __iter__(self) -> Any:
-        return iter({**self._labels, **self._globals, **self._locals})
-
-    def __len__(self) -> int:
-        return len({**self._labels, **self._globals, **self._locals})
-
-
-_OPERATORS = ("==", ">=", "<=", "!=", ">", "<", "%")
-
-
-def hit_condition_met(hit_condition: str, hits: int) -> bool:
-    """DAP ``hitCondition`` as debugpy reads it: ``N`` (the Nth hit), ``>= N``, ``> N``,
-    ``== N``, ``% N`` (every Nth). Raises ValueError for any other form."""
-    text = hit_condition.strip()
-    operator = next((op for op in _OPERATORS if text.startswith(op)), "==")
-    number = text[len(operator):].strip() if text.startswith(operator) else text
-    try:
-        n = int(number)
-    except ValueError:
-        raise ValueError(f"hit condition {hit_condition!r} is not N, ==N, >N, >=N, <N, "
-                         "<=N, !=N or %N") from None
-    return {"==": hits == n, ">=": hits >= n, "<=": hits <= n, "!=": hits != n,
-            ">": hits > n, "<": hits < n, "%": n > 0 and hits % n == 0}[operator]
-
-
-def format_log_message(message: str, evaluate: Callable[[str], Any]) -> str:
-    """A logpoint's text: each ``{expr}`` evaluated (``{{`` and ``}}`` are braces); an
-    expression that raises shows as ``<Error: ...>`` (the logpoint still logs)."""
-    out: list[str] = []
-    i = 0
-    while i < len(message):
-        char = message[i]
-        if char in "{}" and message[i + 1:i + 2] == char:
-            out.append(char)
-            i += 2
-            continue
-        if char == "{":
-            depth, j = 1, i + 1
-            while j < len(message) and depth:
-                depth += {"{": 1, "}": -1}.get(message[j], 0)
-                j += 1
-            expression = message[i + 1:j - 1]
-            try:
-                out.append(str(evaluate(expression)))
-            except Exception as error:
-                out.append(f"<Error: {type(error).__name__}: {error}>")
-            i = j
-            continue
-        out.append(char)
-        i += 1
-    return "".join(out)
+            armed.say_once(f"could not send a logpoint's text ({error})")
 
 
 def default_backend() -> Backend:

@@ -39,7 +39,7 @@ import threading
 from types import CodeType, FrameType
 from typing import Any
 
-from .raised import is_library as _is_library
+from .raised import is_library
 from .watch import Watched
 
 TOOL_NAME = "raydebug"
@@ -140,7 +140,7 @@ class MonitoringBackend:
 
     def _raise(self, code: CodeType, offset: int, exception: BaseException) -> Any:
         # Called for every raise in the process: a library's returns after one dict lookup.
-        if _is_library(code.co_filename):
+        if is_library(code.co_filename):
             return None
         armed = self._armed
         if armed is not None:

@@ -143,7 +143,7 @@ def _trace_functions(armed: Watched) -> tuple[TraceFunction, TraceFunction]:
     return (trace_with_functions if functions else trace), local
 
 
-def _raw_settrace() -> Callable[[Any], None]:
+def raw_settrace() -> Callable[[Any], None]:
     """``sys.settrace`` itself: pydevd, once imported, replaces it with a warning wrapper."""
     holder = getattr(sys.modules.get("pydevd_tracing"), "TracingFunctionHolder", None)
     original = getattr(holder, "_original_tracing", None)
@@ -152,7 +152,7 @@ def _raw_settrace() -> Callable[[Any], None]:
 
 def _set_everywhere(trace: TraceFunction | None) -> None:
     """Make ``trace`` (None: no trace function) every thread's, present and future."""
-    set_trace = _raw_settrace()
+    set_trace = raw_settrace()
     threading.settrace(trace)
     # raydebug's own threads (the link's, the tracing keeper's) are never traced.
     invisible = {thread.ident for thread in threading.enumerate()
@@ -185,7 +185,7 @@ def _set_everywhere(trace: TraceFunction | None) -> None:
 def set_in_threads(trace: TraceFunction | None, idents: set[int]) -> bool:
     """Make ``trace`` the trace function of the threads ``idents`` only (the current one
     directly, others through the helper library); False when some could not be reached."""
-    set_trace = _raw_settrace()
+    set_trace = raw_settrace()
     current = threading.get_ident()
     if current in idents:
         set_trace(trace)
