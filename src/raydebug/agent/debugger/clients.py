@@ -1,4 +1,5 @@
-"""pydevd's clients: each one a socket the agent dialled out to the hub, handed to pydevd.
+"""pydevd's clients: each one a data connection the agent dialled out to the hub, handed to
+pydevd.
 
 Theory of operation. pydevd listens on no port (docs/design.md#no-listener); each client's
 connection, dialled out to the hub and authenticated by the agent, is handed to pydevd as
@@ -81,7 +82,7 @@ def forget(py_db: Any) -> None:
 
     ``sys.stdout`` itself is left alone: on Python 3.11 ``print()`` holds only a
     borrowed reference to it, so swapping it while another thread prints can free the
-    stream under that thread (a segfault we saw).
+    stream under that thread (a segfault).
     """
     import queue
 

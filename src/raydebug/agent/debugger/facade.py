@@ -1,18 +1,22 @@
 """The process's pydevd, as the agent uses it: started on first use, watched while it works.
 
-Theory of operation. debugpy is imported only when a thread pauses: importing it at worker
-start would slow every Ray worker (tracing costs 3-11x on Python <= 3.11 once installed:
-docs/design.md#lazy-debugpy). :class:`Debugger` is the one object the agent talks to; each
-of its jobs lives in a module of its own:
+Theory of operation. debugpy is imported only when a thread pauses, never at a process's
+start: on Python <= 3.11 pydevd's tracing, once installed, slows pure-Python code several
+times over (docs/design.md#lazy-debugpy), and Ray reuses its workers. :class:`Debugger` is
+the one object the agent talks to; each of its jobs lives in a module of its own:
 
 - ``start``: pydevd in-process with its own DAP adapter, listening on no port, blind
   to raydebug's files and threads (:func:`mark_invisible`);
-- ``clients``: each client's socket, dialled out to the hub and authenticated by the
-  agent, handed to pydevd as its accept thread would have; dropped when the client leaves;
+- ``clients``: each client's data connection, dialled out to the hub and authenticated by
+  the agent, handed to pydevd as its accept thread would have; dropped when the client leaves;
 - ``suspensions``: which threads are suspended (pydevd has no notification for it), the
   stepping-bug workaround, and pauses a departing client must not take with it;
 - ``tracing_keeper``: tracing follows need, not attachment;
+- ``untraced``: a stop made outside a trace function, which pydevd must not trace;
+- ``blocked_threads``: a thread a pause finds blocked in C, served by a stand-in;
 - ``fork``: a fork child's reset of the pydevd it inherited.
+
+``returns`` (a paused function that returned) is the agent's, beside this object.
 
 Every pydevd internal used by them is listed, with why, in docs/pydevd_internals.md.
 """
@@ -27,7 +31,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-from . import clients as pydevd_clients
+from . import clients
 from .blocked_threads import BlockedThreads
 from .fork import reset_pydevd_after_fork
 from .start import make_private, mark_invisible, start_pydevd
@@ -63,7 +67,8 @@ class Debugger:
         self.blocked = BlockedThreads(self.user_frame)  # threads a pause finds in C
 
     def ensure_started(self) -> None:
-        """Start pydevd if it is not running (the first time takes ~150 ms); idempotent.
+        """Start pydevd if it is not running (the first time imports debugpy:
+        docs/design.md#first-pause); idempotent.
 
         Safe on any thread, the pausing one or the link's: whoever comes first starts it,
         the others wait on the start lock, so pydevd is complete (imported, started, its
@@ -109,14 +114,14 @@ class Debugger:
         if any, is disconnected without resuming threads."""
         self.ensure_started()
         self._suspensions.new_client()
-        pydevd_clients.serve(self._py_db, sock)
+        clients.serve(self._py_db, sock)
 
     def forget_client(self) -> None:
         """After a client left: drop what pydevd queued for it, and whatever it would queue
         (or the process could never exit: see :func:`.clients.forget`)."""
         if self._py_db is None:
             return
-        pydevd_clients.forget(self._py_db)
+        clients.forget(self._py_db)
 
     def replay_stops(self, idents: set[int]) -> int:
         """Tell the connected client about threads that stayed suspended from an earlier client.
@@ -124,7 +129,7 @@ class Debugger:
         ``idents`` are threads suspended before the client became ready (a snapshot taken
         before releasing new pauses, so none is announced twice). Returns how many were.
         """
-        return pydevd_clients.replay_stops(self._py_db, idents)
+        return clients.replay_stops(self._py_db, idents)
 
     def resume_all(self) -> None:
         """Let every thread suspended in pydevd run on, as a ``continue`` of all threads
@@ -164,7 +169,8 @@ class Debugger:
 
     def stop_here(self, frame: FrameType, under_client: bool = False) -> None:
         """Suspend the current thread now, in ``frame`` at its current line, before that line
-        runs (a cluster breakpoint's hit: see :mod:`raydebug.agent.armed.breakpoints`); block until resumed.
+        runs (a cluster breakpoint's hit: see :mod:`raydebug.agent.armed.breakpoints`); block
+        until resumed.
 
         What pydevd's own tracer does at a breakpoint (``set_suspend`` + ``do_wait_suspend``),
         after putting its tracing on ``frame`` and its callers, so that a step afterwards goes
@@ -193,7 +199,7 @@ class Debugger:
             self._prepare_stop_here(frame, under_client)
             with Untraced(self._py_db, thread):  # the preparation traced it again (3.12+)
                 # No set_suspend: pydevd has it from the pause; a second one, on 3.13,
-                # suspended pydevd's next new thread too (the client's hand-off: no attach).
+                # suspends pydevd's next new thread too (the client's hand-off: no attach).
                 self._py_db.do_wait_suspend(thread, frame, "line", None)
 
     def stop_on_raised(self, frame: FrameType, exception: BaseException,
@@ -336,7 +342,7 @@ class Debugger:
 
         A step off the end of the user's code never comes back to it in a Ray worker:
         pydevd, stepping "into my code", would stop in whatever code of no library the
-        worker runs next (Ray's ``<string>`` helpers, the next task).
+        Ray worker runs next (Ray's ``<string>`` helpers, the next task).
         """
         info = getattr(threading.current_thread(), "additional_info", None)
         if info is not None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from .facade import mark_invisible
+from .start import mark_invisible
 
 WATCH_DELAYS = (0.02, 0.05, 0.1, 0.2, 0.5)  # seconds between looks after a resume
 WATCH_EVERY = 1.0  # then, while the thread runs on
@@ -145,8 +145,9 @@ class ReturnWatcher:
 
     def _watch(self) -> None:
         """The watcher thread. Started once and kept, idle on its event while nothing runs
-        under a client: starting a thread at every step cost the stepping thread a wait for
-        the new thread's first GIL turn (up to a switch interval, 5 ms, with busy threads)."""
+        under a client: a thread started at every step would make the stepping thread wait
+        for the new thread's first GIL turn (up to a switch interval with busy threads:
+        docs/design.md#per-step-costs)."""
         delays: Iterator[float] = iter(())
         while True:
             if self._wake.is_set():

@@ -1,13 +1,14 @@
 """Starting the process's pydevd: in-process, reachable by no one, blind to raydebug.
 
-Theory of operation. :func:`start_pydevd` imports debugpy (the first pause's cost, ~150 ms)
-and starts pydevd the way ``debugpy.listen(..., in_process_debug_adapter=True)`` does: no
-adapter process, pydevd speaks DAP itself (docs/design.md#in-process-adapter). But pydevd
-must never accept a connection of its own (any local user could connect and run code:
-docs/design.md#no-listener): while debugpy starts, pydevd's server socket is a
-:class:`_NeverListening` one, bound but ignoring ``listen()``, and once started its accept
-thread is ended and that socket closed (:func:`_stop_listening`). Clients reach pydevd only
-through sockets the agent dialled out to the hub (see ``clients``).
+Theory of operation. :func:`start_pydevd` imports debugpy (the first pause's cost:
+docs/design.md#first-pause) and starts pydevd the way
+``debugpy.listen(..., in_process_debug_adapter=True)`` does: no adapter process, pydevd
+speaks DAP itself (docs/design.md#in-process-adapter). But pydevd must never accept a
+connection of its own (any local user could connect and run code: docs/design.md#no-listener):
+while debugpy starts, pydevd's server socket is a :class:`_NeverListening` one, bound but
+ignoring ``listen()``, and once started its accept thread is ended and that socket closed
+(:func:`_stop_listening`). Clients reach pydevd only through data connections the agent
+dialled out to the hub (see ``clients``).
 
 Three more things are set right at start: forked children do not wait for a debugger
 (docs/design.md#subprocess); raydebug's ``sys.breakpointhook`` stays installed
@@ -47,9 +48,8 @@ def start_pydevd() -> Any:
 
     if debugpy_log.log_dir is None:
         # With no log file (DEBUGPY_LOG_DIR unset) debugpy still describes the whole
-        # environment for its log, reading the metadata of every installed package:
-        # ~90 ms of a first pause on an idle machine, ~570 ms under load
-        # (docs/design.md#first-pause).
+        # environment for its log, reading the metadata of every installed package: a
+        # first pause's largest cost after the import (docs/design.md#first-pause).
         debugpy_api.ensure_logging.ensured = True  # type: ignore[attr-defined]
 
     # Without this every forked child (a DataLoader worker) would wait for a debugger.
@@ -82,7 +82,7 @@ def mark_invisible(thread: threading.Thread) -> None:
     """Hide a raydebug thread from pydevd (must run before ``thread.start()``).
 
     pydevd suspends every thread it traces: an unmarked relay thread would be suspended while
-    holding the undelivered ``stopped`` event and deadlock the worker
+    holding the undelivered ``stopped`` event and deadlock the process
     (docs/design.md#invisible-threads).
     """
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]

@@ -4,8 +4,9 @@ Theory of operation. pydevd offers no notification when a thread suspends or res
 :meth:`Suspensions.watch` wraps the debugger's ``do_wait_suspend`` (every stop of every
 thread goes through it, from the Cython tracer, the sys.monitoring tracer and post-mortem
 alike) to keep the set of suspended threads and report each suspension and resumption.
-The same wrapper works around a pydevd bug that made every ``next`` take ~200 ms in a
-process with other threads (:class:`_AlsoWake`, docs/design.md#stepping-bug).
+The same wrapper works around a pydevd bug that delays every ``next`` by up to pydevd's
+``TIMEOUT_SLOW`` in a process with other threads (:class:`_AlsoWake`,
+docs/design.md#stepping-bug).
 
 A pause handed to pydevd is not lost to a resume that races it
 (:meth:`Suspensions.hold_unanswered_stops`): a thread told to stop that has not suspended
@@ -106,8 +107,8 @@ class Suspensions:
                    if now - since > PENDING_SECONDS]
         if expired:
             # A thread still in the frame it is to stop in has not missed its stop, only been
-            # slow to reach it (70 processes pausing at once on 2 cores: more than 2 s from
-            # the pause to pydevd's settrace): keep it. Gone from the frame: forget it.
+            # slow to reach it (under load that can take longer: docs/design.md#tracing-keeper):
+            # keep it. Gone from the frame: forget it.
             stacks = sys._current_frames()
             for ident in expired:
                 if not _on_stack(self._pending[ident][1], stacks.get(ident)):
@@ -125,12 +126,12 @@ class Suspensions:
 
         pydevd bug (docs/design.md#stepping-bug): ``_update_stepping_info`` wakes the wrong
         thread's event, so a resumed or stepping thread sleeps up to ``TIMEOUT_SLOW`` (0.2 s)
-        before it notices: every ``next`` took ~200 ms in a process with other threads. Both
-        the Cython and the Python tracer fetch events through
-        ``py_db.get_internal_queue_and_event``; handing out events that also wake every
-        suspended thread fixes it. A spurious wake-up only makes a suspended thread check its
-        state and wait again, so only threads that pydevd resumed or set stepping are woken:
-        an evaluate posted to one thread does not stir the others.
+        before it notices, in a process with other threads. Both the Cython and the Python
+        tracer fetch events through ``py_db.get_internal_queue_and_event``; handing out
+        events that also wake every suspended thread fixes it. A spurious wake-up only makes
+        a suspended thread check its state and wait again, so only threads that pydevd
+        resumed or set stepping are woken: an evaluate posted to one thread does not stir
+        the others.
         """
         from _pydevd_bundle.pydevd_constants import STATE_SUSPEND, get_current_thread_id
 

@@ -1,20 +1,21 @@
 """Tracing follows need: pydevd's tracing is on only while something needs it.
 
 Theory of operation. On Python <= 3.11 pydevd's trace function, once installed, makes
-pure-Python code run 3-11x slower in every thread, attached client or not, for the rest of
-the process's life (docs/design.md#lazy-debugpy); Ray reuses worker processes, so later
-tasks would pay. So tracing follows need, not attachment (docs/design.md#tracing-keeper):
-it is on only while a thread is suspended, stepping, paused or about to stop, or the client
-has breakpoints set (line, function, or caught-exception filters). It is armed again, in
-every thread, before pydevd handles a request that sets breakpoints or pauses
-(:meth:`TracingKeeper.before_request`), and when a thread pauses (:meth:`TracingKeeper.arm`);
-both ways take ~1 ms. :class:`TracingKeeper`'s thread, invisible to pydevd, removes it when
-nothing needs it: never inside a trace function or under the agent's lock. On 3.12+ pydevd
-uses sys.monitoring, whose idle cost is ~0; it is stopped and started the same way.
+pure-Python code run several times slower in every thread, attached client or not, for the
+rest of the process's life (docs/design.md#lazy-debugpy); Ray reuses its worker processes,
+so later tasks would pay. So tracing follows need, not attachment
+(docs/design.md#tracing-keeper): it is on only while a thread is suspended, stepping, paused
+or about to stop, or the client has breakpoints set (line, function, or caught-exception
+filters). It is armed again, in every thread, before pydevd handles a request that sets
+breakpoints or pauses (:meth:`TracingKeeper.before_request`), and when a thread pauses
+(:meth:`TracingKeeper.arm_locked`). :class:`TracingKeeper`'s thread, invisible to pydevd,
+removes it when nothing needs it: never inside a trace function or under the agent's lock.
+On 3.12+ pydevd uses sys.monitoring, which costs nothing while idle; it is stopped and
+started the same way.
 
 Tracing is set and removed in other threads through pydevd's helper library
-(:func:`_set_trace_in_threads`), not ``pydevd_tracing.set_trace_to_threads``, whose
-per-thread helper threads stalled the process ~100 ms.
+(:func:`_set_trace_in_threads`), not ``pydevd_tracing.set_trace_to_threads``, which waits
+for a helper thread per thread while every thread stalls.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def remove_tracing(py_db: Any) -> None:
     original_settrace(None)
     # A frame pydevd traced keeps its local trace function, which gets that frame's line
     # events until the thread's next call runs remove_myself, and can put pydevd's thread
-    # tracer back meanwhile (seen after a `pause`, which traces every frame of the thread).
+    # tracer back meanwhile (after a `pause` every frame of the thread is traced).
     for top in sys._current_frames().values():
         frame: FrameType | None = top
         while frame is not None:
@@ -241,13 +242,15 @@ def _install_tracing(py_db: Any) -> None:
 
 
 def _set_trace_in_threads(trace: Any, skip_invisible: bool) -> None:
-    """Make ``trace`` the trace function of every other thread (Python <= 3.11).
+    """Make ``trace`` the trace function of every other thread (Python <= 3.11), skipping
+    raydebug's own threads if ``skip_invisible``. Raises RuntimeError without pydevd's
+    helper library.
 
     What ``pydevd_tracing.set_trace_to_threads`` does, without the helper thread it starts
     and waits for, per thread, to raise a counter that Python 3.11 no longer has: with busy
-    threads holding the GIL that wait cost ~100 ms, during which every thread stalled, and
-    the process ran traced all along. pydevd's helper library sets another thread's trace
-    function directly, as pydevd itself does (~0.1 ms for a few threads).
+    threads holding the GIL every thread stalls in that wait, and the process runs traced
+    all along (docs/design.md#tracing-keeper). pydevd's helper library sets another thread's
+    trace function directly, as pydevd itself does.
     """
     import ctypes
 
