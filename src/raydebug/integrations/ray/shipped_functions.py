@@ -8,12 +8,13 @@ its state; unpickling looks that global up by name (``find_class``) each time, s
 the module attribute reaches every later unpickle, and only the unpickle of such functions
 (never a task's arguments, never a call). Installed at the worker's setup, the wrapper calls
 the real ``_make_function`` and then hands the new function over: kept in a weak set (a set
-armed later must find it, and a scan of every object is not safe: see raydebug.agent.armed.code's
-``_scan``), and while breakpoints are armed its ``__code__`` may be swapped, nothing else
-(cloudpickle's state setter runs afterwards and never touches the code). The wrapper keeps
+armed later must find it, and a scan of every object is not safe: see
+:mod:`raydebug.agent.armed.live_code`), and while breakpoints are armed its ``__code__`` may
+be swapped, nothing else (cloudpickle's state setter runs afterwards and never touches the
+code). The wrapper keeps
 the original's ``__module__`` and ``__qualname__``, so a function this worker pickles in turn
 names ``_make_function`` as before. Functions imported by name (a working_dir module) arrive through
-an import instead, which armed_code covers itself.
+an import instead, which :mod:`raydebug.agent.armed.code` covers itself.
 """
 
 from __future__ import annotations
