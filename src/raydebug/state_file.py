@@ -35,7 +35,7 @@ def write(client: str, worker: str, token: str, unix: str | None = None,
           cert: str | None = None) -> dict[str, Any]:
     """Record this process as the machine's hub; return what was written.
 
-    ``cert``: the fingerprint of the worker listener's TLS certificate, when it has one.
+    ``cert``: the fingerprint of the agent listener's TLS certificate, when it has one.
     """
     record: dict[str, Any] = {"client": client, "worker": worker, "token": token,
                               "pid": os.getpid(), "unix": unix, "cert": cert}

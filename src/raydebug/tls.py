@@ -93,7 +93,7 @@ class Certificate:
     fingerprint: str
 
     def server_context(self) -> ssl.SSLContext:
-        """The worker listener's context. No session tickets: workers never resume a
+        """The agent listener's context. No session tickets: workers never resume a
         session, so nothing but application data follows the handshake (the agent still
         relays a TLS data channel on one thread, see :mod:`raydebug.agent.link.relay`)."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -1,4 +1,4 @@
-"""TLS on the worker listener: workers pin the hub's self-signed certificate."""
+"""TLS on the agent listener: agents pin the hub's self-signed certificate."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The agent's settings, read from environment variables when a breakpoint is hit.
 
-``RAYDEBUG_HUB``          host:port of the hub's worker listener (optional: a hub started
+``RAYDEBUG_HUB``          host:port of the hub's agent listener (optional: a hub started
                           on this machine is found through its state file; inside Ray the
                           hub is found through the cluster, or started on the head node)
 ``RAYDEBUG_TOKEN``        the hub's worker token (inside Ray: found with the hub)

@@ -13,7 +13,7 @@ What Ray processes run now, for a listing, is asked differently, since a listing
 must not wait for the slowest of them nor pile questions on them: one *round* asks, with one
 request id and one encoded message written to every process that has no question of an
 earlier round still unanswered, and waits for the answers under a short bound
-(``ACTIVITY_WAIT``). A process that misses it is listed with its last answer, marked
+(:data:`ACTIVITY_TIMEOUT`). A process that misses it is listed with its last answer, marked
 ``activity_stale``; its answer, when it comes, still updates what the next listing shows.
 """
 
@@ -39,8 +39,8 @@ from ..session import ProcessState
 from .registry import Process, Registry
 
 DEFAULT_TIMEOUT = 2.0
-# A process's first pause starts pydevd before it answers: ~0.2 s on an idle machine, some
-# seconds on a loaded one (seen: over 2 s with the 2 cores of a test machine shared).
+# A process's first pause starts pydevd before it answers: well within a second on an idle
+# machine, seconds on a loaded one (measured: docs/design.md#pause-request).
 PAUSE_TIMEOUT = 10.0
 ACTIVITY_TIMEOUT = 0.1  # for what Ray processes run now, in a listing (then: last answers)
 MIN_ACTIVITY_WAIT = 0.03  # of it, left to read answers however long asking took

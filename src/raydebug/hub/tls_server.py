@@ -80,7 +80,7 @@ class TlsServer:
             try:
                 conn, address = await loop.sock_accept(self._sock)
             except OSError as error:  # EMFILE and the like: the next accept may work
-                log.warning("worker listener: accept failed: %s", error)
+                log.warning("agent listener: accept failed: %s", error)
                 await asyncio.sleep(0.1)
                 continue
             task = asyncio.ensure_future(self._serve(conn, address))

@@ -33,7 +33,7 @@ RAY_FIELDS = ("job_id", "task_id", "task_name", "actor_id", "actor_class", "node
 
 
 class HubAddress(NamedTuple):
-    """Where the hub's worker listener is, and what proves it is the hub."""
+    """Where the hub's agent listener is, and what proves it is the hub."""
 
     host: str
     port: int

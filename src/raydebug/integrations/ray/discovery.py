@@ -39,7 +39,7 @@ class HubInfo:
     owner: str  # "actor" or "cli"
     node_ip: str
     pid: int
-    cert: str = ""  # with TLS: the fingerprint of the worker listener's certificate
+    cert: str = ""  # with TLS: the fingerprint of the agent listener's certificate
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()

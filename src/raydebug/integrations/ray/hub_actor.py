@@ -131,7 +131,7 @@ class _HubActor:
                     options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Start serving once; return the HubInfo as a dict (every caller gets the same).
 
-        The first call decides ``tls`` (the worker listener over TLS, its certificate's
+        The first call decides ``tls`` (the agent listener over TLS, its certificate's
         fingerprint in the HubInfo) and the hub's other ``options`` (HubConfig fields, from
         :func:`hub_options_wanted`). Publishes it again on every call: a hub started by
         hand may have replaced it in the KV and gone since, and whoever calls found the KV
