@@ -9,7 +9,9 @@ it drops the agent it inherited (whose link thread did not survive the fork, and
 sockets are its parent's connections to the hub) and makes its own at its first pause. A fork
 waits for the link thread's imports in flight (:mod:`.fork_guard`).
 
-Modules: ``agent`` (what a pause does, the bookkeeping of this process's sessions),
+Modules: ``agent`` (what a pause does: its entry points and the wait for a client),
+``bookkeeping`` (this process's sessions and pause requests, under one lock), ``pause_all``
+(``raydebug pause``: every thread asked), ``arming`` (the hub's breakpoint set armed here),
 ``config`` (settings from the environment) and ``flags`` (its on/off variables),
 ``fork_guard`` (imports on the link thread a fork waits for), ``stacks`` (its threads'
 stacks, read without pausing; ``own_frames``: the frames of raydebug and pydevd no view
