@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from test_stack_tree import frame, process
 
+from devtools.stacks import frame, process
 from raydebug.stack_tree import merge_stacks
 from raydebug.views_processes import brief_process, processes_table, stacks_view
 
