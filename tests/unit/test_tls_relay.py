@@ -21,8 +21,8 @@ assert CLOSE_TIMEOUT < FLUSH_TIMEOUT
 
 
 @dataclass
-class Channel:
-    hub: ssl.SSLSocket  # the hub's end of the TLS data channel
+class Relayed:
+    hub: ssl.SSLSocket  # the hub's end of the TLS data connection
     pydevd: socket.socket  # what the agent hands to pydevd
     relay: threading.Thread
 
@@ -33,7 +33,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tls.Certificate:
 
 
 @pytest.fixture
-def channel(certificate: tls.Certificate) -> Iterator[Channel]:
+def relayed(certificate: tls.Certificate) -> Iterator[Relayed]:
     context = certificate.server_context()
     context.num_tickets = 2  # post-handshake messages, which the relay must pass over too
     accepted: list[ssl.SSLSocket] = []
@@ -56,7 +56,7 @@ def channel(certificate: tls.Certificate) -> Iterator[Channel]:
     pydevd.settimeout(TIMEOUT)
     [hub] = accepted
     try:
-        yield Channel(hub, pydevd, relay)
+        yield Relayed(hub, pydevd, relay)
     finally:
         hub.close()
         pydevd.close()
@@ -102,12 +102,12 @@ def recv_to_eof(sock: socket.socket) -> bytes:
     return bytes(data)
 
 
-def test_bytes_flow_both_ways_and_megabytes_arrive_intact(channel: Channel):
-    assert channel.relay.pydev_do_not_trace  # type: ignore[attr-defined]
-    channel.hub.sendall(b"hello pydevd")
-    assert recv_exactly(channel.pydevd, 12) == b"hello pydevd"
-    channel.pydevd.sendall(b"hello hub")
-    assert recv_exactly(channel.hub, 9) == b"hello hub"
+def test_bytes_flow_both_ways_and_megabytes_arrive_intact(relayed: Relayed):
+    assert relayed.relay.pydev_do_not_trace  # type: ignore[attr-defined]
+    relayed.hub.sendall(b"hello pydevd")
+    assert recv_exactly(relayed.pydevd, 12) == b"hello pydevd"
+    relayed.pydevd.sendall(b"hello hub")
+    assert recv_exactly(relayed.hub, 9) == b"hello hub"
 
     # Both directions at once: the hub echoes on one thread (one thread per SSL object)
     # while pydevd's side writes on one thread and reads on another, as pydevd does.
@@ -116,41 +116,41 @@ def test_bytes_flow_both_ways_and_megabytes_arrive_intact(channel: Channel):
     def echo() -> None:
         remaining = len(payload)
         while remaining:
-            data = channel.hub.recv(65536)
+            data = relayed.hub.recv(65536)
             assert data
-            channel.hub.sendall(data)
+            relayed.hub.sendall(data)
             remaining -= len(data)
 
-    threads = [Background(echo), Background(channel.pydevd.sendall, payload)]
-    assert recv_exactly(channel.pydevd, len(payload)) == payload
+    threads = [Background(echo), Background(relayed.pydevd.sendall, payload)]
+    assert recv_exactly(relayed.pydevd, len(payload)) == payload
     for thread in threads:
         thread.join()
 
 
-def test_pydevd_closing_its_socket_closes_the_tls_channel_cleanly(channel: Channel):
-    channel.hub.settimeout(CLOSE_TIMEOUT)
-    channel.pydevd.settimeout(CLOSE_TIMEOUT)
-    channel.pydevd.sendall(b"last words" * 100_000)
-    channel.pydevd.shutdown(socket.SHUT_WR)  # what pydevd's writer does when it is killed
+def test_pydevd_closing_its_socket_closes_the_tls_connection_cleanly(relayed: Relayed):
+    relayed.hub.settimeout(CLOSE_TIMEOUT)
+    relayed.pydevd.settimeout(CLOSE_TIMEOUT)
+    relayed.pydevd.sendall(b"last words" * 100_000)
+    relayed.pydevd.shutdown(socket.SHUT_WR)  # what pydevd's writer does when it is killed
     # Everything pydevd sent, then a close_notify (a ragged EOF would raise SSLEOFError).
-    assert recv_to_eof(channel.hub) == b"last words" * 100_000
-    assert channel.pydevd.recv(1) == b""  # and pydevd's reader sees the end too
-    channel.relay.join(CLOSE_TIMEOUT)
-    assert not channel.relay.is_alive()
+    assert recv_to_eof(relayed.hub) == b"last words" * 100_000
+    assert relayed.pydevd.recv(1) == b""  # and pydevd's reader sees the end too
+    relayed.relay.join(CLOSE_TIMEOUT)
+    assert not relayed.relay.is_alive()
 
 
 @pytest.mark.parametrize("clean", [True, False], ids=["close_notify", "abrupt"])
-def test_the_hub_closing_the_channel_gives_pydevd_eof(channel: Channel, clean: bool):
-    channel.pydevd.settimeout(CLOSE_TIMEOUT)
-    channel.hub.settimeout(CLOSE_TIMEOUT)
-    channel.hub.sendall(b"goodbye" * 100_000)
+def test_the_hub_closing_the_connection_gives_pydevd_eof(relayed: Relayed, clean: bool):
+    relayed.pydevd.settimeout(CLOSE_TIMEOUT)
+    relayed.hub.settimeout(CLOSE_TIMEOUT)
+    relayed.hub.sendall(b"goodbye" * 100_000)
     # unwrap() sends a close_notify, then waits for the relay's, which comes only once
     # pydevd has read everything: so it runs on its own thread.
-    closing = Background(channel.hub.unwrap if clean else channel.hub.close)
-    assert recv_to_eof(channel.pydevd) == b"goodbye" * 100_000
+    closing = Background(relayed.hub.unwrap if clean else relayed.hub.close)
+    assert recv_to_eof(relayed.pydevd) == b"goodbye" * 100_000
     closing.join(CLOSE_TIMEOUT)
-    channel.relay.join(CLOSE_TIMEOUT)
-    assert not channel.relay.is_alive()
+    relayed.relay.join(CLOSE_TIMEOUT)
+    assert not relayed.relay.is_alive()
 
 
 def test_without_tls_there_is_no_relay():

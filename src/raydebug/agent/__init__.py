@@ -129,7 +129,7 @@ def retire_live_link() -> None:
         agent = _agent
     if agent is not None:
         agent.link.retire()
-        agent.arm_breakpoints({})  # armed by its setup hook as any worker's: not the hub's
+        agent.arm_breakpoints({})  # armed by its setup hook as any Ray worker's: not the hub's
 
 
 _retired = False

@@ -166,7 +166,7 @@ class Bookkeeping:
 
     def on_hub_closing(self, reason: str) -> None:
         """The hub goes away for good (``HubClosing``: its Ray node is stopping, and a paused
-        thread would hold its worker's lease until the node kills it): every paused thread
+        thread would hold its Ray worker's lease until the node kills it): every paused thread
         runs on, the waiting ones released as if their wait had timed out, the ones
         suspended under a client resumed; so do later pauses, until a hub is there again."""
         with self._lock:

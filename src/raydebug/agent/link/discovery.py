@@ -10,7 +10,7 @@ Until something installs another, :class:`LocalDiscovery` answers: no cluster (t
 one ``RAYDEBUG_HUB``, ``RAYDEBUG_CLUSTER_HUB`` or the state file names, read by
 :class:`~raydebug.agent.config.AgentConfig`), and the identities of the Ray task that
 started this process, from ``RAYDEBUG_RAY_TASK``. A cluster integration installs its own
-when it enables a process (Ray's: its worker setup hook and driver hook), so the agent
+when it enables a process (Ray's: its Ray worker setup hook and driver hook), so the agent
 never imports an integration, nor, through one, the hub or ray.
 
 An installed discovery is inherited by a fork child, which must then answer for itself (a

@@ -1,7 +1,7 @@
 """The live link: a process linked to the hub from its start, not only from its first pause.
 
 Theory of operation. ``RAYDEBUG_LIVE=1`` (through raydebug's startup ``.pth``), or the Ray
-integration (a worker's setup hook, a driver's post-init hook), calls
+integration (a Ray worker's setup hook, a driver's post-init hook), calls
 :func:`raydebug.agent.start_live_link`. It
 creates the process's agent and starts its link thread, invisible to pydevd, which connects
 in the background and, after ``Identify``, sends ``Register`` with the process's record
@@ -70,7 +70,7 @@ def forget_after_fork(parent_pid: int) -> bool:
     was_live, _started = _started, False
     _since = time.time()
     _parent_pid = parent_pid
-    _identity.clear()  # the parent's worker ids: the child says whose task started it
+    _identity.clear()  # the parent's Ray ids: the child says whose task started it
     return was_live
 
 
@@ -109,19 +109,17 @@ def session_identity() -> dict[str, Any]:
 
 
 def wait_for_the_start(span: float | None = None, longest: float | None = None) -> None:
-    """Sleep until this process has started, before the link thread's own work.
+    """Sleep until this process has started, before the link thread's own work (importing
+    and making the agent, the hub's lookup, the handshake: CPU holding the GIL), so that
+    work is not taken from the process's start (docs/design.md#live-link).
 
-    That work (importing and making the agent, the hub's lookup, the handshake: ~25-40 ms
-    of CPU holding the GIL) would otherwise be taken from the process's start: a Ray
-    worker's main thread runs its first task ~4 ms after the setup hook, then ~300 ms of
-    Ray's own imports before the task's answer goes back, and the link's work in that span
-    made a worker's start ~75 ms longer (docs/design.md#live-link). So the thread waits, in
-    spans of :data:`START_SPAN`, until its main thread used less than a tenth of each of
-    two spans' CPU in a row (it waits for a task, or for a lock, or it ended; one still
-    starting gets more than that even on a loaded machine, where half of one span let the
-    link in during Ray's imports), and at most :data:`START_AT_LATEST` (a main thread that
-    computes from its start). A process that ends sooner (``python -c``) never waits for
-    the link at its exit. Without a CPU clock per thread it waits one span."""
+    Returns once the main thread has used less than :data:`IDLE_SHARE` of each of
+    :data:`IDLE_SPANS` spans in a row of ``span`` seconds (default :data:`START_SPAN`) on its
+    own CPU clock (it waits for a task or a lock, or it has ended), or once ``longest``
+    seconds (default :data:`START_AT_LATEST`) have passed (a main thread that computes from
+    its start), whichever is first. Without a CPU clock per thread it returns after one
+    span. It runs on the daemon link thread: a process that ends sooner (``python -c``)
+    never waits for it at its exit."""
     span = START_SPAN if span is None else span
     deadline = time.monotonic() + (START_AT_LATEST if longest is None else longest)
     main_cpu = _main_thread_cpu()

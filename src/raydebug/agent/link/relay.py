@@ -1,11 +1,11 @@
-"""A TLS data channel relayed to pydevd through a socketpair, by one thread that owns the TLS.
+"""A TLS data connection relayed to pydevd through a socketpair, by the one thread using TLS.
 
 Why. pydevd serves a client with two threads on one socket: its reader calls ``recv()`` while
 its writer calls ``send()``, and a disconnect shuts the socket down from a third. That is
 fine on a plain socket, but OpenSSL does not allow one SSL object to be used by two threads at
 once (rare corrupt records or hangs, likelier with TLS 1.3 post-handshake messages), and a
 shutdown from another thread drops the TLS layer without its close_notify. So on a TLS
-channel pydevd gets one end of a ``socketpair()`` and this module's thread alone touches the
+data connection pydevd gets one end of a ``socketpair()`` and this module's thread alone touches the
 ``SSLSocket``. Without TLS there is no relay: pydevd gets the hub's socket itself.
 
 Theory of operation. Both sockets are non-blocking and watched by one selector. Each pass
@@ -15,8 +15,8 @@ transfer named: an SSL read may need the socket writable, an SSL write may need 
 Each direction buffers at most ``LIMIT`` bytes; a full buffer stops reading its source, so a
 slow reader slows the writer, as TCP would. When one side ends (EOF), the bytes it sent are
 delivered to the other within ``FLUSH_TIMEOUT``, then both are closed (TLS with a
-close_notify): the hub sees the channel close when pydevd shuts its socket, as without TLS,
-and pydevd reads EOF when the hub drops the channel. An error on either side closes both at
+close_notify): the hub sees the data connection close when pydevd shuts its socket, as without TLS,
+and pydevd reads EOF when the hub drops the connection. An error on either side closes both at
 once. The thread then ends.
 """
 
@@ -42,7 +42,7 @@ def start_relay(tls: ssl.SSLSocket) -> tuple[socket.socket, threading.Thread]:
     """Relay ``tls`` (connected, authenticated) on a new thread, invisible to pydevd.
 
     Returns the plain socket to give pydevd and the thread. From now on the thread owns
-    ``tls`` (no one else may use it) and closes it; it ends when the channel does.
+    ``tls`` (no one else may use it) and closes it; it ends when the data connection does.
     """
     theirs, mine = socket.socketpair()
     thread = threading.Thread(target=_Relay(tls, mine).run, name="raydebug-tls-relay",
@@ -85,7 +85,7 @@ class _Relay:
                 _watch(selector, self._plain, wanted[1])
                 selector.select(None if deadline is None
                                 else max(0.0, deadline - time.monotonic()))
-        except OSError:  # SSLError included: the channel broke, close both sides
+        except OSError:  # SSLError included: the connection broke, close both sides
             pass
         finally:
             selector.close()
