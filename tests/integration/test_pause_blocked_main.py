@@ -5,13 +5,11 @@ had never stopped. Real processes, a real hub, on 3.10 to 3.13."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
-from test_armed_breakpoints import python_for
-from test_python_versions import SOURCE
 
+from devtools.pythons import SOURCE, python_for
 from helpers import HubProcess, evaluate_and_continue, finish, line_of, read_line, run, write_script
 from raydebug.client.hub_api import pause
 
@@ -59,14 +57,14 @@ def test_pause_stops_a_main_thread_blocked_in_c(hub: HubProcess, tmp_path: Path,
     proc = hub.spawn_linked(script, python_for(version), PYTHONPATH=str(SOURCE))
     assert read_line(proc).strip() == "ready"
 
-    asked = time.monotonic()
     answer = pause(hub.client_address, [f"pid={proc.pid}"])
     assert answer["paused"], answer
     [session] = hub.wait_sessions(1)
-    listed_after = time.monotonic() - asked
     assert session["reason"] == "pause"
     assert (session["file"], session["line"]) == (str(script), line_of(script, "blocked here"))
-    assert listed_after < 1.0, f"listed {listed_after:.2f}s after the pause"
+    # Stopped by the signal, in Python at its line: not served blocked in C after the grace
+    # (how soon it is listed is a benchmark's question, not a loaded test machine's).
+    assert session["blocked_in_c"] is False, session
 
     seen = run(evaluate_and_continue(*hub.client, session["id"], f"[marker, {unblock}]"))
     assert seen.result.startswith("[41, "), seen.result
