@@ -1,10 +1,12 @@
-"""``raydebug hub``: what its help says of the client port is what the hub does, and the
-worker token it keeps for the next hub on the same address (mode 0600)."""
+"""``raydebug hub``: what its help says of the client port is what the hub does, the agents'
+port's name (and its old one), and the token it keeps for the next hub on the same address
+(mode 0600)."""
 
 from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -56,3 +58,37 @@ def test_a_hubs_token_is_kept_by_worker_address_in_a_private_file(
     assert state_file.saved_token(f"127.0.0.1:{10000 + state_file.KEPT_TOKENS - 1}") == "t"
     saved.write_text("not json")
     assert state_file.saved_token("127.0.0.1:10000") is None
+
+
+def run_hub_command(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, Any]:
+    """``raydebug hub ARGS`` up to the hub it would serve (returned unstarted), its exit
+    code and output."""
+    from raydebug.cli import hub_command
+
+    served: list[Any] = []
+
+    async def keep(hub: Any, ray_integration: Any = None) -> None:
+        served.append(hub)
+
+    monkeypatch.setattr(hub_command, "_serve_hub", keep)
+    result = CliRunner().invoke(cli, ["hub", "--token", "t", *args])
+    return result.exit_code, result.output, served[0] if served else None
+
+
+def test_the_agents_port_is_agent_port_and_worker_port_its_hidden_old_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    text = CliRunner().invoke(cli, ["hub", "--help"], terminal_width=200).output
+    assert "--agent-port" in text and "--agent-host" in text
+    assert "--worker-port" not in text and "--worker-host" not in text
+    code, _, hub = run_hub_command(monkeypatch, "--agent-host", "10.0.0.7",
+                                   "--agent-port", "6001")
+    assert code == 0 and (hub.config.worker_host, hub.config.worker_port) == ("10.0.0.7", 6001)
+    code, _, hub = run_hub_command(monkeypatch, "--worker-host", "10.0.0.8",
+                                   "--worker-port", "6002")
+    assert code == 0 and (hub.config.worker_host, hub.config.worker_port) == ("10.0.0.8", 6002)
+    code, _, hub = run_hub_command(monkeypatch)
+    assert code == 0 and (hub.config.worker_host, hub.config.worker_port) == ("127.0.0.1", 5679)
+    code, output, hub = run_hub_command(monkeypatch, "--agent-port", "6001",
+                                        "--worker-port", "6002")
+    assert code == 2 and hub is None
+    assert "--worker-port is the old name of --agent-port: give one of them" in output

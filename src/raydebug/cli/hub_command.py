@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from .. import state_file, views
 from ..errors import ConfigurationError
@@ -17,19 +18,24 @@ from ..errors import ConfigurationError
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address of the client port (DAP and HTTP): a loopback address, or "
-                   "any with --client-token (every client can run code in the workers).")
+                   "any with --client-token (every client can run code in the processes).")
 @click.option("--port", default=5678, show_default=True, help="Client port (0: any free one).")
-@click.option("--worker-host", default="127.0.0.1", show_default=True,
-              help="Address workers dial; use the node's cluster address for other nodes.")
-@click.option("--worker-port", default=5679, show_default=True, help="Worker port (0: any).")
+@click.option("--agent-host", default="127.0.0.1", show_default=True,
+              help="Address the processes' agents dial; use the node's cluster address for "
+                   "other nodes.")
+@click.option("--agent-port", default=5679, show_default=True,
+              help="Port the agents dial (0: any).")
+@click.option("--worker-host", default=None, hidden=True, help="The old --agent-host.")
+@click.option("--worker-port", default=None, type=int, hidden=True,
+              help="The old --agent-port.")
 @click.option("--token", envvar="RAYDEBUG_TOKEN", default=None,
-              help="Worker token (env RAYDEBUG_TOKEN). Default: the token of the last hub "
-                   "on the same worker address (its paused processes link again), else a "
+              help="The agents' token (env RAYDEBUG_TOKEN). Default: the token of the last "
+                   "hub on the same agent address (its paused processes link again), else a "
                    "new one.")
 @click.option("--allow-terminate", is_flag=True,
               help="Let clients kill debuggees with terminate / terminateDebuggee.")
 @click.option("--max-sessions", default=10_000, show_default=True,
-              help="Paused sessions the hub lists at once; a worker beyond it is told the "
+              help="Paused sessions the hub lists at once; a process beyond it is told the "
                    "session is refused.")
 @click.option("--client-token", envvar="RAYDEBUG_CLIENT_TOKEN", default=None,
               help="Require this token of every DAP and HTTP client (env "
@@ -42,21 +48,22 @@ from ..errors import ConfigurationError
               type=click.Choice(["debug", "info", "warning", "error"]))
 @click.option("--ray-address", default=None,
               help="Serve this Ray cluster ('auto': the local one): publish the hub where "
-                   "workers find it; workers dial this node's address unless --worker-host.")
+                   "processes find it; they dial this node's address unless --agent-host.")
 @click.option("--tls", is_flag=True, envvar="RAYDEBUG_HUB_TLS",
-              help="Serve workers over TLS with a self-signed certificate, created on first "
-                   "use in ~/.local/state/raydebug/; workers pin its fingerprint (published "
+              help="Serve agents over TLS with a self-signed certificate, created on first "
+                   "use in ~/.local/state/raydebug/; agents pin its fingerprint (published "
                    "with the address, or RAYDEBUG_HUB_CERT). Env RAYDEBUG_HUB_TLS=1.")
 @click.option("--max-worker-connections", default=1_000, show_default=True,
-              help="Concurrent worker connections per peer address.")
+              help="Concurrent agent connections per peer address.")
 @click.option("--max-client-connections", default=64, show_default=True,
               help="Concurrent client connections per peer address (a cluster session's "
                    "attached child sessions do not count).")
 @click.option("--handshake-timeout", default=10.0, show_default=True,
-              help="Seconds a worker connection has to finish TLS and the token handshake.")
+              help="Seconds an agent's connection has to finish TLS and the token handshake.")
 @click.option("--client-idle-timeout", default=30.0, show_default=True,
               help="Seconds a client connection has to send its first bytes.")
-def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | None,
+def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str | None,
+        worker_port: int | None, token: str | None,
         allow_terminate: bool, max_sessions: int, client_token: str | None,
         unix_socket: str | None, log_level: str, ray_address: str | None, tls: bool,
         max_worker_connections: int, max_client_connections: int, handshake_timeout: float,
@@ -66,6 +73,8 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
 
     from ..hub import Hub, HubConfig
 
+    agent_host, agent_port = _by_either_name("agent_host"), _by_either_name("agent_port")
+
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="raydebug hub: %(message)s")
     ray_integration: Any = None
@@ -74,9 +83,9 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
 
         ray_integration = ray_module
         ray_module.connect_kv(ray_address)
-        if worker_host == "127.0.0.1":
-            worker_host = ray_module.local_node_ip()
-    config = HubConfig(host=host, port=port, worker_host=worker_host, worker_port=worker_port,
+        if agent_host == "127.0.0.1":
+            agent_host = ray_module.local_node_ip()
+    config = HubConfig(host=host, port=port, worker_host=agent_host, worker_port=agent_port,
                        allow_terminate=allow_terminate, max_sessions=max_sessions,
                        client_token=client_token or None,
                        unix_socket=os.path.abspath(unix_socket) if unix_socket else None,
@@ -86,12 +95,29 @@ def hub(host: str, port: int, worker_host: str, worker_port: int, token: str | N
                        client_idle_timeout=client_idle_timeout)
     if token:
         config.token = token
-    elif worker_port and (saved := state_file.saved_token(f"{worker_host}:{worker_port}")):
+    elif agent_port and (saved := state_file.saved_token(f"{agent_host}:{agent_port}")):
         config.token = saved  # the processes linked to the last hub here hold this token
         logging.getLogger("raydebug.hub").info(
             "serving with the token of the last hub on %s:%s (its processes link again)",
-            worker_host, worker_port)
+            agent_host, agent_port)
     asyncio.run(_serve_hub(Hub(config), ray_integration))
+
+
+OLD_NAMES = {"agent_host": "worker_host", "agent_port": "worker_port"}  # hidden, still taken
+
+
+def _by_either_name(name: str) -> Any:
+    """The value of the option ``name`` of the command being run, or of its old name
+    (:data:`OLD_NAMES`) when that was given instead. Raises :class:`click.UsageError` when
+    both were."""
+    context = click.get_current_context()
+    old = OLD_NAMES[name]
+    if context.params[old] is None:
+        return context.params[name]
+    if context.get_parameter_source(name) is not ParameterSource.DEFAULT:
+        raise click.UsageError(f"--{old.replace('_', '-')} is the old name of "
+                               f"--{name.replace('_', '-')}: give one of them")
+    return context.params[old]
 
 
 async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
