@@ -87,7 +87,7 @@ os.register_at_fork(before=_before_fork, after_in_child=_forget_inherited_agent)
 
 
 def start_live_link(identity: dict[str, Any] | None = None) -> None:
-    """Link this process to the hub from now on, in the background (see :mod:`.live`);
+    """Link this process to the hub from now on, in the background (see :mod:`.link.live`);
     idempotent, never raises. ``identity``: the integration's fields for its record.
 
     Only the link thread is started here: the agent's modules are imported, and the agent
@@ -137,7 +137,7 @@ _retired = False
 
 def _run_live_link() -> None:
     """The link thread of a live process: make the agent, then serve its link here,
-    once the process has started (see :func:`.live.wait_for_the_start`)."""
+    once the process has started (see :func:`.link.live.wait_for_the_start`)."""
     live.wait_for_the_start()
     try:
         with fork_guard.importing():  # a fork waits for them (see fork_guard)

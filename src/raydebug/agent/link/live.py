@@ -7,8 +7,9 @@ creates the process's agent and starts its link thread, invisible to pydevd, whi
 in the background and, after ``Identify``, sends ``Register`` with the process's record
 (:func:`process_record`) on every (re)connect. Then the thread sleeps in a blocking
 ``select()`` until the hub speaks: no debugpy import, no tracing, no timer, no polling. The
-hub asks for stacks (read by the link thread itself, :mod:`.stacks`) and for pauses
-(pydevd is started then, on the link thread: see :meth:`.agent.Agent.pause_all_threads`).
+hub asks for stacks (read by the link thread itself, :mod:`raydebug.agent.stacks`) and for
+pauses (pydevd is started then, on the link thread: see
+:meth:`raydebug.agent.pause_all.PauseAll.pause_all_threads`).
 
 Hub down at start: the process runs on, the link says so once on stderr and retries with
 backoff; a restarted hub gets the process back at the next attempt. A fork child drops its
