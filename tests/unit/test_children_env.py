@@ -50,9 +50,9 @@ def test_a_childs_sessions_carry_the_identities_of_the_task_that_started_it(
     fields = metadata.ray_fields()
     assert fields == {"job_id": "02000000", "task_id": "abc", "task_name": "spawns",
                       "attempt": 0}
-    assert metadata.process_labels()["parent_pid"] == "4242"
+    assert metadata.session_labels()["parent_pid"] == "4242"
     monkeypatch.setenv(discovery.RAY_TASK_VARIABLE, "not json")
-    assert metadata.ray_fields() == {} and "parent_pid" not in metadata.process_labels()
+    assert metadata.ray_fields() == {} and "parent_pid" not in metadata.session_labels()
 
 
 def test_an_environment_given_to_a_spawn_gets_the_current_task(

@@ -15,8 +15,8 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from . import fork_guard
-from .link import live
-from .metadata import process_labels, ray_fields
+from .config import process_labels
+from .metadata import ray_fields
 from .report import say
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class Arming:
 
                     self._breakpoints = ArmedBreakpoints(
                         on_hit=self._on_hit, on_log=self._on_log,
-                        labels=lambda: {**process_labels(), **live.labels()},
+                        labels=process_labels,
                         remote_root=_remote_root, on_loaded=self._on_loaded,
                         standing_down=self._standing_down,
                         on_raised=self._on_raised)

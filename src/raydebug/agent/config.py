@@ -15,7 +15,9 @@
                           gives up and continues (default: forever; 600 when ``CI`` is set,
                           so a forgotten ``breakpoint()`` cannot hang a pipeline)
 ``RAYDEBUG_POST_MORTEM``  ``1`` freezes the process on an uncaught exception
-``RAYDEBUG_LABELS``       ``key=value,key=value`` shown with every session of the process
+``RAYDEBUG_LABELS``       ``key=value,key=value``: labels of the process (see
+                          :func:`process_labels`)
+``RAYDEBUG_LABEL_<KEY>``  ``value``: the label ``KEY``
 """
 
 from __future__ import annotations
@@ -134,6 +136,25 @@ def _wait_timeout(environ: Mapping[str, str]) -> float | None:
         raise ConfigurationError(
             f"RAYDEBUG_WAIT_TIMEOUT={text!r} is not a number of seconds") from None
     return None if value <= 0 else value
+
+
+# Variables launchers set to tell processes apart (torchrun, SLURM): each is a label.
+LABEL_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "SLURM_PROCID")
+LABEL_PREFIX = "RAYDEBUG_LABEL_"
+
+
+def process_labels(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The process's labels: each of :data:`LABEL_VARIABLES` that is set, the items of
+    ``RAYDEBUG_LABELS``, and ``RAYDEBUG_LABEL_<KEY>=value`` as ``KEY``; a later source wins
+    a key the earlier ones have. A key is spelled as it was set (``RANK``, not ``rank``):
+    the name a user sets is the one ``ps``, ``list``, selectors and conditions show and take
+    (selectors match keys without regard to case)."""
+    labels = {name: environ[name] for name in LABEL_VARIABLES if name in environ}
+    labels.update(parse_labels(environ.get("RAYDEBUG_LABELS", "")))
+    for name, value in environ.items():
+        if name.startswith(LABEL_PREFIX) and len(name) > len(LABEL_PREFIX):
+            labels[name[len(LABEL_PREFIX):]] = value
+    return labels
 
 
 def parse_labels(text: str) -> dict[str, str]:

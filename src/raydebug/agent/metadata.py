@@ -14,23 +14,22 @@ from types import FrameType
 from typing import Any
 
 from ..session import REASON_BREAKPOINT, REASON_EXCEPTION, PausedThread
-from .config import parse_labels
+from .config import process_labels
 from .link import discovery
-
-# Environment variables that launchers (torchrun, Ray, SLURM) set to tell processes apart.
-LABEL_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "SLURM_PROCID")
 
 
 def new_session_id() -> str:
     return secrets.token_hex(6)
 
 
-def process_labels() -> dict[str, str]:
-    labels = {name.lower(): os.environ[name] for name in LABEL_VARIABLES if name in os.environ}
-    labels.update(parse_labels(os.environ.get("RAYDEBUG_LABELS", "")))
+def session_labels() -> dict[str, str]:
+    """A session's labels: its process's (:func:`.config.process_labels`) and, in a process
+    a Ray task started that is not itself in the cluster, ``parent_pid``: the pid of the Ray
+    worker that started it (a session's record has no field for it; a process's has)."""
+    labels = process_labels()
     parent = discovery.inherited_task().get("parent_pid")
     if parent is not None and not discovery.installed().in_cluster():
-        labels["parent_pid"] = str(parent)  # started by the Ray worker with that pid
+        labels["parent_pid"] = str(parent)
     return labels
 
 
@@ -74,7 +73,7 @@ def record_for_frame(
         thread=(thread or threading.current_thread()).name,
         since=time.time(),
         argv=list(sys.argv),
-        labels=process_labels(),
+        labels=session_labels(),
         cluster_breakpoint=cluster_breakpoint,
         blocked_in_c=blocked_in_c,
     )

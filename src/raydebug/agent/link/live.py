@@ -29,13 +29,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..config import process_labels
 from ..flags import is_on
 from . import discovery
 
 LIVE_VARIABLE = "RAYDEBUG_LIVE"
-LABEL_PREFIX = "RAYDEBUG_LABEL_"
-# The contract's label keys (kept as spelled: users select on rank=, RANK=...).
-LABEL_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK")
 
 _started = False
 _identity: dict[str, Any] = {}  # what the integration said about this process at start
@@ -83,7 +81,7 @@ def process_record() -> dict[str, Any]:
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "argv": list(sys.argv),
-        "labels": labels(),
+        "labels": process_labels(),
         "since": _since,
         "parent_pid": _parent_pid if _parent_pid is not None else os.getppid(),
         "python": sys.version.split()[0],
@@ -153,16 +151,6 @@ def _main_thread_cpu() -> Callable[[], float] | None:
     except (AttributeError, OSError):
         return None
     return lambda: time.clock_gettime(clock)
-
-
-def labels(environ: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:
-    """``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK`` and every
-    ``RAYDEBUG_LABEL_<KEY>=value`` (as ``KEY``)."""
-    found = {name: environ[name] for name in LABEL_VARIABLES if name in environ}
-    for name, value in environ.items():
-        if name.startswith(LABEL_PREFIX) and len(name) > len(LABEL_PREFIX):
-            found[name[len(LABEL_PREFIX):]] = value
-    return found
 
 
 def current_activity() -> dict[str, Any]:
