@@ -58,6 +58,8 @@ class Bookkeeping:
         self._client_ready = False
         self._hub_closed: str | None = None  # why the hub went away for good, until a new one
 
+    # -- ending sessions ----------------------------------------------------------------------
+
     def _end_thread_sessions(self, ident: int, reason: str = END_RESUMED) -> None:
         with self._lock:
             for session in [s for s in self._sessions.values() if s.thread_ident == ident]:
@@ -75,6 +77,8 @@ class Bookkeeping:
             self.link.post(SessionEnded(session_id=session_id, reason=reason,
                                         returned=returned))
             self.debugger.reconsider_tracing()
+
+    # -- pydevd's news: threads stopping and running ------------------------------------------
 
     def _on_thread_suspended(self, ident: int, frame: FrameType | None) -> None:
         self.returns.on_suspended(ident, frame)
