@@ -6,7 +6,8 @@ with the hub named by ``RAYDEBUG_HUB``; any DAP client connected to the hub can 
 Packages: ``protocol`` (sans-IO), ``agent`` (inside debugged processes), ``hub``, ``client``,
 ``terminal`` (``raydebug attach``), ``cli`` (the command), ``web`` (the page),
 ``integrations`` (Ray). Modules shared by several: ``session`` (what a session and a process
-are, their state tables), ``errors`` (every exception), ``selectors`` (KEY=VALUE process
+are, their state tables), ``process_record`` (what a process says about itself),
+``errors`` (every exception), ``selectors`` (KEY=VALUE process
 selectors), ``stack_tree`` (stacks merged across processes, odd among ``peer_groups``),
 ``views`` and
 ``views_processes`` (rendering for the terminal), ``state_file`` (this machine's hub and

@@ -135,7 +135,7 @@ async def test_each_control_message_reaches_its_owner() -> None:
             keeper.told.clear()
             await asyncio.wait_for(keeper.told.wait(), WAIT)
         [process] = registry.all_processes()
-        assert process.live and process.record["worker_id"] == "w1"
+        assert process.live and process.record.worker_id == "w1"
         assert process.pause_requested == {"threads": 2, "since": 1.5}
         with pytest.raises(ChannelFailedError, match="no module"):
             await delivered

@@ -9,6 +9,7 @@ from typing import Any
 from raydebug.hub.clients.cluster_attach import OFFER_WINDOW, ClusterAttach, ClusterAttaches
 from raydebug.hub.net import PeerLimit
 from raydebug.hub.registry import Registry
+from raydebug.process_record import ProcessRecord
 from raydebug.protocol import Event, Request
 from raydebug.session import PausedThread
 
@@ -69,7 +70,8 @@ def test_a_cluster_session_offers_a_window_of_children_and_offers_a_failed_one_a
         registry = Registry()
         processes = []
         for number in range(OFFER_WINDOW + 10):
-            process = registry.add_process({}, f"peer{number}", lambda message: None)
+            process = registry.add_process(ProcessRecord(number, "h"), f"peer{number}",
+                                           lambda message: None)
             await registry.add_session(process, PausedThread(
                 id=f"s{number}", pid=number, host="h", file="f.py", line=1, function="f",
                 since=float(number)))

@@ -26,5 +26,5 @@ def test_a_session_and_its_process_carry_the_same_labels(monkeypatch: pytest.Mon
         monkeypatch.setenv(name, value)
     monkeypatch.delenv(discovery.RAY_TASK_VARIABLE, raising=False)
     session = metadata.record_for_frame(sys._getframe(), identity={})
-    assert session.labels == live.process_record()["labels"] == process_labels()
+    assert session.labels == live.process_record().labels == process_labels()
     assert (session.labels["RANK"], session.labels["stage"]) == ("3", "eval")

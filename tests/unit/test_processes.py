@@ -9,8 +9,10 @@ import json
 import time
 
 from raydebug.errors import NoProcessMatchError
+from raydebug.hub.entries import listed_argv
 from raydebug.hub.processes import ASK_CHUNK, ProcessQueries
-from raydebug.hub.registry import Process, Registry, listed_argv
+from raydebug.hub.registry import Process, Registry
+from raydebug.process_record import ProcessRecord
 from raydebug.protocol.control import (
     CollectStacks,
     ControlMessage,
@@ -61,10 +63,10 @@ class Answering:
 async def linked(registry: Registry, queries: ProcessQueries, pid: int, rank: str,
                  silent: bool = False, **fields: object) -> Process:
     send = Answering(queries, silent)
-    process = registry.add_process({"pid": pid}, f"peer{pid}", send)
+    process = registry.add_process(ProcessRecord(pid, "node"), f"peer{pid}", send)
     send.process = process
-    await registry.register_process(process, {"pid": pid, "host": "node", "argv": ["x"],
-                                              "labels": {"RANK": rank}, **fields})
+    await registry.register_process(process, ProcessRecord.from_dict(
+        {"pid": pid, "host": "node", "argv": ["x"], "labels": {"RANK": rank}, **fields}))
     return process
 
 
@@ -251,10 +253,11 @@ def test_a_listing_asks_within_its_bound_and_the_next_one_asks_the_rest_first():
         count = 2 * ASK_CHUNK + 10
         processes = []
         for pid in range(count):
-            process = registry.add_process({"pid": pid}, f"peer{pid}", lambda m: None)
+            process = registry.add_process(ProcessRecord(pid, "node"), f"peer{pid}",
+                                           lambda m: None)
             process.send = SlowWrites(queries, 0.15 / ASK_CHUNK)  # a chunk: 150 ms
-            await registry.register_process(process, {"pid": pid, "host": "node",
-                                                       "worker_id": f"w{pid}"})
+            await registry.register_process(
+                process, ProcessRecord(pid, "node", worker_id=f"w{pid}"))
             processes.append(process)
         started = time.monotonic()
         await queries.refresh_activity(processes, timeout=0.1)

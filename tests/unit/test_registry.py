@@ -9,7 +9,10 @@ import pytest
 
 from raydebug.errors import HubFullError, SessionBusyError, SessionNotFoundError
 from raydebug.hub.registry import Registry
+from raydebug.process_record import ProcessRecord
 from raydebug.session import PausedThread, SessionState
+
+HERE = ProcessRecord(pid=1, host="h")  # what a process's Identify says
 
 
 def record(session_id: str, since: float) -> PausedThread:
@@ -24,8 +27,8 @@ def states(registry: Registry) -> dict[str, str]:
 def test_attach_marks_every_session_of_the_process_and_detach_restores():
     async def scenario() -> None:
         registry = Registry()
-        process = registry.add_process({}, "peer", lambda message: None)
-        other = registry.add_process({}, "peer2", lambda message: None)
+        process = registry.add_process(HERE, "peer", lambda message: None)
+        other = registry.add_process(HERE, "peer2", lambda message: None)
         await registry.add_session(process, record("a", 1))
         await registry.add_session(process, record("b", 2))
         await registry.add_session(other, record("c", 3))
@@ -51,7 +54,7 @@ def test_waiting_for_a_session_wakes_on_registration():
         waiter = asyncio.ensure_future(registry.wait_for_waiting())
         await asyncio.sleep(0)
         assert not waiter.done()
-        process = registry.add_process({}, "peer", lambda message: None)
+        process = registry.add_process(HERE, "peer", lambda message: None)
         await registry.add_session(process, record("x", 1))
         session = await asyncio.wait_for(waiter, 1)
         assert session.record.id == "x"
@@ -63,7 +66,7 @@ def test_waiting_for_a_session_wakes_on_registration():
 def test_unknown_ids_name_the_known_ones_and_limits_hold():
     async def scenario() -> None:
         registry = Registry(max_sessions=1)
-        process = registry.add_process({}, "peer", lambda message: None)
+        process = registry.add_process(HERE, "peer", lambda message: None)
         await registry.add_session(process, record("known", 1))
         with pytest.raises(SessionNotFoundError, match="sessions: known"):
             registry.get("other")
@@ -71,7 +74,7 @@ def test_unknown_ids_name_the_known_ones_and_limits_hold():
             await registry.add_session(process, record("second", 2))
         assert (full.value.session_id, full.value.max_sessions) == ("second", 1)
         await registry.add_session(process, record("known", 1))  # a re-sent id is fine
-        intruder = registry.add_process({}, "peer2", lambda message: None)
+        intruder = registry.add_process(HERE, "peer2", lambda message: None)
         with pytest.raises(SessionBusyError, match="another process"):
             await registry.add_session(intruder, record("known", 1))
 
@@ -80,7 +83,7 @@ def test_unknown_ids_name_the_known_ones_and_limits_hold():
 
 def test_a_process_id_names_its_host_and_pid_whichever_hub_gave_it():
     def add(registry: Registry, host: str, pid: int) -> str:
-        return registry.add_process({"host": host, "pid": pid}, "peer", lambda m: None).id
+        return registry.add_process(ProcessRecord(pid, host), "peer", lambda m: None).id
 
     first, second = Registry(), Registry()  # a hub, and the same hub restarted
     kept = add(first, "n1", 10)
@@ -99,10 +102,10 @@ def test_a_long_poll_wakes_on_the_next_change_of_processes_not_before():
         waiter = asyncio.ensure_future(registry.wait_for_version_after(seen))
         await asyncio.sleep(0)
         assert not waiter.done()
-        process = registry.add_process({}, "peer", lambda message: None)
+        process = registry.add_process(HERE, "peer", lambda message: None)
         await asyncio.sleep(0)
         assert not waiter.done()  # connected, not yet registered: nothing listed changed
-        await registry.register_process(process, {"host": "h", "pid": 1})
+        await registry.register_process(process, ProcessRecord(pid=1, host="h"))
         await asyncio.wait_for(waiter, 1)
         assert registry.version > seen
         # A version already passed answers at once.
@@ -115,7 +118,7 @@ def test_the_sessions_json_is_the_listing_one_per_line_and_follows_the_state():
     async def scenario() -> None:
         registry = Registry()
         assert registry.sessions_json() == b"[]"
-        process = registry.add_process({}, "peer \"quoted\"", lambda message: None)
+        process = registry.add_process(HERE, "peer \"quoted\"", lambda message: None)
         await registry.add_session(process, PausedThread(
             id="a", pid=1, host="h", file="f.py", line=1, function="f", since=1.5,
             argv=["python", "é"], labels={"rank": "0"}))

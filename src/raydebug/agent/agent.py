@@ -228,7 +228,7 @@ class Agent(PauseAll):
     # -- LinkOwner: called on the link thread -----------------------------------------------
 
     def registration(self) -> Register | None:
-        return Register(process=live.process_record()) if live.is_live() else None
+        return Register(process=live.process_record().to_dict()) if live.is_live() else None
 
     def collect_stacks(self, request: CollectStacks) -> ControlMessage:
         with fork_guard.importing():  # not at import: a breakpoint() needs no stacks

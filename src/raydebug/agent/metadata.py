@@ -33,16 +33,6 @@ def session_labels() -> dict[str, str]:
     return labels
 
 
-def process_info() -> dict[str, object]:
-    """Sent once per process in the control connection's Hello."""
-    return {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "argv": list(sys.argv),
-        "python": sys.version.split()[0],
-    }
-
-
 def record_for_frame(
     frame: FrameType,
     reason: str = REASON_BREAKPOINT,

@@ -10,138 +10,27 @@ to the process and marks all its sessions attached.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import itertools
-import json
 import os
 import socket
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import HubFullError, SessionBusyError, SessionNotFoundError
+from ..process_record import ProcessRecord
 from ..protocol.control import ControlMessage
 from ..session import (
     PausedThread,
     ProcessEvent,
-    ProcessState,
     SessionEvent,
     SessionState,
     next_process_state,
     next_state,
 )
+from .entries import HubSession, Process
 
-# The fields of a process record that the process itself reports (see protocol Register).
-REPORTED_FIELDS = ("pid", "host", "argv", "labels", "since", "job_id", "node_id", "node_ip",
-                   "worker_id", "actor_class", "task_name")
-# What an answer about what a process runs now may change; the rest of a record is fixed
-# from its registration on, so a listing encodes it once (Process.static_json).
-ACTIVITY_FIELDS = ("task_name", "actor_class")
-# A listing's argv: the words while they fit in this many characters (a Ray worker's argv
-# is ~1.2 KB of flags: 12 MB for 10,000 records). ``?argv=1`` gives it whole.
-LISTED_ARGV_CHARS = 160
-
-
-@dataclass
-class HubSession:
-    record: PausedThread
-    process: Process
-    state: SessionState = SessionState.WAITING
-    attaches: int = 0  # how many clients have attached to it so far
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.record.to_dict(), "state": self.state.value,
-                "process": self.process.id, "peer": self.process.peer}
-
-    def to_json(self) -> str:
-        """``json.dumps(self.to_dict())``, character for character: the record (frozen)
-        is encoded once, the three fields that can change are appended at each call."""
-        return (f'{self._record_json[:-1]}, "state": "{self.state.value}", '
-                f'"process": {json.dumps(self.process.id)}, '
-                f'"peer": {json.dumps(self.process.peer)}}}')
-
-    @functools.cached_property
-    def _record_json(self) -> str:
-        return json.dumps(self.record.to_dict())
-
-
-@dataclass(eq=False)
-class Process:
-    """A debugged process, alive as long as its control connection."""
-
-    id: str
-    info: dict[str, Any]
-    peer: str
-    send: Callable[[ControlMessage | bytes], None]  # bytes: a message encoded already
-    sessions: dict[str, HubSession] = field(default_factory=dict)
-    client: object | None = None  # the ClientConnection attached to it, if any
-    on_lost: list[Callable[[], None]] = field(default_factory=list)
-    # Told of sessions that start or end while a client is attached (the client is told).
-    on_session_started: list[Callable[[HubSession], None]] = field(default_factory=list)
-    on_session_ended: list[Callable[[HubSession, str, str], None]] = field(
-        default_factory=list)  # (session, reason, returned)
-    state: ProcessState = ProcessState.RUNNING
-    live: bool = False  # registered (Register): linked from its start
-    record: dict[str, Any] = field(default_factory=dict)  # what Register said
-    now: dict[str, Any] = field(default_factory=dict)  # what it ran when last asked
-    # Asked what it runs now by the latest listing, it has not answered yet (``now`` is
-    # an earlier answer, or empty).
-    now_stale: bool = False
-    asked_at: float = 0.0  # (loop time) when a listing last asked it what it runs now
-    connected_at: float = field(default_factory=time.time)
-    # The encoded fixed part of its record, by argv kind (None: not encoded yet; cleared
-    # when it registers).
-    static_json: dict[bool, bytes] = field(default_factory=dict)
-    # Threads asked to pause that have not stopped: {"threads": n, "since": epoch seconds
-    # the oldest was asked}, as its agent said last (None: none).
-    pause_requested: dict[str, Any] | None = None
-
-    def reported(self, name: str) -> Any:
-        """A field the process reported: what it runs now first, then its registration,
-        then its Identify."""
-        value = self.now.get(name)  # (written out: a listing asks 20,000 times)
-        if value is None:
-            value = self.record.get(name)
-            if value is None:
-                value = self.info.get(name)
-        return value
-
-
-# One encoder for all (``json.dumps`` with separators builds a new one at each call).
-_encode = json.JSONEncoder(separators=(",", ":")).encode
-
-
-@functools.lru_cache(maxsize=4096)
-def _changing_json(state: str, stale: bool, task_name: str | None, actor_class: str | None,
-                   parent: str | None, sessions: tuple[str, ...]) -> bytes:
-    """``"sessions":...}``: the fields of a listed record that change, closing the object
-    :meth:`Registry._static_json` opened. These few values repeat across thousands of
-    processes (one task name for most of a job, no sessions, no parent), so each
-    combination is encoded once. Written out by hand: ``json.dumps`` of a small dict
-    costs more than all of this."""
-    return (f'"sessions":{_encode(list(sessions))},"parent":{_encode(parent)},'
-            f'"state":"{state}","activity_stale":{"true" if stale else "false"},'
-            f'"task_name":{_encode(task_name)},"actor_class":{_encode(actor_class)}}}'
-            ).encode()
-
-
-def listed_argv(argv: list[str], limit: int = LISTED_ARGV_CHARS) -> list[str]:
-    """``argv``'s first words while they fit in ``limit`` characters (at least the first,
-    cut to ``limit``), then ``"…"`` when any were left out: the program and its script
-    stay readable, a Ray worker's kilobyte of flags does not fill a listing."""
-    kept: list[str] = []
-    used = 0
-    for word in argv:
-        if used + len(word) > limit:
-            if not kept:
-                kept.append(word[:limit])
-            kept.append("…")
-            break
-        kept.append(word)
-        used += len(word) + 1
-    return kept
+__all__ = ["HubSession", "Process", "Registry"]  # the entries, where callers found them
 
 
 class Registry:
@@ -159,46 +48,45 @@ class Registry:
 
     # -- processes --------------------------------------------------------------------------
 
-    def add_process(self, info: dict[str, Any], peer: str,
+    def add_process(self, record: ProcessRecord, peer: str,
                     send: Callable[[ControlMessage | bytes], None]) -> Process:
-        process = Process(id=self._process_id(info), info=info, peer=peer, send=send)
+        """A control connection identified itself (``record``: its Identify's)."""
+        process = Process(id=self._process_id(record), record=record, peer=peer, send=send)
         self._processes[process.id] = process
         return process
 
-    def _process_id(self, info: dict[str, Any]) -> str:
+    def _process_id(self, record: ProcessRecord) -> str:
         """``p`` and 8 hex digits of its host and pid: the same process has the same id
         after a hub restart (a script that kept it still names it); a number is appended in
         the unlikely case that the digits of two live processes collide."""
-        digest = hashlib.blake2b(f"{info.get('host')}\0{info.get('pid')}".encode(),
+        digest = hashlib.blake2b(f"{record.host}\0{record.pid}".encode(),
                                  digest_size=4).hexdigest()
         candidate = f"p{digest}"
         while candidate in self._processes:
             candidate = f"p{digest}-{next(self._process_ids)}"
         return candidate
 
-    async def register_process(self, process: Process, record: dict[str, Any]) -> None:
+    async def register_process(self, process: Process, record: ProcessRecord) -> None:
         """A live process says what it is (``Register``); listed from now on as such.
 
         The hub's own process (the Ray hub actor's worker, which the job's setup hook links
         too) is never listed nor asked: pausing it would stop the hub."""
-        process.record = dict(record)
+        process.record = record
         process.live = True
         process.static_json.clear()
-        process.static_json[False] = self._static_json(process, False)  # for the listings
-        if (record.get("host"), record.get("pid")) == (socket.gethostname(), os.getpid()):
+        process.fixed_json(False)  # encoded now, not by the next listing
+        if (record.host, record.pid) == (socket.gethostname(), os.getpid()):
             self._processes.pop(process.id, None)
             return
-        host, pid = record.get("host"), record.get("pid")
-        if isinstance(host, str) and isinstance(pid, int):
-            self._by_pid[(host, pid)] = process
+        self._by_pid[(record.host, record.pid)] = process
         await self._notify()
 
     async def remove_process(self, process: Process) -> None:
         """Forget a process whose connection closed; its client is told via ``on_lost``."""
         self._processes.pop(process.id, None)
-        key = (process.record.get("host"), process.record.get("pid"))
-        if self._by_pid.get(key) is process:  # type: ignore[arg-type]
-            del self._by_pid[key]  # type: ignore[arg-type]
+        key = (process.record.host, process.record.pid)
+        if self._by_pid.get(key) is process:
+            del self._by_pid[key]
         for session_id in list(process.sessions):
             self._drop_session(process, session_id)
         process.state = next_process_state(process.state, ProcessEvent.LOST)
@@ -211,74 +99,23 @@ class Registry:
         return list(self._processes.values())
 
     def process_view(self, process: Process) -> dict[str, Any]:
-        """The JSON record of ``process`` (``GET /api/processes``)."""
-        view: dict[str, Any] = {"id": process.id, "state": process.state.value,
-                                "sessions": list(process.sessions), "live": process.live}
-        for name in REPORTED_FIELDS:
-            view[name] = process.reported(name)
-        view["labels"] = dict(view["labels"] or {})
-        view["argv"] = list(view["argv"] or [])
-        if view["since"] is None:
-            view["since"] = process.connected_at
-        parent_pid = process.record.get("parent_pid")
-        parent = self._by_pid.get((view["host"], parent_pid)) \
-            if isinstance(parent_pid, int) else None
-        view["parent"] = parent.id if parent is not None and parent is not process else None
-        if process.pause_requested is not None:  # as the listing: only while there is one
-            view["pause_requested"] = process.pause_requested
-        return view
+        """The JSON record of ``process`` (see :meth:`Process.view`)."""
+        return process.view(self._parent(process))
 
     def processes(self) -> list[dict[str, Any]]:
         return [self.process_view(process) for process in self._processes.values()]
 
     def processes_json(self, processes: list[Process], full_argv: bool = False) -> bytes:
-        """The JSON list of ``processes``' records, as :meth:`process_view` gives them but
-        with ``argv`` bounded (:func:`listed_argv`, unless ``full_argv``) and
-        ``activity_stale``: true when the process has not answered the latest listing's
-        question yet (``task_name``/``actor_class`` are then its earlier answer, or null).
-        Quick for a listing of 10,000: each record's fixed part is encoded once, and the
-        little that changes is one of a few combinations, each encoded once."""
-        parts = [b"["]
-        by_pid = self._by_pid
-        for process in processes:
-            static = process.static_json.get(full_argv)
-            if static is None:
-                static = process.static_json[full_argv] = self._static_json(process, full_argv)
-            record = process.record
-            parent_pid, host = record.get("parent_pid"), record.get("host")
-            parent = by_pid.get((host, parent_pid)) \
-                if isinstance(parent_pid, int) and isinstance(host, str) else None
-            parts.append(static)
-            changing = _changing_json(
-                process.state.value, process.now_stale, process.reported("task_name"),
-                process.reported("actor_class"),
-                parent.id if parent is not None and parent is not process else None,
-                tuple(process.sessions) if process.sessions else ())
-            if process.pause_requested is not None:  # rare: written out, the object reopened
-                changing = changing[:-1] + b',"pause_requested":' + \
-                    _encode(process.pause_requested).encode() + b"}"
-            parts.append(changing)
-            parts.append(b",")
-        if processes:
-            parts.pop()
-        parts.append(b"]")
-        return b"".join(parts)
+        """The JSON list of ``processes``' records (see :meth:`Process.listed_json`)."""
+        return b"[" + b",".join(process.listed_json(self._parent(process), full_argv)
+                                for process in processes) + b"]"
 
-    @staticmethod
-    def _static_json(process: Process, full_argv: bool) -> bytes:
-        """``{"id":...,...,`` : the fields of ``process``'s record that do not change (an
-        open object, followed by the changing ones)."""
-        fixed: dict[str, Any] = {"id": process.id, "live": process.live}
-        for name in REPORTED_FIELDS:
-            if name not in ACTIVITY_FIELDS:
-                fixed[name] = process.record.get(name) if process.record.get(name) \
-                    is not None else process.info.get(name)
-        fixed["labels"] = dict(fixed["labels"] or {})
-        argv = [str(word) for word in fixed["argv"] or []]
-        fixed["argv"] = argv if full_argv else listed_argv(argv)
-        if fixed["since"] is None:
-            fixed["since"] = process.connected_at
-        return _encode(fixed)[:-1].encode() + b","
+    def _parent(self, process: Process) -> str | None:
+        """The id of the linked process that started ``process`` (same host), if any."""
+        record = process.record
+        parent = self._by_pid.get((record.host, record.parent_pid)) \
+            if record.parent_pid is not None else None
+        return parent.id if parent is not None and parent is not process else None
 
     # -- sessions ---------------------------------------------------------------------------
 

@@ -10,5 +10,5 @@ protocol. It is started at the first pause or, with ``live``, at the process's s
 
 May import: ``raydebug.agent.config``, ``raydebug.agent.flags``, ``raydebug.agent.fork_guard``,
 ``raydebug.agent.metadata``, ``raydebug.agent.report``, ``raydebug.agent.debugger.facade``,
-``raydebug.protocol``, ``raydebug.errors``, ``raydebug.tls``.
+``raydebug.protocol``, ``raydebug.errors``, ``raydebug.tls``, ``raydebug.process_record``.
 """

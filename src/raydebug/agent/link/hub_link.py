@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import RaydebugError
+from ...process_record import IDENTIFY_FIELDS
 from ...protocol.control import (
     ROLE_CONTROL,
     ROLE_DATA,
@@ -38,9 +39,8 @@ from ...protocol.control import (
 from ...protocol.framing import NeedData
 from ..config import AgentConfig
 from ..debugger.facade import mark_invisible
-from ..metadata import process_info
 from ..report import say
-from . import discovery
+from . import discovery, live
 from .data_connection import DataConnections
 from .dial import HANDSHAKE_TIMEOUT, RECV_SIZE, Dial, Dialer, create_connection
 from .dispatch import ControlDispatch
@@ -209,8 +209,9 @@ class HubLink:
         try:
             if self._config.discover:
                 self._hub = None  # look it up again: it may have moved since
+            identify = live.process_record().to_dict(IDENTIFY_FIELDS)
             sock, leftover = self._dialer.handshake(*self._resolve_hub(), ROLE_CONTROL,
-                                                    process=process_info())
+                                                    process=identify)
         except RaydebugError as error:
             first = not self.attempted.is_set()
             if first and self.pause_reports_first_error:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...process_record import RAY_FIELDS, ProcessRecord
 from ..config import process_labels
 from ..flags import is_on
 from . import discovery
@@ -73,26 +74,23 @@ def forget_after_fork(parent_pid: int) -> bool:
     return was_live
 
 
-def process_record() -> dict[str, Any]:
-    """What ``Register`` says about this process (the hub adds id, state, sessions)."""
+def process_record() -> ProcessRecord:
+    """This process as it is now: ``Identify`` carries part of it, ``Register`` all of it
+    (the hub adds id, state, sessions). Ray's ids are the integration's (:func:`remember`),
+    else those of the Ray task that started this process, else None."""
     import socket  # not at import: ``raydebug.agent`` stays free of sockets until used
 
-    record: dict[str, Any] = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "argv": list(sys.argv),
-        "labels": process_labels(),
-        "since": _since,
-        "parent_pid": _parent_pid if _parent_pid is not None else os.getppid(),
-        "python": sys.version.split()[0],
-    }
-    inherited = discovery.inherited_task()  # a process a Ray task started: that task's ids
-    for name in ("job_id", "node_id", "node_ip", "worker_id", "actor_class", "task_name",
-                 "task_id"):
-        value = _identity.get(name, inherited.get(name))
-        if value is not None:
-            record[name] = value
-    return record
+    inherited = discovery.inherited_task()
+    return ProcessRecord(
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        argv=list(sys.argv),
+        python=sys.version.split()[0],
+        labels=process_labels(),
+        since=_since,
+        parent_pid=_parent_pid if _parent_pid is not None else os.getppid(),
+        **{name: _identity.get(name, inherited.get(name)) for name in RAY_FIELDS},
+    )
 
 
 def session_identity() -> dict[str, Any]:
@@ -100,10 +98,9 @@ def session_identity() -> dict[str, Any]:
     the registered ones and what the process runs now, without asking Ray's runtime context
     on the link thread (whose task is none)."""
     record = process_record()
-    names = ("job_id", "node_id", "node_ip", "worker_id", "actor_class", "task_name",
-             "task_id")
-    identity = {name: record[name] for name in names if name in record}
-    identity.update({k: v for k, v in current_activity().items() if k in names})
+    identity = {name: getattr(record, name) for name in RAY_FIELDS
+                if getattr(record, name) is not None}
+    identity.update({k: v for k, v in current_activity().items() if k in RAY_FIELDS})
     return identity
 
 

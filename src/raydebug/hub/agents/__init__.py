@@ -7,6 +7,5 @@ connection a client asked for waits in ``data_connections`` until the agent open
 received by ``data_receiver`` and seen by the client's relay through ``data_stream``.
 
 May import: ``raydebug.hub.registry``, ``raydebug.hub.processes``, ``raydebug.hub.net``,
-``raydebug.protocol``, ``raydebug.session``,
-``raydebug.errors``.
+``raydebug.protocol``, ``raydebug.session``, ``raydebug.process_record``, ``raydebug.errors``.
 """

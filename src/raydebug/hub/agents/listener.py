@@ -33,6 +33,7 @@ from ...errors import (
     RemoteProtocolError,
     SessionBusyError,
 )
+from ...process_record import ProcessRecord
 from ...protocol.control import (
     ROLE_CONTROL,
     ArmBreakpoints,
@@ -145,7 +146,8 @@ class AgentListener:
             SessionEnded: lambda process, m: self._registry.end_session(
                 process, m.session_id, m.reason, m.returned),
             ChannelFailed: lambda process, m: self._data_connections.fail(m.channel, m.reason),
-            Register: lambda process, m: self._registry.register_process(process, m.process),
+            Register: lambda process, m: self._registry.register_process(
+                process, ProcessRecord.from_dict(m.process)),
             BreakpointsLoaded: lambda process, m: self._breakpoints.loaded(m.paths),
             LogpointOutput: self._logpoint,
         }
@@ -239,7 +241,8 @@ class AgentListener:
             if not isinstance(message, Identify):
                 raise RemoteProtocolError("expected an identify message first on a control "
                                           "connection")
-            process = self._registry.add_process(message.process, peer, send)
+            process = self._registry.add_process(ProcessRecord.from_dict(message.process),
+                                                 peer, send)
             send(self._breakpoints.arm_message())  # the cluster's, before it registers
             log.info("agent %s: process %s (pid %s) connected", peer, process.id,
                      message.process.get("pid"))
