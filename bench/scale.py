@@ -74,7 +74,8 @@ ARGV = ["/usr/bin/python3", "-u", "/opt/conda/lib/python3.11/site-packages/ray/_
 
 
 def fake_process(index: int) -> dict[str, Any]:
-    """What the agent's Identify says about its process (agent/metadata.py:process_info)."""
+    """What the agent's Identify says about its process (its ``ProcessRecord``'s
+    ``to_dict(IDENTIFY_FIELDS)``: see raydebug.process_record)."""
     return {"pid": 10_000 + index, "host": f"worker-{index // 16:03d}", "argv": ARGV,
             "python": "3.11.7"}
 

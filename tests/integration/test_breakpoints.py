@@ -70,7 +70,7 @@ def test_two_processes_are_listed_with_their_metadata(hub: HubProcess, worker_sc
     assert Path(session["file"]).resolve() == worker_script.resolve()
     assert session["line"] == line_of(worker_script, "pause here")
     assert session["function"] == "compute"
-    assert session["labels"] == {"rank": "3", "local_rank": "1"}
+    assert session["labels"] == {"RANK": "3", "LOCAL_RANK": "1"}  # as the process's
     assert session["thread"] == "MainThread"
     assert session["source"].startswith("breakpoint()")
 

@@ -208,7 +208,7 @@ class ArmedBreakpoints:
                         lines.setdefault(spec.line, []).append(kept[0] if kept else ArmedLine(spec))
                     client_path[name] = source.path
             labels = self._labels()
-            # Both spellings: the environment's (RANK) and the record's (rank).
+            # As set (RANK, team; see agent.config.process_labels) and in upper case (TEAM).
             self._label_names = {**{k.upper(): v for k, v in labels.items()}, **labels}
             self._client_path = client_path
             self._reported &= set(client_path.values())
