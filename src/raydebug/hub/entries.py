@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,19 +108,6 @@ class Process:
             view["pause_requested"] = self.pause_requested
         return view
 
-    def listed_json(self, parent: str | None, full_argv: bool) -> bytes:
-        """:meth:`view` encoded, with ``argv`` bounded (:func:`listed_argv`, unless
-        ``full_argv``) and ``activity_stale``: true when it has not answered the latest
-        listing's question yet (``task_name``/``actor_class`` are then its earlier answer,
-        or null)."""
-        changing = _changing_json(
-            self.state.value, self.now_stale, self.reported("task_name"),
-            self.reported("actor_class"), parent, tuple(self.sessions))
-        if self.pause_requested is not None:  # rare: written out, the object reopened
-            changing = changing[:-1] + b',"pause_requested":' + \
-                _encode(self.pause_requested).encode() + b"}"
-        return self.fixed_json(full_argv) + changing
-
     def fixed_json(self, full_argv: bool) -> bytes:
         """``{"id":...,...,`` : the fields of its record that do not change (an open
         object, followed by the changing ones), encoded once (until it registers again)."""
@@ -138,6 +125,37 @@ class Process:
             fixed["since"] = self.connected_at
         encoded = self.static_json[full_argv] = _encode(fixed)[:-1].encode() + b","
         return encoded
+
+
+def listing_json(processes: Iterable[Process], linked: Mapping[tuple[str, int], Process],
+                 full_argv: bool = False) -> bytes:
+    """The JSON list of ``processes``' records, each as :meth:`Process.view` gives it
+    (``linked``: the linked processes by host and pid, where a ``parent`` is found) but with
+    ``argv`` bounded (:func:`listed_argv`, unless ``full_argv``) and ``activity_stale``: true
+    when the process has not answered the latest listing's question yet
+    (``task_name``/``actor_class`` are then its earlier answer, or null). Written as one
+    loop: it runs 10,000 times a listing."""
+    parts = [b"["]
+    for process in processes:
+        static = process.static_json.get(full_argv)
+        if static is None:
+            static = process.fixed_json(full_argv)
+        record = process.record
+        parent = linked.get((record.host, record.parent_pid)) \
+            if record.parent_pid is not None else None
+        changing = _changing_json(
+            process.state.value, process.now_stale, process.reported("task_name"),
+            process.reported("actor_class"),
+            parent.id if parent is not None and parent is not process else None,
+            tuple(process.sessions) if process.sessions else ())
+        if process.pause_requested is not None:  # rare: written out, the object reopened
+            changing = changing[:-1] + b',"pause_requested":' + \
+                _encode(process.pause_requested).encode() + b"}"
+        parts += (static, changing, b",")
+    if len(parts) > 1:
+        parts.pop()
+    parts.append(b"]")
+    return b"".join(parts)
 
 
 # One encoder for all (``json.dumps`` with separators builds a new one at each call).

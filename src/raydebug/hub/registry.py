@@ -28,7 +28,7 @@ from ..session import (
     next_process_state,
     next_state,
 )
-from .entries import HubSession, Process
+from .entries import HubSession, Process, listing_json
 
 __all__ = ["HubSession", "Process", "Registry"]  # the entries, where callers found them
 
@@ -106,9 +106,8 @@ class Registry:
         return [self.process_view(process) for process in self._processes.values()]
 
     def processes_json(self, processes: list[Process], full_argv: bool = False) -> bytes:
-        """The JSON list of ``processes``' records (see :meth:`Process.listed_json`)."""
-        return b"[" + b",".join(process.listed_json(self._parent(process), full_argv)
-                                for process in processes) + b"]"
+        """The JSON list of ``processes``' records (see :func:`.entries.listing_json`)."""
+        return listing_json(processes, self._by_pid, full_argv)
 
     def _parent(self, process: Process) -> str | None:
         """The id of the linked process that started ``process`` (same host), if any."""
