@@ -73,6 +73,7 @@ class ControlMessage:
     TYPE: ClassVar[str] = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The message as its JSON object: its ``type``, then each field."""
         return {"type": self.TYPE, **asdict(self)}
 
 
