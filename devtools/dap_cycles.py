@@ -1,5 +1,6 @@
 """Debug one session through the hub as a test does it most often: attach, evaluate an
-expression in the paused frame, continue, disconnect."""
+expression in the paused frame, continue, disconnect; and read a suspended thread's top frame
+and its locals."""
 
 from __future__ import annotations
 
@@ -58,3 +59,18 @@ async def evaluate_and_continue(host: str, port: int, session_id: str | None,
     finally:
         await client.close()
     return Evaluated(str(value["result"]), stopped, top)
+
+
+async def top_frame(client: DapClient, thread_id: int) -> dict[str, Any]:
+    """The top frame of suspended thread ``thread_id`` (DAP ``stackTrace``)."""
+    frames = await client.request("stackTrace", {"threadId": thread_id})
+    return dict(frames["stackFrames"][0])
+
+
+async def locals_of(client: DapClient, frame_id: int) -> dict[str, str]:
+    """Frame ``frame_id``'s locals as pydevd shows them: name -> repr."""
+    scopes = await client.request("scopes", {"frameId": frame_id})
+    local = next(s for s in scopes["scopes"] if s["name"] == "Locals")
+    variables = await client.request("variables",
+                                     {"variablesReference": local["variablesReference"]})
+    return {v["name"]: v["value"] for v in variables["variables"]}

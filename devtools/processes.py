@@ -26,6 +26,32 @@ breakpoint()
 print("finished", value + 1, flush=True)
 """
 
+# A live process (it links at its start) whose "blocked-worker" thread waits in C on an event
+# nobody sets while its main thread loops: a pause makes that thread a session blocked in C.
+BLOCKED_WORKER = """
+import os, threading, time
+from raydebug.agent import start_live_link
+
+start_live_link()  # as RAYDEBUG_LIVE=1 does where raydebug's .pth is installed (not 3.12's)
+
+done = threading.Event()
+
+def worker():
+    waiting_for = "done"
+    done.wait()  # blocked in C until the event is set
+    after = waiting_for + " was set"
+    print("worker:", after, flush=True)
+
+thread = threading.Thread(target=worker, name="blocked-worker")
+thread.start()
+print("started", os.getpid(), flush=True)
+total = 0
+while thread.is_alive():
+    total += 1
+    time.sleep(0.01)
+print("finished", total > 0, flush=True)
+"""
+
 
 def run(coro: Coroutine[Any, Any, Any], timeout: float = 60.0) -> Any:
     """Run an async test body with an overall bound."""
@@ -40,6 +66,18 @@ def read_line(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> str:
         if not selector.select(timeout):
             raise TimeoutError(f"no output from pid {proc.pid} within {timeout}s")
     return proc.stdout.readline()
+
+
+def next_line(proc: subprocess.Popen[bytes], timeout: float = TIMEOUT) -> str:
+    """The next line ``proc`` printed, for a process started with ``bufsize=0`` and a byte
+    stdout: select() and a byte-wise readline() never leave a line behind in a buffer
+    (:func:`read_line`'s text stream can). Raises ``TimeoutError`` after ``timeout``."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise TimeoutError(f"no output from pid {proc.pid} within {timeout}s")
+    return proc.stdout.readline().decode()
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:
@@ -132,6 +170,17 @@ class HubProcess:
         """:func:`wait_processes` on this hub."""
         return wait_processes(self.client_address, what, check, timeout, query)
 
+    def wait_linked(self, count: int, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
+        """Long-poll the hub until it lists at least ``count`` live processes (each armed
+        at its link's connect: the hub sends the cluster's breakpoints right after a process
+        identifies itself, before it registers); return them. ``TimeoutError`` after
+        ``timeout``."""
+        def live(processes: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+            found = [p for p in processes if p.get("live")]
+            return found if len(found) >= count else None
+
+        return list(self.wait_processes(f"{count} processes linked", live, timeout))
+
     def wait_sessions(self, count: int, timeout: float = TIMEOUT,
                       state: str | None = None) -> list[dict[str, Any]]:
         """Long-poll the hub until exactly ``count`` sessions (in ``state``) exist."""
@@ -206,24 +255,58 @@ def wait_processes(client_address: str, what: str,
                    check: Callable[[list[dict[str, Any]]], Any], timeout: float = TIMEOUT,
                    query: str = "now=0") -> Any:
     """Long-poll the hub's ``/api/processes?QUERY`` until ``check(processes)`` is true, and
-    return its value. Each poll waits for the hub's registry to change after the listing it
-    last read, so this wakes on the change that makes it true, never on a clock; raise
-    ``TimeoutError`` naming ``what`` after ``timeout``."""
+    return its value (:func:`wait_listing`). It wakes on each change of the hub's processes
+    or sessions, so a ``check`` may read the sessions too."""
+    return wait_listing(client_address, f"/api/processes?{query}", what, check, timeout)
+
+
+def wait_listing(client_address: str, path: str, what: str, check: Callable[[Any], Any],
+                 timeout: float = TIMEOUT) -> Any:
+    """Long-poll ``GET path`` (a listing of the hub that has a long-poll: it names the
+    version it shows in its ``Raydebug-Version`` header and takes ``after=VERSION&timeout=S``)
+    until ``check(answer)`` is true, and return its value. Each poll waits for what the
+    listing shows to change after the answer it last read, so this wakes on the change that
+    makes it true, never on a clock; raise ``TimeoutError`` naming ``what`` after
+    ``timeout``."""
     deadline = time.monotonic() + timeout
     after = ""
+    joint = "&" if "?" in path else "?"
     while True:
         remaining = deadline - time.monotonic()
-        url = f"http://{client_address}/api/processes?{query}{after}"
+        url = f"http://{client_address}{path}{after}"
         with urllib.request.urlopen(url, timeout=max(remaining, 0) + 10) as response:
-            processes = json.loads(response.read())
+            answer = json.loads(response.read())
             version = response.headers["Raydebug-Version"]
-        value = check(processes)
+        value = check(answer)
         if value:
             return value
         if remaining <= 0:
-            raise TimeoutError(f"{what}: not within {timeout:.0f} s; the hub lists "
-                               f"{len(processes)} processes")
-        after = f"&after={version}&timeout={max(remaining, 0.1):.2f}"
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s; the hub's last answer: "
+                               f"{json.dumps(answer)[:1000]}")
+        after = f"{joint}after={version}&timeout={max(remaining, 0.1):.2f}"
+
+
+def raydebug(hub: HubProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    """``raydebug ARGS --hub HUB`` as a user runs it against ``hub`` (colours off, 160
+    columns); what it printed and its exit code, within :data:`TIMEOUT`."""
+    return subprocess.run([sys.executable, "-m", "raydebug", *args, "--hub", hub.client_address],
+                          capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "160"})
+
+
+def ask_until(what: str, check: Callable[[], Any], timeout: float = 180) -> Any:
+    """Call ``check()`` until it returns something true, and return that; ``TimeoutError``
+    naming ``what`` after ``timeout``. Only for what nothing can push: what a process runs
+    now and where its threads are are asked of it at each call. A change of the hub's
+    processes or sessions is waited on instead (:func:`wait_processes`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.25)  # asked, not pushed: see the docstring
 
 
 def start_hub(*args: str, token: str = "test-token") -> HubProcess:

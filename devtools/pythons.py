@@ -1,16 +1,26 @@
 """Other Pythons for tests and benchmarks: pyenv's interpreters, each in a venv with this
-venv's debugpy (raydebug itself comes from the source tree through PYTHONPATH), and one with
-this venv's Ray as well (:func:`ray_venv`: built once, kept under ``.venv/``)."""
+venv's debugpy (:func:`python_for`; raydebug itself comes from the source tree through
+PYTHONPATH), and one with this venv's Ray as well (:func:`ray_venv`: built once, kept under
+``.venv/``)."""
 
 from __future__ import annotations
 
 import fcntl
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 PYENV_VERSIONS = Path("/root/.pyenv/versions")
 ROOT = Path(__file__).resolve().parents[1]
+# raydebug's source tree: another Python's PYTHONPATH, so that it runs this checkout's raydebug.
+SOURCE = ROOT / "src"
+# The other Pythons the tests run the agent on, each with pyenv's interpreters of it, newest
+# last (empty when not installed: its tests skip). Lists, not glob()'s generators: a
+# generator is empty for the second test that asks (the fallback then found pyenv's shim,
+# which runs no version that is not selected).
+PYTHONS = {version: sorted(PYENV_VERSIONS.glob(f"{version}.*/bin/python{version}"))
+           for version in ("3.10", "3.12", "3.13")}
 # Beside this venv, so `make clean` removes it and a CI run (a fresh clone) builds it once.
 RAY_VENVS = ROOT / ".venv" / "pythons"
 
@@ -19,6 +29,31 @@ def find_python(version: str) -> Path | None:
     """The newest pyenv interpreter of ``version`` (``"3.12"``), or None."""
     found = sorted(PYENV_VERSIONS.glob(f"{version}.*/bin/python{version}"))
     return found[-1] if found else None
+
+
+def interpreter(version: str) -> Path | None:
+    """The newest pyenv interpreter of ``version``, else ``python{version}`` on PATH, else
+    None."""
+    found = find_python(version)
+    if found is not None:
+        return found
+    on_path = shutil.which(f"python{version}")
+    return Path(on_path) if on_path else None
+
+
+def python_for(version: str) -> str:
+    """A python to run a debugged process on ``version`` (``"3.12"``): this interpreter for
+    its own version, else a venv of :func:`interpreter` with this venv's debugpy
+    (:func:`venv_with_debugpy`; raydebug comes from :data:`SOURCE` through PYTHONPATH).
+    Skips the calling test when that Python is not installed."""
+    if version == f"{sys.version_info.major}.{sys.version_info.minor}":
+        return sys.executable
+    base = interpreter(version)
+    if base is None:
+        import pytest  # only tests ask for a Python they may do without
+
+        pytest.skip(f"Python {version} is not installed")
+    return venv_with_debugpy(base)
 
 
 def pinned(*names: str) -> list[str]:

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
-from devtools.dap_cycles import Evaluated, attach, evaluate_and_continue
+from devtools.dap_cycles import Evaluated, attach, evaluate_and_continue, locals_of, top_frame
 from devtools.processes import (
+    BLOCKED_WORKER,
     PAUSING_WORKER,
     TIMEOUT,
     HubProcess,
+    ask_until,
     finish,
     line_of,
     listening_ports,
+    next_line,
+    raydebug,
     read_line,
     run,
     start_hub,
@@ -21,7 +25,9 @@ from devtools.processes import (
 from devtools.pythons import find_python, venv_with_debugpy
 
 __all__ = [
-    "PAUSING_WORKER", "TIMEOUT", "Evaluated", "HubProcess", "attach", "evaluate_and_continue",
-    "find_python", "finish", "line_of", "listening_ports", "read_line", "run", "start_hub",
-    "stop", "venv_with_debugpy", "wait_processes", "write_script",
+    "BLOCKED_WORKER", "PAUSING_WORKER", "TIMEOUT", "Evaluated", "HubProcess", "ask_until",
+    "attach",
+    "evaluate_and_continue", "find_python", "finish", "line_of", "listening_ports",
+    "locals_of", "next_line", "raydebug", "read_line", "run", "start_hub", "stop",
+    "top_frame", "venv_with_debugpy", "wait_processes", "write_script",
 ]

@@ -1,11 +1,13 @@
-"""Real Ray on loopback for the tests: a multi-node ``Cluster`` in the test's process, or a
-head node of its own (`ray start --head`, as a user starts one); and the `raydebug` CLI run
-against them."""
+"""Real Ray on loopback for the tests: a multi-node ``Cluster`` in the test's process (the
+integration modules' ``cluster`` fixture), or a head node of its own (`ray start --head`, as a
+user starts one); jobs run under `raydebug run`, the cluster's own hub, and the `raydebug` CLI
+run against them."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -13,7 +15,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,6 +56,41 @@ def loopback_cluster(head: dict[str, Any], *nodes: dict[str, Any]) -> Iterator[A
 def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "raydebug", *args], capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **LOOPBACK})
+
+
+def start_job(job: Path, address: str) -> subprocess.Popen[str]:
+    """``raydebug run -- python JOB ADDRESS``: a driver of the cluster at ``address`` whose
+    workers are linked; its output piped, as text. The caller stops it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job), address],
+        env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def hub_port(address: str) -> int:
+    """The client port of the hub of the cluster at ``address``: the cluster's own hub, which
+    this starts when no job or command has yet (`raydebug vscode --ray-address`)."""
+    found = raydebug_cli("vscode", "--ray-address", address)
+    assert found.returncode == 0, found.stderr
+    return int(json.loads(found.stdout)["connect"]["port"])
+
+
+def get(port: int, path: str) -> Any:
+    """``GET path`` of the hub on loopback ``port``: its JSON."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as response:
+        return json.loads(response.read())
+
+
+def post(port: int, path: str, body: Any) -> tuple[int, Any]:
+    """``POST path`` of ``body`` as JSON to the hub on loopback ``port``: its status and
+    JSON answer (an error's too)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                     data=json.dumps(body).encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
 
 
 def free_port() -> int:
