@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from helpers import PAUSING_WORKER, HubProcess, start_hub, write_script
-from raydebug.hub.http.api import MAX_REQUEST_BODY, MAX_REQUEST_HEAD
+from raydebug.hub.http.exchange import MAX_REQUEST_BODY, MAX_REQUEST_HEAD
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,6 @@
-"""Who may use the client port: the socket owner's uid (hub/clients/peer_owner.py), the admission
-rule (hub/clients/admission.py), and the HTTP Host check against DNS rebinding (hub/http/api.py)."""
+"""Who may use the client port: the socket owner's uid (hub/clients/peer_owner.py), the
+admission rule (hub/clients/admission.py), and the HTTP Host check against DNS rebinding
+(hub/http/host_check.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from raydebug.errors import ClientRefusedError
 from raydebug.hub.clients import peer_owner
 from raydebug.hub.clients.admission import ClientAdmission
-from raydebug.hub.http.api import HubNames, misdirected
+from raydebug.hub.http.host_check import HubNames, misdirected
 
 little_endian = pytest.mark.skipif(sys.byteorder != "little", reason="sample tables are x86's")
 

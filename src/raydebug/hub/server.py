@@ -1,14 +1,15 @@
 """The hub: one object that owns the listeners and all state (a test can run two).
 
-The worker listener takes agents' connections (token-authenticated; with ``tls``, inside
-TLS with a self-signed certificate that workers pin, see :mod:`raydebug.tls`). The client
-listener (127.0.0.1 by default) serves DAP and HTTP on one port: both protocols speak first,
-so the first bytes decide (``Content-Length`` -> DAP, an HTTP method -> HTTP).
+The agents' listener (``worker_host``/``worker_port``) takes each agent's link
+(token-authenticated; with ``tls``, inside TLS with a self-signed certificate that agents
+pin, see :mod:`raydebug.tls`). The client listener (127.0.0.1 by default) serves DAP and
+HTTP on one port: both protocols speak first, so the first bytes decide (``Content-Length``
+-> DAP, an HTTP method -> HTTP). What each HTTP route answers is :mod:`.http.routes`'s.
 
 Limits, each a :class:`HubConfig` field: concurrent connections per peer address on each
 listener (one more is refused with a message saying which setting to raise; connections
-that proved they belong do not count, see :class:`~raydebug.hub.net.PeerLimit`), the time a
-worker has to finish its handshake, the time a client has to send its first bytes, and the
+that proved they belong do not count, see :class:`~raydebug.hub.net.PeerLimit`), the time an
+agent has to finish its handshake, the time a client has to send its first bytes, and the
 number of sessions.
 """
 
@@ -16,12 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hmac
 import logging
 import os
 import re
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -32,17 +31,16 @@ from .. import state_file, tls, web
 from ..errors import ClientRefusedError, ConfigurationError, RaydebugError
 from ..protocol import DapConnection, Event, Request, Response, encode_message, frame
 from ..protocol.control import ArmBreakpoints
-from ..selectors import parse as parse_selector
-from ..session import SessionState
-from ..stack_tree import merge_stacks
 from .agents.data_connections import PendingDataConnections
 from .agents.listener import AgentListener
 from .clients.admission import ClientAdmission
 from .clients.cluster_attach import ClusterAttaches
 from .clients.connection import ClientConnection
-from .http.api import HubNames, Reply, respond, serve_http, token_cookie
+from .http.api import serve_http
+from .http.exchange import respond
+from .http.host_check import HubNames
+from .http.routes import HubRoutes
 from .net import (
-    RECV_SIZE,
     Admission,
     PeerLimit,
     is_loopback,
@@ -53,13 +51,12 @@ from .net import (
     serve_admitted,
     set_nodelay,
 )
-from .processes import DEFAULT_TIMEOUT, ProcessQueries
+from .processes import ProcessQueries
 from .registry import Registry
 from .tls_server import TlsServer
 
 log = logging.getLogger("raydebug.hub")
 
-MAX_LONG_POLL = 300.0
 _HTTP_REQUEST = re.compile(rb"^(GET|HEAD|POST|PUT|DELETE|OPTIONS|PATCH) ")
 _DAP_PREFIX = b"content-length"
 
@@ -134,9 +131,12 @@ class Hub:
                                       "--max-worker-connections")
         self.client_limit = PeerLimit(self.config.max_client_connections, "client",
                                       "--max-client-connections")
-        # Who may use the client port, and by which names (see clients.admission, http.api).
+        # Who may use the client port, and by which names (clients.admission, http.host_check).
         self.admission = ClientAdmission(has_client_token=bool(self.config.client_token))
         self.http_names = HubNames(self.config.host)
+        self.routes = HubRoutes(self.registry, self.queries, self.cluster_attaches,
+                                client_token=self.config.client_token,
+                                statistics=self.statistics, serve_dap=self._serve_dap)
         self.certificate: tls.Certificate | None = None
         self._servers: list[asyncio.Server | TlsServer] = []
         self.client_address: tuple[str, int] = (self.config.host, self.config.port)
@@ -266,13 +266,9 @@ class Hub:
             if kind == "dap" and refusal is not None:
                 await self._refuse_dap(reader, writer, first, str(refusal))
             elif kind == "dap":
-                connection = ClientConnection(self.registry, self.data_connections,
-                                              self.config.allow_terminate, reader, writer, first,
-                                              peer, self.cluster_attaches,
-                                              self.config.client_token)
-                await connection.run()
+                await self._serve_dap(reader, writer, first, self.config.client_token)
             elif kind == "http":
-                await serve_http(first, reader, writer, self._routes(),
+                await serve_http(first, reader, writer, self.routes.table(),
                                  self.config.client_token, names=self.http_names,
                                  refusal=refusal, public=web.is_page_file)
             elif first:
@@ -336,144 +332,11 @@ class Hub:
         except Exception as error:  # (Ray's errors are many) the linked processes have them
             log.warning("could not publish the cluster's breakpoints: %s", error)
 
-    def _routes(self) -> dict[str, Any]:
-        """The HTTP route table (see :mod:`.http.api` for its keys and handlers)."""
-        routes: dict[str, Any] = {"/api/sessions": self._sessions_route,
-                                  "/api/health": self._health_route,
-                                  "/api/processes": self._processes_route,
-                                  "/api/stacks": self._stacks_route,
-                                  "/api/breakpoints": self._breakpoints_route,
-                                  "/api/logpoints": self._logpoints_route,
-                                  "POST /api/pause": self._pause_post_route,
-                                  "POST /api/breakpoints": self._set_breakpoints_route,
-                                  "WEBSOCKET /dap": self._dap_websocket}
-        routes.update({path: self._page_file_route(path) for path in web.page_files()})
-        return routes
-
-    async def _dap_websocket(self, reader: asyncio.StreamReader, writer: Any,
-                             token_proven: bool) -> None:
-        """The browser's DAP connection: the same client path as a TCP client's. An upgrade
-        that presented the client token (its cookie) has proven it: the page's scripts
-        cannot read that cookie to put it in ``attach``."""
-        first = await reader.read(RECV_SIZE)  # b"" would be the end of the stream
-        if not first:
-            return
-        connection = ClientConnection(self.registry, self.data_connections,
-                                      self.config.allow_terminate, reader, writer, first,
-                                      peer_name(writer), self.cluster_attaches,
-                                      None if token_proven else self.config.client_token)
-        await connection.run()
-
-    def _page_file_route(self, path: str) -> Any:
-        async def page_file(query: dict[str, str]) -> Reply:
-            given = query.get("token")
-            if path == "/" and given is not None:
-                # The link `raydebug web` prints: keep the token in a cookie, and take it
-                # out of the address bar (and the history) with a redirect.
-                token = self.config.client_token
-                right = token is not None and hmac.compare_digest(given.encode(), token.encode())
-                cookie = (token_cookie(token),) if token and right else ()
-                return Reply(HTTPStatus.SEE_OTHER, body=b"", content_type="text/plain",
-                             headers=(("Location", "/"), *cookie))
-            body, content_type = web.page_file(path)
-            return Reply(body=body, content_type=content_type)
-        return page_file
-
-    async def _processes_route(self, query: dict[str, str]) -> Reply:
-        """Every linked process (``?KEY=VALUE`` selector terms filter them); what Ray
-        processes run now is asked of them (``now=0``: not; those that do not answer in
-        time, or that the bound left unasked, are listed with their last answer,
-        ``activity_stale``). ``argv`` is bounded
-        (``argv=1``: whole). The reply's ``Raydebug-Version`` header names the registry's
-        version it shows; ``after=VERSION&timeout=S`` long-polls: it answers once processes or
-        sessions changed after that version, or when ``S`` (at most ``MAX_LONG_POLL``) ran
-        out, with what there is."""
-        after = query.pop("after", None)
-        timeout = min(float(query.pop("timeout", "0")), MAX_LONG_POLL)
-        if after is not None and timeout > 0:
-            try:
-                await asyncio.wait_for(self.registry.wait_for_version_after(int(after)), timeout)
-            except TimeoutError:
-                pass  # answer with what there is
-        version = self.registry.version
-        started = time.perf_counter()
-        self.queries.last_round_writing, self.queries.last_round_asked = 0.0, 0
-        now = query.pop("now", "1") != "0"
-        full_argv = query.pop("argv", "0") == "1"
-        selector = parse_selector(f"{k}={v}" for k, v in query.items())
-        # A term on what runs now asks everyone first; other terms pick before asking.
-        processes = await self.queries.select(selector, activity=now)
-        if now and not selector.needs_activity:
-            await self.queries.refresh_activity(processes)
-        asked = time.perf_counter()
-        body = self.registry.processes_json(processes, full_argv)
-        # Where the hub's time went (a browser's developer tools show it; the bench too).
-        timing = (f"ask;dur={(asked - started) * 1000:.1f}, "
-                  f"write;dur={self.queries.last_round_writing * 1000:.1f}, "
-                  f"encode;dur={(time.perf_counter() - asked) * 1000:.1f}, "
-                  f'asked;desc="{self.queries.last_round_asked}"')
-        return Reply(body=body, headers=(("Server-Timing", timing),
-                                          ("Raydebug-Version", str(version))))
-
-    async def _stacks_route(self, query: dict[str, str]) -> dict[str, Any]:
-        """Every thread's stack of the selected processes (``?KEY=VALUE`` terms,
-        ``locals=1``, ``timeout=S``)."""
-        with_locals = query.pop("locals", "0") not in ("0", "", "false")
-        timeout = float(query.pop("timeout", DEFAULT_TIMEOUT))
-        selector = parse_selector(f"{k}={v}" for k, v in query.items())
-        processes = await self.queries.select(selector)
-        if not processes and selector.terms:
-            raise self.queries.no_match(selector)
-        stacks = await self.queries.stacks(processes, with_locals, timeout)
-        return {"processes": stacks, "tree": merge_stacks(stacks).to_dict()}
-
-    async def _pause_route(self, body: Any) -> dict[str, Any]:
-        """``{"selector": ["rank=1"]}``: pause every matching running process; with
-        ``"expire": SECONDS``, a thread not stopped by then is no longer asked; with
-        ``"cancel": true``, withdraw the pauses of those processes not met yet."""
-        terms = body.get("selector") if isinstance(body, dict) else None
-        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
-            raise ValueError('the body must be {"selector": ["KEY=VALUE", ...]}')
-        expire = body.get("expire", 0)
-        if not isinstance(expire, (int, float)) or isinstance(expire, bool) or expire < 0:
-            raise ValueError('"expire" must be a number of seconds >= 0')
-        selector = parse_selector(terms)
-        processes = await self.queries.select(selector)
-        if not processes:
-            raise self.queries.no_match(selector)
-        if body.get("cancel") is True:
-            return await self.queries.cancel_pauses(processes)
-        return await self.queries.pause(processes, expire=float(expire))
-
-    async def _pause_post_route(self, query: dict[str, str], body: Any) -> dict[str, Any]:
-        return await self._pause_route(body)
-    async def _logpoints_route(self, query: dict[str, str]) -> dict[str, Any]:
-        """Logpoint lines numbered after ``after`` (``raydebug logs``); ``timeout`` long-polls."""
-        return await self.cluster_attaches.wait_logpoint_lines(
-            int(query.get("after", "0")), min(float(query.get("timeout", "0")), MAX_LONG_POLL))
-
-    async def _breakpoints_route(self, query: dict[str, str]) -> dict[str, Any]:
-        """Every cluster breakpoint (``raydebug break --list``)."""
-        return self.cluster_attaches.breakpoints_view()
-
-    async def _set_breakpoints_route(self, query: dict[str, str], body: Any) -> dict[str, Any]:
-        """Add a cluster breakpoint, remove one, or clear the terminal's (``raydebug
-        break``)."""
-        return self.cluster_attaches.set_from_terminal(body)
-
-    async def _sessions_route(self, query: dict[str, str]) -> Reply:
-        minimum = int(query.get("min", "0"))
-        maximum = int(query["max"]) if "max" in query else None
-        timeout = min(float(query.get("timeout", "0")), MAX_LONG_POLL)
-        state = SessionState(query["state"]) if "state" in query else None
-        if timeout > 0 and (minimum > 0 or maximum is not None):
-            try:
-                await asyncio.wait_for(
-                    self.registry.wait_for_count(minimum, maximum, state), timeout)
-            except TimeoutError:
-                pass  # answer with what there is
-        return Reply(body=self.registry.sessions_json(state))
-
-    async def _health_route(self, query: dict[str, str]) -> dict[str, Any]:
-        return {"status": "ok", **self.statistics()}
-
+    async def _serve_dap(self, reader: asyncio.StreamReader, writer: Any, first: bytes,
+                         client_token: str | None) -> None:
+        """Serve one DAP client (a TCP client, the page's WebSocket) whose ``first`` bytes
+        were read, until it leaves; with ``client_token``, its ``attach`` must carry it."""
+        handler = ClientConnection(self.registry, self.data_connections,
+                                self.config.allow_terminate, reader, writer, first,
+                                peer_name(writer), self.cluster_attaches, client_token)
+        await handler.run()

@@ -1,7 +1,13 @@
 """The hub's HTTP side, on the client port: h11 requests and the page's WebSocket.
 
-``api`` reads each request with h11 and decides what it gets; ``websocket`` (wsproto) turns
-the page's WebSocket into the byte stream a DAP client connection reads.
+``api`` serves one request: it checks it, then answers it from a route table; ``exchange``
+reads the request and writes the answer with h11; ``host_check`` refuses a request not meant
+for this hub (DNS rebinding), ``login`` one without the client token (and sets the page's
+cookie). ``routes`` holds the hub's routes, one method each. ``upgrade`` turns a request into
+a WebSocket, which ``websocket`` (wsproto) turns into the byte stream a DAP client
+connection reads.
 
-May import: ``raydebug.hub.net``, ``raydebug.protocol``, ``raydebug.errors``.
+May import: ``raydebug.hub.net``, ``raydebug.hub.registry``, ``raydebug.hub.processes``,
+``raydebug.hub.clients.cluster_attach``, ``raydebug.protocol``, ``raydebug.errors``,
+``raydebug.session``, ``raydebug.selectors``, ``raydebug.stack_tree``, ``raydebug.web``.
 """

@@ -3,12 +3,13 @@
 Theory of operation. The browser is a DAP client like any IDE: each WebSocket text message
 is one DAP message (its JSON, without the ``Content-Length`` header). Rather than a second
 debugger path, :class:`WebSocketSocket` turns an accepted WebSocket (the HTTP side
-answered the upgrade, see :mod:`.api`) back into the stream a TCP client would
+answered the upgrade, see :mod:`.upgrade`) back into the stream a TCP client would
 have sent: a pump reads frames (wsproto, sans-IO), checks each message is one JSON object
 within :data:`MAX_MESSAGE` bytes, and feeds it framed (``Content-Length``) into an
 :class:`asyncio.StreamReader`; the :class:`WebSocketWriter` cuts the hub's framed bytes
-back into messages and sends each as a text frame. :class:`~raydebug.hub.clients.connection.ClientConnection`
-serves that pair unchanged: routing, the proxy policy and the client token all apply.
+back into messages and sends each as a text frame.
+:class:`~raydebug.hub.clients.handler.ClientHandler` serves that pair unchanged:
+routing, the proxy policy and the client token all apply.
 
 A message that is too large, not text, not a JSON object, or a frame that breaks the
 protocol closes the WebSocket with a close code and a one-line reason. When the browser
@@ -153,8 +154,9 @@ class WebSocketSocket:
 
 
 class WebSocketWriter:
-    """What :class:`~raydebug.hub.clients.stream.ClientStream` needs of an :class:`asyncio.StreamWriter`:
-    framed DAP bytes in, one text message out per DAP message."""
+    """What :class:`~raydebug.hub.clients.stream.ClientStream` needs of an
+    :class:`asyncio.StreamWriter`: framed DAP bytes in, one text message out per DAP
+    message."""
 
     def __init__(self, socket: WebSocketSocket, writer: asyncio.StreamWriter) -> None:
         self._socket = socket
