@@ -109,6 +109,10 @@ class ClusterAttaches:
         self._lines: collections.deque[tuple[int, str]] = collections.deque(maxlen=KEPT_LINES)
         self._line_count = 0
         self._new_line = asyncio.Event()
+        # Counts every change of the breakpoint set and of what is verified: a listing says
+        # which version it shows, and a long-poll waits for a later one.
+        self.version = 0
+        self._new_version = asyncio.Event()
 
     def add(self, host: str | None, say: Callable[[str], None],
             send_event: Callable[[Event], None] | None = None
@@ -130,7 +134,19 @@ class ClusterAttaches:
 
     def changed(self) -> None:
         """The cluster's set changed: every linked process gets it."""
+        self._next_version()
         self._push(self.cluster.wire())
+
+    async def wait_for_version_after(self, version: int) -> None:
+        """Return once the set or what is verified changed after ``version`` (at once if
+        it already did); the caller bounds the wait."""
+        while self.version <= version:
+            await self._new_version.wait()
+
+    def _next_version(self) -> None:
+        self.version += 1
+        self._new_version.set()
+        self._new_version = asyncio.Event()
 
     def arm_message(self) -> ArmBreakpoints:
         """What a process that just identified itself is sent first: the cluster's
@@ -140,7 +156,10 @@ class ClusterAttaches:
 
     def loaded(self, paths: list[str]) -> None:
         """A process has code of these client paths loaded: their breakpoints are verified."""
-        for key, views in self.cluster.loaded(paths).items():
+        verified = self.cluster.loaded(paths)
+        if verified:
+            self._next_version()
+        for key, views in verified.items():
             parent = self._parents.get(key)
             if parent is None:
                 continue  # raydebug break's own breakpoints: nobody to tell

@@ -1,7 +1,9 @@
 """The hub's HTTP routes: one method per route, named in one table (:meth:`HubRoutes.table`).
 
 Each method is a handler of :mod:`.api`'s route table: it takes the query (and a POST's
-JSON body) and returns the payload, or a :class:`.api.Reply`.
+JSON body) and returns the payload, or a :class:`.api.Reply`. The listings that a client
+waits on (``/api/processes``, ``/api/sessions``, ``/api/breakpoints``) long-poll the same
+way (:mod:`.long_poll`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ from ..registry import Registry
 from .api import Reply, Routes
 from .exchange import Query
 from .login import is_client_token, token_cookie
-
-MAX_LONG_POLL = 300.0
+from .long_poll import LongPoll
 
 # Serve a DAP client on these streams, whose first bytes were read; the token it must
 # present in ``attach`` (None: it need not).
@@ -61,18 +62,16 @@ class HubRoutes:
 
     async def sessions(self, query: Query) -> Reply:
         """Every session (``state=S``: only those), one per line. ``min=N``/``max=N`` with
-        ``timeout=S`` wait until that many exist."""
+        ``timeout=S`` wait until that many exist; ``after=VERSION`` waits for a change
+        (:mod:`.long_poll`); both within ``timeout``."""
+        poll = LongPoll.take(query)
         minimum = int(query.get("min", "0"))
         maximum = int(query["max"]) if "max" in query else None
-        timeout = min(float(query.get("timeout", "0")), MAX_LONG_POLL)
         state = SessionState(query["state"]) if "state" in query else None
-        if timeout > 0 and (minimum > 0 or maximum is not None):
-            try:
-                await asyncio.wait_for(
-                    self.registry.wait_for_count(minimum, maximum, state), timeout)
-            except TimeoutError:
-                pass  # answer with what there is
-        return Reply(body=self.registry.sessions_json(state))
+        counted = ((lambda: self.registry.wait_for_count(minimum, maximum, state),)
+                   if minimum > 0 or maximum is not None else ())
+        version = await poll.wait(self.registry, *counted)
+        return Reply(body=self.registry.sessions_json(state), headers=(version,))
 
     async def health(self, query: Query) -> dict[str, Any]:
         return {"status": "ok", **self.statistics()}
@@ -81,19 +80,9 @@ class HubRoutes:
         """Every linked process (``?KEY=VALUE`` selector terms filter them); what Ray
         processes run now is asked of them (``now=0``: not; those that do not answer in
         time, or that the bound left unasked, are listed with their last answer,
-        ``activity_stale``). ``argv`` is bounded (``argv=1``: whole). The reply's
-        ``Raydebug-Version`` header names the registry's version it shows;
-        ``after=VERSION&timeout=S`` long-polls: it answers once processes or sessions changed
-        after that version, or when ``S`` (at most ``MAX_LONG_POLL``) ran out, with what
-        there is."""
-        after = query.pop("after", None)
-        timeout = min(float(query.pop("timeout", "0")), MAX_LONG_POLL)
-        if after is not None and timeout > 0:
-            try:
-                await asyncio.wait_for(self.registry.wait_for_version_after(int(after)), timeout)
-            except TimeoutError:
-                pass  # answer with what there is
-        version = self.registry.version
+        ``activity_stale``). ``argv`` is bounded (``argv=1``: whole). Long-polls with
+        ``after=VERSION&timeout=S`` (:mod:`.long_poll`): processes or sessions changed."""
+        version = await LongPoll.take(query).wait(self.registry)
         started = time.perf_counter()
         self.queries.last_round_writing, self.queries.last_round_asked = 0.0, 0
         now = query.pop("now", "1") != "0"
@@ -110,8 +99,7 @@ class HubRoutes:
                   f"write;dur={self.queries.last_round_writing * 1000:.1f}, "
                   f"encode;dur={(time.perf_counter() - asked) * 1000:.1f}, "
                   f'asked;desc="{self.queries.last_round_asked}"')
-        return Reply(body=body, headers=(("Server-Timing", timing),
-                                          ("Raydebug-Version", str(version))))
+        return Reply(body=body, headers=(("Server-Timing", timing), version))
 
     async def stacks(self, query: Query) -> dict[str, Any]:
         """Every thread's stack of the selected processes (``?KEY=VALUE`` terms,
@@ -145,12 +133,15 @@ class HubRoutes:
 
     async def logpoints(self, query: Query) -> dict[str, Any]:
         """Logpoint lines numbered after ``after`` (``raydebug logs``); ``timeout`` long-polls."""
-        return await self.cluster_sessions.wait_logpoint_lines(
-            int(query.get("after", "0")), min(float(query.get("timeout", "0")), MAX_LONG_POLL))
+        poll = LongPoll.take(query)
+        return await self.cluster_sessions.wait_logpoint_lines(poll.after or 0, poll.timeout)
 
-    async def breakpoints(self, query: Query) -> dict[str, Any]:
-        """Every cluster breakpoint (``raydebug break --list``)."""
-        return self.cluster_sessions.breakpoints_view()
+    async def breakpoints(self, query: Query) -> Reply:
+        """Every cluster breakpoint (``raydebug break --list``). Long-polls with
+        ``after=VERSION&timeout=S`` (:mod:`.long_poll`): a breakpoint set, removed, or
+        verified."""
+        version = await LongPoll.take(query).wait(self.cluster_sessions)
+        return Reply(payload=self.cluster_sessions.breakpoints_view(), headers=(version,))
 
     async def edit_breakpoints(self, query: Query, body: Any) -> dict[str, Any]:
         """Add a cluster breakpoint, remove one, or clear the terminal's (``raydebug
