@@ -16,6 +16,7 @@
     │   └── NoProcessMatchError     a selector that matches no process (``known``: what there is)
     ├── ChannelFailedError          a process could not serve a debugger channel (its reason)
     ├── DapRequestError             the debuggee (or the hub for it) refused a DAP request
+    ├── UnknownIdError              a DAP id a group session's client sent maps to no process
     ├── CommandError                a terminal debugger command that cannot be carried out
     ├── PeerClosed                  a client, or a process's channel, closed its connection
     ├── NotRewritableError          breakpoints of a file rewritten code cannot serve (3.10/3.11)
@@ -167,6 +168,19 @@ class DapRequestError(RaydebugError):
         self.message = message or f"{command} failed"
         self.body = body or {}
         self.session_id = session_id
+
+
+class UnknownIdError(RaydebugError):
+    """A group session's client sent an id (``kind``: ``threadId``, ``frameId``,
+    ``variablesReference``, ``sourceReference``) that maps to no process: never given, or
+    dropped since (its thread ran on, its process left, or it was the oldest of too many).
+    ``client_id`` is the id sent; the message says which of these it is. The group session
+    answers the request with it, and carries on."""
+
+    def __init__(self, kind: str, client_id: object, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.client_id = client_id
 
 
 class CommandError(RaydebugError):

@@ -6,7 +6,8 @@ messages into bytes, so that the blocking agent and the asyncio hub share one im
 ``control`` and ``handshake`` (the link between an agent and the hub), ``proxy_policy`` (what
 the hub forwards, rewrites, answers or refuses between a client and the debugger) with
 ``outstanding`` (the requests pydevd has not answered yet), ``paths`` (a client's localRoot
-<-> the process's paths).
+<-> the process's paths), ``group_ids`` (a group session's ids: every process's, unique
+for its one client).
 """
 
 from typing import TYPE_CHECKING
