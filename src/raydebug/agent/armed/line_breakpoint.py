@@ -2,10 +2,10 @@
 line runs (its ``condition``, its ``hitCondition``, a logpoint's ``logMessage``).
 
 Names in conditions and logpoints: the frame's locals, then its globals, then the process's
-labels (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK``, ``RAYDEBUG_LABEL_<K>`` as
-``K``: strings, each under its record's spelling and in upper case), then builtins;
-``LABELS`` is the dict of them all. So ``RANK == "3"`` works unless the code has a variable
-``RANK`` of its own, which wins (it is what the code sees).
+labels (``RANK``, ``LOCAL_RANK``, ``RAYDEBUG_LABEL_<K>`` as ``K`` and the others of
+``raydebug.agent.config.process_labels``: strings, each as it was set and in upper case),
+then builtins; ``LABELS`` is the dict of them all. So ``RANK == "3"`` works unless the code
+has a variable ``RANK`` of its own, which wins (it is what the code sees).
 A condition that raises counts as false (said once per breakpoint on stderr); an expression
 of a logpoint that raises shows as ``<Error: ...>`` in its text.
 """
