@@ -1,7 +1,7 @@
 """A TLS listener whose failed handshakes are logged.
 
 ``asyncio.start_server(ssl=...)`` drops a connection whose TLS handshake fails without a
-word (asyncio logs it only in debug mode), so a worker that speaks plaintext, or a port scan,
+word (asyncio logs it only in debug mode), so an agent that speaks plaintext, or a port scan,
 would leave no trace. This listener accepts TCP connections itself, runs the handshake with
 ``loop.connect_accepted_socket`` (bounded by ``handshake_timeout``), logs a failure with the
 peer's address, and hands a successful connection to ``handler`` as a stream pair. It offers
@@ -102,8 +102,8 @@ class TlsServer:
             self.failed_handshakes += 1
             conn.close()
             reason = getattr(error, "reason", None) or str(error) or type(error).__name__
-            log.warning("worker %s: refused: no TLS handshake (%s). This listener requires "
-                        "TLS: a worker needs the hub's certificate fingerprint "
+            log.warning("agent %s: refused: no TLS handshake (%s). This listener requires "
+                        "TLS: an agent needs the hub's certificate fingerprint "
                         "(RAYDEBUG_HUB_CERT, or found with the hub's address)", peer, reason)
             return
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
