@@ -181,9 +181,9 @@ def test_a_stack_trace_in_flight_at_the_end_fails_saying_so(hub: HubProcess, tmp
 # is still in progress on another thread): the failure the hub must pass on.
 FAILS_TO_SERVE = """
 import os
-from raydebug.agent import debugger
+from raydebug.agent.debugger.facade import Debugger
 
-real_serve_client = debugger.Debugger.serve_client
+real_serve_client = Debugger.serve_client
 failures = [int(os.environ["FAIL_SERVES"])]
 
 def failing_serve_client(self, sock):
@@ -192,7 +192,7 @@ def failing_serve_client(self, sock):
         raise ModuleNotFoundError("No module named '_pydevd_bundle' (simulated)")
     return real_serve_client(self, sock)
 
-debugger.Debugger.serve_client = failing_serve_client
+Debugger.serve_client = failing_serve_client
 value = 41
 breakpoint()
 print("finished", value + 1, flush=True)

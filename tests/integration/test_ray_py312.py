@@ -68,7 +68,8 @@ def square(i):
 class Probe:
     def report(self, armed):
         import elsewhere, target
-        from raydebug.agent import armed_monitoring, get_agent
+        from raydebug.agent import get_agent
+        from raydebug.agent.armed import monitoring as armed_monitoring
         agent = get_agent()
         for _ in range(3000):  # the hub's ArmBreakpoints reach a worker ms after its start
             if agent.breakpoints.active() == armed:
