@@ -6,17 +6,13 @@ session, continues, and the job completes."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_live_ray import get, hub_port, until
 
-from helpers import run
-from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+from helpers import ask_until, run, wait_processes
+from ray_cluster import get, hub_port, raydebug_cli, start_job
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -45,79 +41,78 @@ print("ready", ray.get(holder.ping.remote()), flush=True)
 print("result", ray.get(holder.hold.remote()), flush=True)
 """
 
+RAY_NODES = ({"num_cpus": 1},)  # the module's cluster (the ``cluster`` fixture)
 
-def test_a_threaded_actors_blocked_method_is_debugged(tmp_path: Path):
+
+def test_a_threaded_actors_blocked_method_is_debugged(cluster: Any, tmp_path: Path):
     job = tmp_path / "job.py"
     job.write_text(JOB)
     waits = JOB.splitlines().index("        gate.wait()  # blocked in C on a thread of the "
                                    "actor's pool") + 1
-    with loopback_cluster({"num_cpus": 1}) as cluster:
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
-             cluster.address], env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert driver.stdout is not None
-            assert driver.stdout.readline() == "ready pong\n", driver.stderr
-            port = hub_port(cluster.address)
+    driver = start_job(job, cluster.address)
+    try:
+        assert driver.stdout is not None
+        assert driver.stdout.readline() == "ready pong\n", driver.stderr
+        port = hub_port(cluster.address)
 
-            def holding() -> dict[str, Any] | None:
-                for entry in get(port, "/api/stacks?timeout=5")["processes"]:
-                    for thread in entry["threads"]:
-                        if any(frame["function"] == "hold" for frame in thread["frames"]):
-                            return dict(entry["process"])
-                return None
+        def holding() -> dict[str, Any] | None:
+            for entry in get(port, "/api/stacks?timeout=5")["processes"]:
+                for thread in entry["threads"]:
+                    if any(frame["function"] == "hold" for frame in thread["frames"]):
+                        return dict(entry["process"])
+            return None
 
-            actor = until("the actor's method waits", holding)
-            paused = raydebug_cli("pause", f"pid={actor['pid']}", "--ray-address",
-                                  cluster.address)
-            assert paused.returncode == 0, paused.stderr
+        actor = ask_until("the actor's method waits", holding)
+        paused = raydebug_cli("pause", f"pid={actor['pid']}", "--ray-address",
+                              cluster.address)
+        assert paused.returncode == 0, paused.stderr
 
-            def blocked_session() -> dict[str, Any] | None:
-                listed = json.loads(raydebug_cli("list", "--json", "--ray-address",
-                                                 cluster.address).stdout)
-                return next((s for s in listed if s["process"] == actor["id"]
-                             and s["function"] == "hold"), None)
+        def blocked_session() -> dict[str, Any] | None:
+            listed = json.loads(raydebug_cli("list", "--json", "--ray-address",
+                                             cluster.address).stdout)
+            return next((s for s in listed if s["process"] == actor["id"]
+                         and s["function"] == "hold"), None)
 
-            session = until("the method's session", blocked_session)
-            assert session["blocked_in_c"] is True and session["line"] == waits, session
-            assert session["reason"] == "pause" and session["actor_class"] == "Holder"
+        session = wait_processes(f"127.0.0.1:{port}", "the method's session",
+                                 lambda _: blocked_session(), timeout=180)
+        assert session["blocked_in_c"] is True and session["line"] == waits, session
+        assert session["reason"] == "pause" and session["actor_class"] == "Holder"
 
-            async def unblock() -> None:
-                client = await DapClient.connect("127.0.0.1", port)
-                await client.initialize()
-                first = await client.attach(session["id"], timeout=60)
-                threads = (await client.request("threads"))["threads"]
-                (thread,) = [t["id"] for t in threads if t["name"] == session["thread"]]
-                if first.body["threadId"] != thread:
-                    await client.wait_event("stopped", threadId=thread, timeout=60)
-                frames = (await client.request("stackTrace", {"threadId": thread}))[
-                    "stackFrames"]
-                assert (frames[0]["name"], frames[0]["line"]) == ("hold", waits), frames[0]
-                scopes = await client.request("scopes", {"frameId": frames[0]["id"]})
-                variables = await client.request("variables", {
-                    "variablesReference": scopes["scopes"][0]["variablesReference"]})
-                assert "gate" in {v["name"] for v in variables["variables"]}
-                refused = await client.request_response("next", {"threadId": thread})
-                assert not refused.success and "blocked in C" in (refused.message or "")
-                await client.request("evaluate", {"expression": "gate.set()",
-                                                  "frameId": frames[0]["id"],
-                                                  "context": "repl"})
-                await client.wait_event("continued", threadId=thread, timeout=60)
+        async def unblock() -> None:
+            client = await DapClient.connect("127.0.0.1", port)
+            await client.initialize()
+            first = await client.attach(session["id"], timeout=60)
+            threads = (await client.request("threads"))["threads"]
+            (thread,) = [t["id"] for t in threads if t["name"] == session["thread"]]
+            if first.body["threadId"] != thread:
                 await client.wait_event("stopped", threadId=thread, timeout=60)
-                frames = (await client.request("stackTrace", {"threadId": thread}))[
-                    "stackFrames"]
-                assert (frames[0]["name"], frames[0]["line"]) == ("hold", waits + 1)
-                again = [s for s in get(port, "/api/sessions") if s["id"] == session["id"]]
-                assert again and again[0]["blocked_in_c"] is False, again
-                await client.request("continue", {"threadId": thread})
-                await client.request("disconnect", {})
-                await client.close()
+            frames = (await client.request("stackTrace", {"threadId": thread}))[
+                "stackFrames"]
+            assert (frames[0]["name"], frames[0]["line"]) == ("hold", waits), frames[0]
+            scopes = await client.request("scopes", {"frameId": frames[0]["id"]})
+            variables = await client.request("variables", {
+                "variablesReference": scopes["scopes"][0]["variablesReference"]})
+            assert "gate" in {v["name"] for v in variables["variables"]}
+            refused = await client.request_response("next", {"threadId": thread})
+            assert not refused.success and "blocked in C" in (refused.message or "")
+            await client.request("evaluate", {"expression": "gate.set()",
+                                              "frameId": frames[0]["id"],
+                                              "context": "repl"})
+            await client.wait_event("continued", threadId=thread, timeout=60)
+            await client.wait_event("stopped", threadId=thread, timeout=60)
+            frames = (await client.request("stackTrace", {"threadId": thread}))[
+                "stackFrames"]
+            assert (frames[0]["name"], frames[0]["line"]) == ("hold", waits + 1)
+            again = [s for s in get(port, "/api/sessions") if s["id"] == session["id"]]
+            assert again and again[0]["blocked_in_c"] is False, again
+            await client.request("continue", {"threadId": thread})
+            await client.request("disconnect", {})
+            await client.close()
 
-            run(unblock(), timeout=180)
-            out, err = driver.communicate(timeout=180)
-            assert "result released" in out, err
-        finally:
-            if driver.poll() is None:
-                driver.kill()
-                driver.wait(timeout=30)
+        run(unblock(), timeout=180)
+        out, err = driver.communicate(timeout=180)
+        assert "result released" in out, err
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait(timeout=30)

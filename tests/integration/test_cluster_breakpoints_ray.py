@@ -15,29 +15,23 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_live_ray import hub_port
 
 from devtools.ide import IdeLikeClient
 from helpers import HubProcess, line_of, run
-from ray_cluster import LOOPBACK, loopback_cluster
+from ray_cluster import LOOPBACK, hub_port
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 from raydebug.client.dap import DapClient  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """One two-node cluster for the module: each test runs its own job, and its IDE's
-    breakpoints leave the cluster's set when the IDE's connection closes."""
-    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as started:
-        yield started
+# One two-node cluster for the module (the ``cluster`` fixture): each test runs its own job,
+# and its IDE's breakpoints leave the cluster's set when the IDE's connection closes.
+RAY_NODES = ({"num_cpus": 1}, {"num_cpus": 1})
 
 JOB = """
 import sys, time

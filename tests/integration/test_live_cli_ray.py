@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_live_ray import start_job, until  # until: asked, not pushed
 
-from ray_cluster import loopback_cluster, raydebug_cli
+from helpers import ask_until  # what runs now is asked, not pushed
+from ray_cluster import raydebug_cli, start_job
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -48,66 +48,67 @@ print("submitted", flush=True)
 ray.get(refs)
 """
 
+RAY_NODES = ({"num_cpus": 1}, {"num_cpus": 1})  # the ``cluster`` fixture's two nodes
+
 
 def walk(node: dict[str, Any]) -> list[dict[str, Any]]:
     """``node`` of a ``stacks --json`` tree and every node under it."""
     return [node, *(below for child in node["children"] for below in walk(child))]
 
 
-def test_ps_stacks_and_pause_find_the_straggler_of_a_ray_job(tmp_path: Path):
+def test_ps_stacks_and_pause_find_the_straggler_of_a_ray_job(cluster: Any, tmp_path: Path):
     job = tmp_path / "job.py"
     job.write_text(JOB)
-    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as cluster:
-        address = ["--ray-address", cluster.address]
-        driver = start_job(job, cluster.address)
-        try:
-            assert driver.stdout is not None and driver.stdout.readline() == "submitted\n"
+    address = ["--ray-address", cluster.address]
+    driver = start_job(job, cluster.address)
+    try:
+        assert driver.stdout is not None and driver.stdout.readline() == "submitted\n"
 
-            def running_tasks() -> list[dict[str, Any]] | None:
-                done = raydebug_cli("ps", "--json", *address)
-                assert done.returncode == 0, done.stderr
-                found = [p for p in json.loads(done.stdout)
-                         if p["task_name"] in ("shard", "straggler")]
-                return found if len(found) == 8 else None
+        def running_tasks() -> list[dict[str, Any]] | None:
+            done = raydebug_cli("ps", "--json", *address)
+            assert done.returncode == 0, done.stderr
+            found = [p for p in json.loads(done.stdout)
+                     if p["task_name"] in ("shard", "straggler")]
+            return found if len(found) == 8 else None
 
-            tasks = until("eight tasks running", running_tasks)
-            assert {p["state"] for p in tasks} == {"running"}
-            assert len({p["node_id"] for p in tasks}) == 2, tasks  # both nodes' workers
-            straggler = next(p for p in tasks if p["task_name"] == "straggler")
+        tasks = ask_until("eight tasks running", running_tasks)
+        assert {p["state"] for p in tasks} == {"running"}
+        assert len({p["node_id"] for p in tasks}) == 2, tasks  # both nodes' workers
+        straggler = next(p for p in tasks if p["task_name"] == "straggler")
 
-            table = raydebug_cli("ps", "task=shard", *address).stdout.splitlines()
-            assert table[0].startswith("7 live processes on the hub at "), table
-            assert "task" in table[1].split() and all("shard" in row for row in table[2:])
+        table = raydebug_cli("ps", "task=shard", *address).stdout.splitlines()
+        assert table[0].startswith("7 live processes on the hub at "), table
+        assert "task" in table[1].split() and all("shard" in row for row in table[2:])
 
-            shown = raydebug_cli("stacks", "job=" + tasks[0]["job_id"], *address,
-                                 "--timeout", "5")
-            assert shown.returncode == 0, shown.stderr
-            lines = shown.stdout.splitlines()
-            waiting = next(line for line in lines if " wait_for_the_others " in line)
-            alone = next(line for line in lines if " straggler " in line)
-            assert waiting.split()[0] == "6", shown.stdout  # six shards, together
-            assert alone.split()[0] == "1", shown.stdout  # the straggler, apart
-            assert f"pid {straggler['pid']}" in shown.stdout, shown.stdout
-            stuck = next(line for line in lines if " stuck_elsewhere " in line)
-            assert stuck.split()[0] == "1", shown.stdout
+        shown = raydebug_cli("stacks", "job=" + tasks[0]["job_id"], *address,
+                             "--timeout", "5")
+        assert shown.returncode == 0, shown.stderr
+        lines = shown.stdout.splitlines()
+        waiting = next(line for line in lines if " wait_for_the_others " in line)
+        alone = next(line for line in lines if " straggler " in line)
+        assert waiting.split()[0] == "6", shown.stdout  # six shards, together
+        assert alone.split()[0] == "1", shown.stdout  # the straggler, apart
+        assert f"pid {straggler['pid']}" in shown.stdout, shown.stdout
+        stuck = next(line for line in lines if " stuck_elsewhere " in line)
+        assert stuck.split()[0] == "1", shown.stdout
 
-            # Red is odd among peers: the stuck shard only, whatever else runs on the cluster
-            # (the driver, idle workers, the straggler: each a group of its own).
-            every = raydebug_cli("stacks", "--json", *address, "--timeout", "5")
-            assert every.returncode == 0, every.stderr
-            odd = [node for node in walk(json.loads(every.stdout)["tree"]["root"])
-                   if node["odd"]]
-            assert [node["function"] for node in odd] == ["stuck_elsewhere"], [
-                (node["function"], node["odd_among"]) for node in odd]
-            assert odd[0]["odd_among"] == [f"task shard of job {tasks[0]['job_id']}"]
+        # Red is odd among peers: the stuck shard only, whatever else runs on the cluster
+        # (the driver, idle workers, the straggler: each a group of its own).
+        every = raydebug_cli("stacks", "--json", *address, "--timeout", "5")
+        assert every.returncode == 0, every.stderr
+        odd = [node for node in walk(json.loads(every.stdout)["tree"]["root"])
+               if node["odd"]]
+        assert [node["function"] for node in odd] == ["stuck_elsewhere"], [
+            (node["function"], node["odd_among"]) for node in odd]
+        assert odd[0]["odd_among"] == [f"task shard of job {tasks[0]['job_id']}"]
 
-            paused = raydebug_cli("pause", "task=straggler", *address)
-            assert paused.returncode == 0, paused.stderr
-            assert paused.stdout.startswith(f"paused {straggler['id']}: session "), paused
-            listed = json.loads(raydebug_cli("list", "--json", *address).stdout)
-            mine = [s for s in listed if s["process"] == straggler["id"]]
-            assert mine and {s["reason"] for s in mine} == {"pause"}, listed
-            assert f"(raydebug attach {mine[0]['id']})" in paused.stdout or len(mine) > 1
-        finally:
-            driver.kill()
-            driver.wait(timeout=30)
+        paused = raydebug_cli("pause", "task=straggler", *address)
+        assert paused.returncode == 0, paused.stderr
+        assert paused.stdout.startswith(f"paused {straggler['id']}: session "), paused
+        listed = json.loads(raydebug_cli("list", "--json", *address).stdout)
+        mine = [s for s in listed if s["process"] == straggler["id"]]
+        assert mine and {s["reason"] for s in mine} == {"pause"}, listed
+        assert f"(raydebug attach {mine[0]['id']})" in paused.stdout or len(mine) > 1
+    finally:
+        driver.kill()
+        driver.wait(timeout=30)

@@ -4,21 +4,15 @@ completed; a task's forked child and subprocess linked as processes of their own
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import run, wait_processes
-from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+from helpers import ask_until, run, wait_processes
+from ray_cluster import get, hub_port, post, start_job
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -65,49 +59,7 @@ refs = [quick.remote(i) for i in range(7)] + [straggler.remote(7)]
 print("results", ray.get(refs), flush=True)
 """
 
-
-def start_job(job: Path, address: str) -> subprocess.Popen[str]:
-    """``raydebug run -- python JOB ADDRESS``: a driver of the cluster at ``address`` whose
-    workers are linked; its output piped, as text."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job), address],
-        env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
-
-
-def hub_port(address: str) -> int:
-    found = raydebug_cli("vscode", "--ray-address", address)
-    assert found.returncode == 0, found.stderr
-    return int(json.loads(found.stdout)["connect"]["port"])
-
-
-def get(port: int, path: str) -> Any:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as response:
-        return json.loads(response.read())
-
-
-def post(port: int, path: str, body: Any) -> tuple[int, Any]:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
-                                     data=json.dumps(body).encode(), method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
-def until(what: str, check: Any, timeout: float = 180) -> Any:
-    """Ask ``check()`` until it returns something true (bounded). For what the hub cannot
-    push: what a process runs now and where its threads are are asked of it at each call
-    (a change of the process list itself is waited on: ``wait_processes``)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.25)  # asked, not pushed: see the docstring
+RAY_NODES = ({"num_cpus": 1}, {"num_cpus": 1})  # the ``cluster`` fixture's two nodes
 
 
 def straggler_entry(port: int) -> dict[str, Any] | None:
@@ -118,83 +70,78 @@ def straggler_entry(port: int) -> dict[str, Any] | None:
     return None
 
 
-def test_a_straggler_is_found_paused_and_continued(tmp_path: Path):
+def test_a_straggler_is_found_paused_and_continued(cluster: Any, tmp_path: Path):
     job = tmp_path / "job.py"
     job.write_text(JOB)
-    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as cluster:
-        env = {**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job),
-             cluster.address], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
-        children: list[int] = []
-        try:
-            line = driver.stdout.readline().split()
-            assert line[0] == "children", (line, driver.stderr.read() if not line else "")
-            children = [int(line[1]), int(line[2])]
-            port = hub_port(cluster.address)
-            processes = wait_processes(f"127.0.0.1:{port}", "the children are linked", lambda ps: (
-                all(pid in {p["pid"] for p in ps} for pid in children) and ps),
-                timeout=180, query="now=1")
-            by_pid = {p["pid"]: p for p in processes}
-            worker = next(p for p in processes if p["pid"] not in children
-                          and p["worker_id"] and by_pid[children[0]]["parent"] == p["id"])
-            for pid in children:
-                child = by_pid[pid]
-                assert child["parent"] == worker["id"]
-                assert child["job_id"] == worker["job_id"] and child["job_id"]
-                assert child["task_name"] == "spawner"
-            driver_record = [p for p in processes if p["worker_id"] and p["pid"] == driver.pid]
-            assert driver_record, "the driver is linked from its start"
+    driver = start_job(job, cluster.address)
+    children: list[int] = []
+    try:
+        line = driver.stdout.readline().split()
+        assert line[0] == "children", (line, driver.stderr.read() if not line else "")
+        children = [int(line[1]), int(line[2])]
+        port = hub_port(cluster.address)
+        processes = wait_processes(f"127.0.0.1:{port}", "the children are linked", lambda ps: (
+            all(pid in {p["pid"] for p in ps} for pid in children) and ps),
+            timeout=180, query="now=1")
+        by_pid = {p["pid"]: p for p in processes}
+        worker = next(p for p in processes if p["pid"] not in children
+                      and p["worker_id"] and by_pid[children[0]]["parent"] == p["id"])
+        for pid in children:
+            child = by_pid[pid]
+            assert child["parent"] == worker["id"]
+            assert child["job_id"] == worker["job_id"] and child["job_id"]
+            assert child["task_name"] == "spawner"
+        driver_record = [p for p in processes if p["worker_id"] and p["pid"] == driver.pid]
+        assert driver_record, "the driver is linked from its start"
 
-            entry = until("the straggler's stack", lambda: straggler_entry(port))
-            assert entry["process"]["task_name"] == "straggler"
-            listed = get(port, "/api/processes")
-            nodes = {p["node_id"] for p in listed if p["node_id"]}
-            assert len(nodes) == 2  # the workers of both nodes are linked
-            keepers = [p for p in listed if p["actor_class"] == "Keeper"]
-            assert len(keepers) == 1 and keepers[0]["task_name"] is None  # idle, read now
-            assert not [p for p in listed if p["actor_class"] == "_HubActor"]  # not itself
-            status, paused = post(port, "/api/pause", {"selector": ["task=straggler"]})
-            assert status == 200 and paused["paused"] == [entry["process"]["id"]], paused
-            sessions = until("the pause's sessions", lambda: [
-                s for s in get(port, "/api/sessions") if s["process"] == paused["paused"][0]
-                and s["function"] in ("straggler", "wait")])
+        entry = ask_until("the straggler's stack", lambda: straggler_entry(port))
+        assert entry["process"]["task_name"] == "straggler"
+        listed = get(port, "/api/processes")
+        nodes = {p["node_id"] for p in listed if p["node_id"]}
+        assert len(nodes) == 2  # the workers of both nodes are linked
+        keepers = [p for p in listed if p["actor_class"] == "Keeper"]
+        assert len(keepers) == 1 and keepers[0]["task_name"] is None  # idle, read now
+        assert not [p for p in listed if p["actor_class"] == "_HubActor"]  # not itself
+        status, paused = post(port, "/api/pause", {"selector": ["task=straggler"]})
+        assert status == 200 and paused["paused"] == [entry["process"]["id"]], paused
+        sessions = wait_processes(f"127.0.0.1:{port}", "the pause's sessions", lambda _: [
+            s for s in get(port, "/api/sessions") if s["process"] == paused["paused"][0]
+            and s["function"] in ("straggler", "wait")], timeout=180)
 
-            async def set_the_event() -> None:
-                client = await DapClient.connect("127.0.0.1", port)
-                await client.initialize()
-                await client.attach(sessions[0]["id"], timeout=60)
-                threads = (await client.request("threads"))["threads"]
-                for thread in threads:
-                    frames = (await client.request("stackTrace", {
-                        "threadId": thread["id"]}))["stackFrames"]
-                    task = [f for f in frames if f["name"] == "straggler"]
-                    if task:
-                        scopes = await client.request("scopes", {"frameId": task[0]["id"]})
-                        variables = await client.request("variables", {
-                            "variablesReference": scopes["scopes"][0]["variablesReference"]})
-                        names = {v["name"]: v["value"] for v in variables["variables"]}
-                        assert names["i"] == "7"
-                        await client.request("evaluate", {
-                            "expression": "event.set()", "frameId": task[0]["id"],
-                            "context": "repl"})
-                        break
-                else:
-                    raise AssertionError(f"no thread runs the straggler: {threads}")
-                await client.request("continue", {"threadId": threads[0]["id"]})
-                await client.request("disconnect", {})
-                await client.close()
+        async def set_the_event() -> None:
+            client = await DapClient.connect("127.0.0.1", port)
+            await client.initialize()
+            await client.attach(sessions[0]["id"], timeout=60)
+            threads = (await client.request("threads"))["threads"]
+            for thread in threads:
+                frames = (await client.request("stackTrace", {
+                    "threadId": thread["id"]}))["stackFrames"]
+                task = [f for f in frames if f["name"] == "straggler"]
+                if task:
+                    scopes = await client.request("scopes", {"frameId": task[0]["id"]})
+                    variables = await client.request("variables", {
+                        "variablesReference": scopes["scopes"][0]["variablesReference"]})
+                    names = {v["name"]: v["value"] for v in variables["variables"]}
+                    assert names["i"] == "7"
+                    await client.request("evaluate", {
+                        "expression": "event.set()", "frameId": task[0]["id"],
+                        "context": "repl"})
+                    break
+            else:
+                raise AssertionError(f"no thread runs the straggler: {threads}")
+            await client.request("continue", {"threadId": threads[0]["id"]})
+            await client.request("disconnect", {})
+            await client.close()
 
-            run(set_the_event(), timeout=120)
-            out, err = driver.communicate(timeout=180)
-            assert "results [0, 1, 2, 3, 4, 5, 6, 7]" in out, err
-        finally:
-            if driver.poll() is None:
-                driver.kill()
-                driver.wait(timeout=30)
-            for pid in children:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        run(set_the_event(), timeout=120)
+        out, err = driver.communicate(timeout=180)
+        assert "results [0, 1, 2, 3, 4, 5, 6, 7]" in out, err
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait(timeout=30)
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

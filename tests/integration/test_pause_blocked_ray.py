@@ -7,15 +7,13 @@ the real CLI, one cluster for the module."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_live_ray import hub_port, start_job, until
 
-from helpers import evaluate_and_continue, line_of, run, write_script
-from ray_cluster import loopback_cluster, raydebug_cli
+from helpers import ask_until, evaluate_and_continue, line_of, run, wait_processes, write_script
+from ray_cluster import hub_port, raydebug_cli, start_job
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -49,10 +47,7 @@ print("job done", *ray.get(refs), flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    with loopback_cluster({"num_cpus": 1}, {"num_cpus": 1}) as started:
-        yield started
+RAY_NODES = ({"num_cpus": 1}, {"num_cpus": 1})  # the ``cluster`` fixture's two nodes
 
 
 def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
@@ -70,7 +65,7 @@ def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
         for task, marker, unblock, blocked in (
                 ("waits_on_event", "7", "done.set()", "blocked on the event"),
                 ("gets_in_task", "8", "0", "blocked in ray.get")):
-            (process,) = until(f"{task} running", lambda task=task: running(task))
+            (process,) = ask_until(f"{task} running", lambda task=task: running(task))
             paused = raydebug_cli("pause", f"task={task}", *address)
             assert paused.returncode == 0, paused.stderr
             assert paused.stdout.startswith(f"paused {process['id']}: session "), paused.stdout
@@ -81,7 +76,8 @@ def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
                 return [s for s in listed if s["process"] == process["id"]
                         and s["function"] == task]
 
-            (session,) = until(f"{task}'s session", stopped, timeout=10)
+            (session,) = wait_processes(f"127.0.0.1:{port}", f"{task}'s session",
+                                        lambda _: stopped(), timeout=10)
             assert session["line"] == line_of(job, blocked)
             assert not session.get("blocked_in_c"), session  # stopped for real
             seen = run(evaluate_and_continue("127.0.0.1", port, session["id"],

@@ -6,14 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers import evaluate_and_continue, finish, listening_ports, run, stop, write_script
-from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+from ray_cluster import LOOPBACK, raydebug_cli
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -82,13 +81,11 @@ EXPECTED_TASKS = {"on_head", "on_node1", "on_node2", "Threaded.work", "Asynchron
                   "fails"}
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """Head + 2 worker nodes, each with a resource to pin tasks to it."""
-    with loopback_cluster({"num_cpus": 1, "resources": {"on_head": 1}},
-                          {"num_cpus": 1, "resources": {"on_node1": 1}},
-                          {"num_cpus": 1, "resources": {"on_node2": 1}}) as ray_cluster:
-        yield ray_cluster
+# The module's cluster (the ``cluster`` fixture): head + 2 worker nodes, each with a resource
+# to pin tasks to it.
+RAY_NODES = ({"num_cpus": 1, "resources": {"on_head": 1}},
+             {"num_cpus": 1, "resources": {"on_node1": 1}},
+             {"num_cpus": 1, "resources": {"on_node2": 1}})
 
 
 def hub_processes(cluster: Any) -> list[int]:

@@ -24,14 +24,12 @@ from typing import Any
 import pytest
 
 from helpers import attach, evaluate_and_continue, finish, read_line, run, stop, write_script
-from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+from ray_cluster import LOOPBACK, raydebug_cli
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 from raydebug.client.dap import DapClient  # noqa: E402
-
-# Ray replaces 127.0.0.1 by the machine's network address unless told not to.
 
 PRELUDE = """
 import json, os, subprocess, sys, time
@@ -118,16 +116,18 @@ class RayCluster:
         return out
 
 
+RAY_NODES = ({"num_cpus": 2}, {"num_cpus": 2})  # the ``cluster`` fixture: tasks run on either
+
+
 @pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[RayCluster]:
-    """A head node and one worker node; tasks run on either."""
-    with loopback_cluster({"num_cpus": 2}, {"num_cpus": 2}) as cluster:
-        shared = RayCluster(cluster)
-        try:
-            yield shared
-        finally:
-            for driver in shared.drivers:
-                stop(driver)
+def ray_cluster(cluster: Any) -> Iterator[RayCluster]:
+    """The module's cluster with its jobs' drivers, each stopped after the module."""
+    shared = RayCluster(cluster)
+    try:
+        yield shared
+    finally:
+        for driver in shared.drivers:
+            stop(driver)
 
 
 def environ_of(pid: int) -> dict[str, str]:

@@ -3,7 +3,6 @@ system) is attachable the instant it is listed, in a plain process and in a Ray 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,24 +113,7 @@ print("result", ray.get(task.remote()), flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Any:
-    pytest.importorskip("ray")
-    saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    from ray.cluster_utils import Cluster
-
-    ray_cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "node_ip_address": "127.0.0.1", "dashboard_host": "127.0.0.1",
-        "include_dashboard": False})
-    try:
-        yield ray_cluster
-    finally:
-        ray_cluster.shutdown()
-        if saved is None:
-            os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-        else:
-            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = saved
+RAY_NODES = ({"num_cpus": 2},)  # the ``cluster`` fixture's, for the Ray test below
 
 
 def test_slow_first_pause_in_a_ray_worker(hub: HubProcess, tmp_path: Path, cluster: Any):

@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pexpect
 import pytest
 
 from helpers import write_script
-from ray_cluster import LOOPBACK, loopback_cluster
+from ray_cluster import LOOPBACK
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -38,10 +37,7 @@ print("driver continues", flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    with loopback_cluster({"num_cpus": 1}) as ray_cluster:
-        yield ray_cluster
+RAY_NODES = ({"num_cpus": 1},)  # the module's cluster (the ``cluster`` fixture)
 
 
 def test_a_workers_pause_notice_is_printed_above_the_drivers_pdb_prompt(cluster: Any,

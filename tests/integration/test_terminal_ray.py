@@ -7,16 +7,15 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
-from test_terminal import PROMPT
 
+from devtools.terminal import PROMPT
 from helpers import stop, write_script
-from ray_cluster import LOOPBACK, loopback_cluster
+from ray_cluster import LOOPBACK
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -52,10 +51,7 @@ print("actor", sorted(ray.get([actor.work.remote(4), actor.work.remote(5)])), fl
 """
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    with loopback_cluster({"num_cpus": 2}) as ray_cluster:
-        yield ray_cluster
+RAY_NODES = ({"num_cpus": 2},)  # the module's cluster (the ``cluster`` fixture)
 
 
 def test_a_task_stepped_off_its_end_and_a_threaded_actor_continued_call_by_call(

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 
 from browser import chromium, screenshots, wait_for
 from helpers import finish, stop, write_script
-from ray_cluster import LOOPBACK, loopback_cluster, raydebug_cli
+from ray_cluster import LOOPBACK, raydebug_cli
 
 pytest.importorskip("ray")
 pytest.importorskip("selenium")
@@ -55,10 +54,7 @@ print("job done", flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    with loopback_cluster({"num_cpus": 3}) as ray_cluster:
-        yield ray_cluster
+RAY_NODES = ({"num_cpus": 3},)  # the module's cluster (the ``cluster`` fixture)
 
 
 def rows(driver: Any) -> list[Any]:
