@@ -12,15 +12,13 @@ the set leaves no trace function and no ``sys.monitoring`` tool.
 from __future__ import annotations
 
 import json
-import selectors
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_python_versions import PYTHONS, SOURCE, interpreter
 
-from helpers import TIMEOUT, HubProcess, line_of, run, venv_with_debugpy, write_script
+from devtools.pythons import PYTHONS, SOURCE, python_for
+from helpers import HubProcess, line_of, next_line, run, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -39,7 +37,7 @@ import sys
 def untraced_here():
     frame = sys._getframe()
     if sys.version_info >= (3, 12):
-        from raydebug.agent import armed_monitoring as m
+        from raydebug.agent.armed import monitoring as m
         tools = [t for t in m.TOOL_IDS if sys.monitoring.get_tool(t) == m.TOOL_NAME]
         return all(sys.monitoring.get_local_events(t, frame.f_code) == 0 for t in tools)
     return frame.f_trace is None
@@ -77,26 +75,6 @@ print("cleared", agent.breakpoints.active(), sys.gettrace(), flush=True)
 """
 
 
-def next_line(proc: subprocess.Popen[bytes]) -> str:
-    """The next line the process printed: its stdout is unbuffered, so select() and a
-    byte-wise readline() never leave a line behind in a buffer (read_line's text stream can)."""
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        if not selector.select(TIMEOUT):
-            raise TimeoutError(f"no output from pid {proc.pid} within {TIMEOUT}s")
-    return proc.stdout.readline().decode()
-
-
-def python_for(version: str) -> str:
-    if version == "3.11":
-        return sys.executable
-    base = interpreter(version)
-    if base is None:
-        pytest.skip(f"Python {version} is not installed")
-    return venv_with_debugpy(base)
-
-
 @pytest.mark.parametrize("version", ["3.11", *sorted(PYTHONS)])
 def test_armed_breakpoint_logpoint_and_clearing(hub: HubProcess, tmp_path: Path,
                                                 version: str) -> None:
@@ -116,7 +94,8 @@ def test_armed_breakpoint_logpoint_and_clearing(hub: HubProcess, tmp_path: Path,
                             stderr=subprocess.PIPE, bufsize=0)  # unbuffered: see next_line
 
     hub.workers.append(proc)  # type: ignore[arg-type]  # stopped by pid at teardown
-    mode = "rewrite" if version in ("3.10", "3.11") else "-"  # no trace function (agent/armed/code.py)
+    # "rewrite": rewritten code, no trace function (agent/armed/code.py)
+    mode = "rewrite" if version in ("3.10", "3.11") else "-"
     assert next_line(proc).split() == ["armed", "True", "elsewhere", "untraced", "True", mode]
 
     async def take_stop(expected_label: str) -> None:

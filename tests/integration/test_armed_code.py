@@ -1,5 +1,5 @@
-"""Cluster breakpoints on Python 3.10/3.11 served by rewritten code (agent/armed/code.py), on the real
-interpreters: no trace function anywhere while armed, hits in modules imported before and
+"""Cluster breakpoints on Python 3.10/3.11 served by rewritten code (agent/armed/code.py), on
+the real interpreters: no trace function anywhere while armed, hits in modules imported before and
 after arming, conditions, hit counts, logpoints, the originals back on clearing, and the
 trace fallbacks (a frame of the file already running, a source that changed since import)
 still stopping at every hit.
@@ -18,10 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_armed_breakpoints import next_line, python_for
-from test_python_versions import PYTHONS, SOURCE, interpreter
 
-from helpers import TIMEOUT, HubProcess, line_of, run, venv_with_debugpy, write_script
+from devtools.pythons import PYTHONS, SOURCE, interpreter, python_for
+from helpers import TIMEOUT, HubProcess, line_of, next_line, run, venv_with_debugpy, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

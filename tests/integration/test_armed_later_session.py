@@ -16,11 +16,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_armed_breakpoints import next_line
-from test_python_versions import SOURCE
 
-from devtools.pythons import ray_venv
-from helpers import HubProcess, find_python, line_of, run, venv_with_debugpy, write_script
+from devtools.pythons import SOURCE, ray_venv
+from helpers import (
+    HubProcess,
+    find_python,
+    line_of,
+    next_line,
+    run,
+    venv_with_debugpy,
+    write_script,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 

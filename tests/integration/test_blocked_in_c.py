@@ -3,88 +3,29 @@ then an ordinary stop at its next line; continue, and the program completes."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from test_terminal import PROMPT, Attach
 
+from devtools.pythons import SOURCE, python_for
+from devtools.terminal import PROMPT, Attach
 from helpers import (
+    BLOCKED_WORKER,
     TIMEOUT,
     HubProcess,
-    find_python,
     finish,
     line_of,
+    locals_of,
+    raydebug,
     read_line,
     run,
-    venv_with_debugpy,
+    top_frame,
     write_script,
 )
-from raydebug.client.dap import DapClient
 from raydebug.session import BLOCKED_IN_C
 
 pytestmark = pytest.mark.integration
-
-BLOCKED_WORKER = """
-import os, threading, time
-from raydebug.agent import start_live_link
-
-start_live_link()  # as RAYDEBUG_LIVE=1 does where raydebug's .pth is installed (not 3.12's)
-
-done = threading.Event()
-
-def worker():
-    waiting_for = "done"
-    done.wait()  # blocked in C until the event is set
-    after = waiting_for + " was set"
-    print("worker:", after, flush=True)
-
-thread = threading.Thread(target=worker, name="blocked-worker")
-thread.start()
-print("started", os.getpid(), flush=True)
-total = 0
-while thread.is_alive():
-    total += 1
-    time.sleep(0.01)
-print("finished", total > 0, flush=True)
-"""
-
-
-SOURCE = Path(__file__).resolve().parents[2] / "src"
-
-
-def python_for(version: str) -> str:
-    """This venv's Python for 3.11; another one's, with debugpy, for the others."""
-    if version == f"{sys.version_info.major}.{sys.version_info.minor}":
-        return sys.executable
-    found = find_python(version)
-    if found is None:
-        pytest.skip(f"no Python {version} here")
-    return venv_with_debugpy(found)
-
-
-def raydebug(hub: HubProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "raydebug", *args, "--hub", hub.client_address],
-                          capture_output=True, text=True, timeout=TIMEOUT,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "160"})
-
-
-async def top_frame(client: DapClient, thread_id: int) -> dict[str, Any]:
-    frames = await client.request("stackTrace", {"threadId": thread_id})
-    return dict(frames["stackFrames"][0])
-
-
-async def locals_of(client: DapClient, frame_id: int) -> dict[str, str]:
-    scopes = await client.request("scopes", {"frameId": frame_id})
-    local = next(s for s in scopes["scopes"] if s["name"] == "Locals")
-    variables = await client.request("variables",
-                                     {"variablesReference": local["variablesReference"]})
-    return {v["name"]: v["value"] for v in variables["variables"]}
-
 
 @pytest.mark.parametrize("version", ["3.11", "3.12"])
 def test_a_thread_blocked_in_c_is_debugged_until_it_returns(hub: HubProcess, tmp_path: Path,
@@ -203,13 +144,10 @@ def test_a_thread_that_returns_unattended_becomes_an_ordinary_session(hub: HubPr
     napping = {s["thread"]: s for s in hub.wait_sessions(2)}["napper"]
     assert napping["blocked_in_c"] is True, napping
     woke = line_of(script, "woke = True")
-    deadline = time.monotonic() + TIMEOUT
-    while True:  # the hub has no wait for a changed record: asked, bounded
-        (now,) = [s for s in hub.get("/api/sessions") if s["id"] == napping["id"]]
-        if not now["blocked_in_c"]:
-            break
-        assert time.monotonic() < deadline, now
-        time.sleep(0.1)
+    # The session's new record (stopped at its next line) changes the hub's registry.
+    (now,) = hub.wait_processes("the napper's session leaves C", lambda _: [
+        s for s in hub.get("/api/sessions") if s["id"] == napping["id"]
+        and not s["blocked_in_c"]])
     assert now["line"] == woke and now["function"] == "worker", now
 
     async def attach_and_leave() -> None:

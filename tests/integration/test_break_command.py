@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pexpect
 
+from devtools.terminal import PROMPT, Attach
 from helpers import TIMEOUT, HubProcess, line_of, read_line, write_script
 
 JOB = """
@@ -121,8 +122,6 @@ print("done", flush=True)
 
 def test_attach_follow_takes_each_hit_of_a_terminal_breakpoint_in_turn(hub: HubProcess,
                                                                         tmp_path: Path):
-    from test_terminal import PROMPT, Attach  # a real pseudo-terminal
-
     script = write_script(tmp_path, "loop.py", LOOP)
     line = line_of(script, "breakpoint line")
     assert raydebug(hub, f"{script}:{line}", "if", "i % 2 == 1").returncode == 0

@@ -13,9 +13,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pexpect
 import pytest
 
+from devtools.terminal import on_a_terminal
 from helpers import PAUSING_WORKER, TIMEOUT, HubProcess, write_script
 
 pytestmark = pytest.mark.integration
@@ -27,18 +27,6 @@ NO_HUB = "127.0.0.1:9"  # the discard port: nothing listens there
 def raydebug(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*RAYDEBUG, *args], capture_output=True, text=True, timeout=TIMEOUT,
                           env={**os.environ, **env})
-
-
-def on_a_terminal(*args: str, columns: int) -> str:
-    """What ``raydebug ARGS`` shows on a pseudo-terminal ``columns`` wide (colours off)."""
-    child = pexpect.spawn(RAYDEBUG[0], [*RAYDEBUG[1:], *args], encoding="utf-8",
-                          env={**os.environ, "TERM": "xterm", "NO_COLOR": "1"},
-                          timeout=TIMEOUT, dimensions=(40, columns))
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0, child.before
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(child.before).replace("\r\n", "\n"))
-    return "\n".join(line.rstrip() for line in text.splitlines())
 
 
 @pytest.mark.parametrize("columns", [120, 80, 60])

@@ -38,14 +38,6 @@ input()  # the test says when it has every logpoint's text
 """
 
 
-async def linked(hub: HubProcess, count: int) -> None:
-    """Until the hub lists ``count`` live processes (each armed at its link's connect: the
-    hub sends the set right after the process identifies itself, before it registers)."""
-    while len([p for p in await asyncio.to_thread(hub.get, "/api/processes?now=0")
-               if p.get("live")]) < count:
-        await asyncio.sleep(0.05)
-
-
 def test_ide_breakpoints_reach_processes_started_later(hub: HubProcess, tmp_path: Path):
     script = write_script(tmp_path, "job.py", JOB)
     stop_line, log_line = line_of(script, "breakpoint line"), line_of(script, "logpoint line")
@@ -68,7 +60,7 @@ def test_ide_breakpoints_reach_processes_started_later(hub: HubProcess, tmp_path
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for rank in range(3)]
         hub.workers.extend(procs)  # stopped by pid at teardown
-        await asyncio.wait_for(linked(hub, 3), 30)
+        await asyncio.to_thread(hub.wait_linked, 3)
         for proc in procs:
             assert proc.stdin is not None
             proc.stdin.write("\n")

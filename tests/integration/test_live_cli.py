@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import on_a_terminal  # a pseudo-terminal of a given width
 
+from devtools.terminal import on_a_terminal  # a pseudo-terminal of a given width
 from helpers import TIMEOUT, HubProcess, evaluate_and_continue, run, start_hub, write_script
 
 pytestmark = pytest.mark.integration
@@ -55,11 +55,7 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubProcess]:
         script = write_script(tmp_path_factory.mktemp("ranks"), "ranked.py", RANKED)
         for rank in range(4):
             hub.spawn(script, RAYDEBUG_LIVE="1", RANK=str(rank), WORLD_SIZE="4")
-        deadline = time.monotonic() + TIMEOUT
-        # The hub has no "wait until N processes" query: ask until all four are linked.
-        while len(hub.get("/api/processes?now=0")) < 4:
-            assert time.monotonic() < deadline, "the four ranks never linked"
-            time.sleep(0.05)
+        hub.wait_processes("the four ranks link", lambda ps: len(ps) >= 4)
         yield hub
     finally:
         hub.close()

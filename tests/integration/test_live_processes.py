@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import HubProcess, line_of, read_line, run, start_hub, write_script
+from helpers import HubProcess, line_of, read_line, run, start_hub, write_script
 
 RANKED = """
 import os, signal, sys, threading, time
@@ -61,17 +61,14 @@ time.sleep(60)
 """
 
 
-def wait_processes(hub: HubProcess, predicate: Any, timeout: float = 30.0,
-                   query: str = "") -> list[dict[str, Any]]:
-    """Ask the hub for its processes until ``predicate(processes)`` holds (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        processes: list[dict[str, Any]] = hub.get(f"/api/processes{query}")
-        if predicate(processes):
-            return processes
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the hub's processes never matched: {processes}")
-        time.sleep(0.1)  # a listing, not a condition we can wait on in the hub
+def wait_processes(hub: HubProcess, predicate: Any, timeout: float = 30.0
+                   ) -> list[dict[str, Any]]:
+    """The hub's processes (each asked what it runs now) once ``predicate(processes)`` holds
+    for a listing that is not empty: a long-poll on the hub's registry, which wakes on the
+    change that makes it true. ``TimeoutError`` after ``timeout``."""
+    return list(hub.wait_processes(
+        "the hub's processes to match", lambda ps: ps if ps and predicate(ps) else None,
+        timeout, query="now=1"))
 
 
 def post(hub: HubProcess, path: str, body: Any) -> tuple[int, Any]:
@@ -370,7 +367,7 @@ spin()
 @pytest.mark.parametrize("version", ["3.12"])
 def test_pause_under_sys_monitoring(hub, tmp_path, version):
     """Python 3.12+: pydevd pauses through sys.monitoring; its events are off again after."""
-    from tests.helpers import venv_with_debugpy
+    from helpers import venv_with_debugpy
 
     base = Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python{version}")
     found = sorted(base)

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_armed_breakpoints import python_for
-from test_python_versions import SOURCE
 
 from devtools.ide import IdeLikeClient
+from devtools.pythons import SOURCE, python_for
 from helpers import TIMEOUT, HubProcess, finish, line_of, run, write_script
 from raydebug.client.hub_api import post_json
 

@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_blocked_in_c import locals_of, raydebug, top_frame
 
-from helpers import TIMEOUT, HubProcess, finish, line_of, read_line, run, write_script
+from helpers import (
+    TIMEOUT,
+    HubProcess,
+    finish,
+    line_of,
+    locals_of,
+    raydebug,
+    read_line,
+    run,
+    top_frame,
+    write_script,
+)
 from raydebug.client.hub_api import stacks
 
 pytestmark = [

@@ -18,9 +18,19 @@ import time
 from pathlib import Path
 
 import pytest
-from test_blocked_in_c import locals_of, python_for, top_frame
 
-from helpers import TIMEOUT, HubProcess, finish, line_of, read_line, run, write_script
+from devtools.pythons import python_for
+from helpers import (
+    TIMEOUT,
+    HubProcess,
+    finish,
+    line_of,
+    locals_of,
+    read_line,
+    run,
+    top_frame,
+    write_script,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -3,22 +3,16 @@ sys.monitoring instead of sys.settrace (so detaching and regaining speed work di
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from devtools.pythons import PYTHONS, SOURCE, interpreter
 from helpers import HubProcess, finish, line_of, run, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-SOURCE = Path(__file__).resolve().parents[2] / "src"
-# Lists, not glob()'s generators: a generator is empty for the second test that asks (the
-# fallback then found pyenv's shim, which runs no version that is not selected).
-PYTHONS = {version: sorted(Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python{version}"))
-           for version in ("3.10", "3.12", "3.13")}
 
 WORKER = """
 import sys, threading, time
@@ -44,12 +38,6 @@ print("untraced", get_agent().debugger.wait_untraced(10), flush=True)
 print(f"ratio {before / best():.2f}", flush=True)
 print(f"value {value}", flush=True)
 """
-
-
-def interpreter(version: str) -> Path | None:
-    found = PYTHONS[version]
-    return found[-1] if found else shutil.which(f"python{version}") and Path(
-        str(shutil.which(f"python{version}")))
 
 
 @pytest.fixture(scope="module", params=sorted(PYTHONS))

@@ -19,11 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cluster_breakpoints import linked
-from test_python_versions import SOURCE
 
 from devtools.ide import IdeLikeClient
-from devtools.pythons import ray_venv
+from devtools.pythons import SOURCE, ray_venv
 from helpers import HubProcess, find_python, line_of, run, venv_with_debugpy, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -108,7 +106,7 @@ def test_the_raised_filter_stops_once_per_raise(hub: HubProcess, tmp_path: Path,
                                 stderr=subprocess.PIPE, text=True)
         hub.workers.append(proc)  # stopped by pid at teardown
         assert proc.stdin is not None and proc.stdout is not None
-        await asyncio.wait_for(linked(hub, 1), 30)
+        await asyncio.to_thread(hub.wait_linked, 1)
         proc.stdin.write("\n")
         proc.stdin.flush()
         try:

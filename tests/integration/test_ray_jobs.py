@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import run, write_script
+from helpers import run, wait_processes, write_script
 from ray_cluster import free_port, ray_start_head
 
 pytest.importorskip("ray")
@@ -104,18 +104,13 @@ def submit_when_the_job_agent_is_up(dashboard: str, code: Path) -> subprocess.Po
 
 
 def wait_for_exception_session(hub: str, timeout: float = 120) -> dict[str, Any]:
-    """The first post-mortem session the hub lists, waiting for it (long polls, bounded)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"http://{hub}/api/sessions?min=1&timeout=5",
-                                    timeout=15) as answer:
-            sessions = json.loads(answer.read())
-        found = [s for s in sessions if s["reason"] == "exception"]
-        if found:
-            return dict(found[0])
-        if sessions:  # the first session is still ending: ask again for one more
-            time.sleep(0.2)
-    raise TimeoutError("no post-mortem session")
+    """The first post-mortem session the hub at ``hub`` lists: a long-poll on its registry,
+    which wakes when a session comes or goes; ``TimeoutError`` after ``timeout``."""
+    def post_mortem(_: object) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"http://{hub}/api/sessions", timeout=15) as answer:
+            return [s for s in json.loads(answer.read()) if s["reason"] == "exception"]
+
+    return dict(wait_processes(hub, "a post-mortem session", post_mortem, timeout)[0])
 
 
 async def debug_the_cluster_with_local_paths(config: dict[str, Any], local_helper: str,

@@ -5,47 +5,21 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pexpect
 import pytest
 
+from devtools.terminal import JOB, LEAVE_PROMPT, PROMPT, Attach, start_attach
 from helpers import TIMEOUT, HubProcess, finish, line_of, start_hub, write_script
 
 pytestmark = pytest.mark.integration
 
-PROMPT = "(raydebug) "
-LEAVE_PROMPT = "(Enter leaves) "  # after a session ended by itself
 # What `c` prints when the session's function returns: said by the agent, unless the process
 # exits first (a script that ends right after it).
 SESSION_OVER = ["returned; the process runs on", "has ended"]
-
-JOB = """
-import sys
-
-def double(value, factor):
-    twice = value * factor
-    return twice
-
-def compute(a, b):
-    total = a + b
-    breakpoint()
-    note = "start"  # first stop
-    factor = 2  # break here
-    scaled = double(total, factor)
-    print(f"{sys.argv[1]} result={scaled} total={total}", flush=True)
-    return scaled
-
-def main():
-    return compute(3, 4)
-
-main()
-"""
 
 SPIN = """
 state = {"go": True}
@@ -69,59 +43,6 @@ def divide(numerator, denominator):
 
 divide(84, 0)
 """
-
-
-class Attach:
-    """``raydebug attach`` on an 80x24 pseudo-terminal."""
-
-    def __init__(self, hub: HubProcess, *args: str, colour: bool = False,
-                 columns: int = 80) -> None:
-        env = dict(os.environ, TERM="xterm")
-        if not colour:
-            env["NO_COLOR"] = "1"
-        self.child = pexpect.spawn(
-            sys.executable, ["-m", "raydebug", "attach", "--hub", hub.client_address, *args],
-            env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(24, columns))
-        if os.environ.get("RAYDEBUG_TEST_TRANSCRIPT"):  # to see a failing test's screen
-            self.child.logfile_read = sys.stdout
-
-    def expect(self, text: str) -> str:
-        """Wait for ``text``; return what came before it."""
-        self.child.expect_exact(text)
-        return str(self.child.before)
-
-    def do(self, command: str) -> str:
-        """Type a command; return what it printed before the next prompt (colours
-        removed)."""
-        self.child.sendline(command)
-        self.expect(command)  # the terminal's echo
-        return re.sub(r"\x1b\[[0-9;]*m", "", self.expect(PROMPT))
-
-    def do_and_end(self, command: str, end: str | list[str]) -> str:
-        self.child.sendline(command)
-        if isinstance(end, list):
-            self.child.expect_exact(end)
-            return str(self.child.before)
-        return self.expect(end)
-
-    def close(self) -> None:
-        if self.child.isalive():
-            self.child.kill(signal.SIGKILL)
-        self.child.close()
-
-
-@pytest.fixture
-def attach(hub: HubProcess) -> Iterator[list[Attach]]:
-    started: list[Attach] = []
-    yield started
-    for session in started:
-        session.close()
-
-
-def start_attach(hub: HubProcess, started: list[Attach], *args: str, **kw: Any) -> Attach:
-    session = Attach(hub, *args, **kw)
-    started.append(session)
-    return session
 
 
 def test_a_session_debugged_with_pdb_commands(hub: HubProcess, attach: list[Attach],

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from test_terminal import LEAVE_PROMPT, PROMPT, Attach
 
+from devtools.terminal import LEAVE_PROMPT, PROMPT, Attach
 from helpers import TIMEOUT, HubProcess, finish, start_hub, write_script
 
 pytestmark = pytest.mark.integration

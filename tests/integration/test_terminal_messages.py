@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
-from test_terminal import JOB, LEAVE_PROMPT, PROMPT, Attach, start_attach
 
+from devtools.terminal import JOB, LEAVE_PROMPT, PROMPT, Attach, start_attach
 from helpers import HubProcess, line_of, write_script
 
 pytestmark = pytest.mark.integration
@@ -20,14 +19,6 @@ SLOW = """
 breakpoint()
 x = 1
 """
-
-
-@pytest.fixture
-def attach() -> Iterator[list[Attach]]:
-    started: list[Attach] = []
-    yield started
-    for session in started:
-        session.close()
 
 
 def test_header_and_breakpoints_on_lines_without_code(hub: HubProcess, attach: list[Attach],

@@ -10,13 +10,12 @@ import signal
 import subprocess
 import sys
 import termios
-from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
-from test_terminal import LEAVE_PROMPT, PROMPT, Attach, start_attach
 
+from devtools.terminal import LEAVE_PROMPT, PROMPT, Attach, start_attach
 from helpers import TIMEOUT, HubProcess, line_of, start_hub, stop, write_script
 
 pytestmark = pytest.mark.integration
@@ -116,14 +115,6 @@ def leaves_after_the_end(term: Attach) -> str:
     said = term.expect(LEAVE_PROMPT)
     term.child.sendline("")
     return said + exits_cleanly(term)
-
-
-@pytest.fixture
-def attach() -> Iterator[list[Attach]]:
-    started: list[Attach] = []
-    yield started
-    for session in started:
-        session.close()
 
 
 def test_next_off_the_end_of_the_function_ends_the_session_with_its_value(

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_python_versions import SOURCE, interpreter
 
+from devtools.pythons import SOURCE, interpreter
 from helpers import HubProcess, finish, line_of, run, venv_with_debugpy, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_blocked_in_c import BLOCKED_WORKER, raydebug
 
 from browser import chromium, wait_for
-from helpers import HubProcess, read_line, write_script
+from helpers import BLOCKED_WORKER, HubProcess, raydebug, read_line, write_script
 from raydebug.session import BLOCKED_IN_C
 
 pytest.importorskip("selenium")
