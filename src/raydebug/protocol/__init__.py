@@ -6,8 +6,9 @@ messages into bytes, so that the blocking agent and the asyncio hub share one im
 ``control`` and ``handshake`` (the link between an agent and the hub), ``proxy_policy`` (what
 the hub forwards, rewrites, answers or refuses between a client and the debugger) with
 ``outstanding`` (the requests pydevd has not answered yet), ``paths`` (a client's localRoot
-<-> the process's paths), ``group_ids`` (a group session's ids: every process's, unique
-for its one client).
+<-> the process's paths), ``group_policy`` (a group session: one client, every process's
+threads; where each message goes) with ``group_ids`` (every process's ids, unique for its
+one client) and ``group_rewrite`` (a process's messages as that client reads them).
 """
 
 from typing import TYPE_CHECKING

@@ -1,0 +1,400 @@
+"""What the hub does with each message of a group session: one client, many processes.
+
+Theory of operation. A *group session* is one DAP session whose threads are those of every
+process in a group (a job, a selector's processes); the hub holds a data connection to each
+process's debugger (pydevd). :class:`GroupPolicy` decides, without sockets or asyncio, where
+each message goes and how it is rewritten, and the hub carries its decisions out (as the
+relay does :class:`~.proxy_policy.ProxyPolicy`'s). Its rules, those of one program with many
+threads as debugpy treats one process:
+
+- ids: every id the client sees is the group's (:mod:`.group_ids`), every id a process sees
+  its own; an id the group does not hold is answered with an error, never routed;
+- a request about one thread, frame, variable or source goes to the process that owns it
+  (:data:`BY_THREAD`, :data:`BY_FRAME`, :data:`BY_REFERENCE`, :data:`BY_SOURCE`): ``next``,
+  ``stepIn``, ``stepOut`` move that thread only, the other processes stay paused;
+- ``continue`` resumes every paused process and is answered once, ``allThreadsContinued:
+  true`` (DAP "Continue Request": without ``singleThread`` it resumes all threads); with
+  ``singleThread`` it goes to that thread's process only and answers ``false``;
+- ``pause`` is answered by the hub and carried out by the thread's process's agent
+  (:class:`PauseProcess`), as in a one-process session; the group's "pause all" is the hub's;
+- ``threads`` asks every process and merges the answers into one (DAP "Threads Request":
+  all threads), each named where it lives (:meth:`Member.thread_name`), sorted by rank then
+  pid; ``disconnect`` goes to every process (each resumes its threads) and is answered once;
+- the group session's own requests (``initialize``, ``attach``, ``configurationDone``, the
+  breakpoint requests: the cluster's set, ``terminate``) are the hub's (:class:`HubAnswers`);
+- from a process: ``stopped``, ``continued`` and ``thread`` events have their thread mapped
+  (a process's ``allThreadsStopped``/``allThreadsContinued`` speaks of its own threads: it
+  reaches the client true only when it holds for the whole group; DAP "Continued Event");
+  ``output`` is prefixed ``[rank N pid P] `` at each line's start; the events of one
+  debugger's own lifecycle (:data:`DROPPED_EVENTS`) are dropped; reverse requests refused.
+
+Sequence numbers. The hub numbers what it sends each process on that data connection, from
+1 (the set-up it makes itself at :meth:`GroupPolicy.join`, then the client's requests), and
+notes each as :class:`_Asked`: for which client request (its ``seq``), and for a request sent
+to several processes the :class:`_Gather` that waits for all of them. A process's answer is
+found by its ``request_seq`` among that process's; the client's answer carries the client's
+``seq``. What the client receives is numbered by the hub's connection to it (a merged stream
+cannot keep any process's numbers), so unlike the relay's there is no byte pass-through.
+
+Every client request gets exactly one answer: a process that leaves (:meth:`GroupPolicy.left`)
+owes nothing more to a gathering request, and its single requests are answered by the hub
+(a request that only lets it run on succeeds, as after a one-process session's end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UnknownIdError
+from .group_ids import FRAME, SOURCE, THREAD, VARIABLES, GroupIds
+from .group_rewrite import Member, client_body, prefixed, with_reference
+from .messages import Event, Message, Request, Response, parse_message
+from .proxy_policy import CLIENT_PAUSE_WAIT, REFUSED, RESUMING, failure, success
+
+BY_THREAD = frozenset({"stackTrace", "next", "stepIn", "stepOut", "exceptionInfo",
+                       "continue", "pause"})
+BY_FRAME = frozenset({"scopes", "evaluate", "setExpression", "completions", "stepInTargets"})
+BY_REFERENCE = frozenset({"variables", "setVariable"})
+BY_SOURCE = frozenset({"source"})
+HUBS = frozenset({"initialize", "attach", "configurationDone", "setBreakpoints",
+                  "setExceptionBreakpoints", "setFunctionBreakpoints", "terminate"})
+STEPS = frozenset({"next", "stepIn", "stepOut"})
+# Events about one debugger's own lifecycle: the group session's are the hub's.
+DROPPED_EVENTS = frozenset({"initialized", "terminated", "exited", "process", "module",
+                            "loadedSource", "breakpoint", "capabilities"})
+PROCESS_LEFT = "the process left the group session (it exited, was killed, or was cut off)"
+
+
+@dataclass(frozen=True)
+class ToClient:
+    """Send ``message`` to the client, numbered by the hub's connection to it."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
+class ToProcess:
+    """Send ``message`` to the debugger of process ``key`` as it is: numbered already."""
+
+    key: str
+    message: Message
+
+
+@dataclass(frozen=True)
+class PauseProcess:
+    """Tell process ``key``'s agent to pause every thread (``Pause``, ``by_client``), for at
+    most ``expire_ms``, as a one-process session's client pause does."""
+
+    key: str
+    expire_ms: int
+
+
+@dataclass(frozen=True)
+class ProcessReady:
+    """Process ``key``'s debugger has its configuration: tell its agent (``ClientReady``),
+    which releases the paused threads or replays their stops."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class HubAnswers:
+    """A request of the group session itself: the hub answers it, once."""
+
+    request: Request
+
+
+Action = ToClient | ToProcess | PauseProcess | ProcessReady | HubAnswers
+
+
+@dataclass
+class _Gather:
+    """A client request sent to several processes, until each has answered or left."""
+
+    request: Request
+    owed: set[str]
+    answers: list[tuple[Member, Response]] = field(default_factory=list)
+
+
+@dataclass
+class _Asked:
+    """A request sent to one process until its answer: the client's (None: the hub's own
+    set-up), the gather it is part of, the process's thread its answer's ids belong to."""
+
+    command: str
+    request: Request | None
+    gather: _Gather | None = None
+    thread: int | None = None
+
+
+@dataclass
+class _Joined:
+    """A member with a data connection to its debugger, and the hub's dealings with it."""
+
+    member: Member
+    configuration: list[Request]
+    next_seq: int = 1
+    asked: dict[int, _Asked] = field(default_factory=dict)  # by the hub's seq
+    stopped: set[int] = field(default_factory=set)  # its threads stopped, its ids
+    mid_line: set[str] = field(default_factory=set)  # output categories not at a line start
+
+
+class GroupPolicy:
+    """The rules of one group session, from the client's ``attach`` to its ``disconnect``."""
+
+    def __init__(self, allow_terminate: bool = False) -> None:
+        self._allow_terminate = allow_terminate
+        self.ids = GroupIds()
+        self._joined: dict[str, _Joined] = {}
+
+    # -- processes joining and leaving --------------------------------------------------------
+
+    def join(self, member: Member, initialize: dict[str, Any], attach: dict[str, Any],
+             configuration: Sequence[Request] = ()) -> list[Action]:
+        """A data connection to ``member``'s debugger is open: set it up as a client would
+        (``initialize``, ``attach``, then once attached the ``configuration`` requests, such
+        as the cluster's breakpoints, and ``configurationDone``). Their answers are the
+        hub's; the last brings :class:`ProcessReady`."""
+        joined = self._joined[member.key] = _Joined(member, list(configuration))
+        return [self._ask(joined, Request(0, "initialize", initialize), _Asked("initialize", None)),
+                self._ask(joined, Request(0, "attach", attach), _Asked("attach", None))]
+
+    def left(self, key: str) -> list[Action]:
+        """Process ``key``'s data connection has closed: what it owed is answered (a
+        gathering request no longer waits for it), and the client is told its threads
+        exited."""
+        joined = self._joined.pop(key, None)
+        if joined is None:
+            return []
+        actions: list[Action] = []
+        for asked in joined.asked.values():
+            if asked.gather is not None:
+                asked.gather.owed.discard(key)
+                actions.extend(self._complete(asked.gather))
+            elif asked.request is not None:
+                actions.append(self._answer_after_left(asked.request))
+        actions.extend(ToClient(Event(0, "thread", {"reason": "exited", "threadId": client}))
+                       for client in self.ids.left(key))
+        return actions
+
+    # -- client -> processes ------------------------------------------------------------------
+
+    def from_client(self, message: Message) -> list[Action]:
+        """What to do with a message from the client: every request gets one answer, from a
+        process, from several merged, or from the hub."""
+        if not isinstance(message, Request):
+            return []  # the group session sends the client no reverse requests
+        command = message.command
+        if command in HUBS:
+            return [HubAnswers(message)]
+        if command == "threads":
+            return self._gather(message, list(self._joined.values()))
+        if command == "disconnect":
+            return self._disconnect(message)
+        if command == "continue" and not message.arguments.get("singleThread"):
+            return self._continue_all(message)
+        try:
+            return self._to_owner(message)
+        except UnknownIdError as error:
+            return [ToClient(failure(message, str(error)))]
+
+    def _to_owner(self, request: Request) -> list[Action]:
+        arguments = dict(request.arguments)
+        command = request.command
+        if command in BY_THREAD:
+            owner = self.ids.to_local(THREAD, arguments.get("threadId"))
+            arguments["threadId"] = owner.local
+        elif command in BY_FRAME:
+            if "frameId" not in arguments:
+                return [ToClient(failure(request, f"{command} in a group session needs a "
+                                                  "frame: select a thread's frame first"))]
+            owner = self.ids.to_local(FRAME, arguments["frameId"])
+            arguments["frameId"] = owner.local
+        elif command in BY_REFERENCE:
+            owner = self.ids.to_local(VARIABLES, arguments.get("variablesReference"))
+            arguments["variablesReference"] = owner.local
+        elif command in BY_SOURCE:
+            source = dict(arguments.get("source") or {})
+            owner = self.ids.to_local(SOURCE, source.get("sourceReference",
+                                                         arguments.get("sourceReference")))
+            source["sourceReference"] = arguments["sourceReference"] = owner.local
+            arguments["source"] = source
+        else:
+            return [ToClient(failure(request, f"{command} is not served in a group session"))]
+        joined = self._joined.get(owner.process)
+        if joined is None:  # the ids of a process that left go with it: not reached
+            return [ToClient(failure(request, PROCESS_LEFT))]
+        if command == "pause":
+            return [ToClient(success(request)),
+                    PauseProcess(owner.process, round(CLIENT_PAUSE_WAIT * 1000))]
+        if command in STEPS or command == "continue":
+            joined.stopped.discard(owner.local)
+            self.ids.resumed(owner.process, owner.local)
+        return [self._ask(joined, Request(0, command, arguments),
+                          _Asked(command, request, thread=owner.thread))]
+
+    def _continue_all(self, request: Request) -> list[Action]:
+        paused = [joined for joined in self._joined.values() if joined.stopped]
+        for joined in paused:
+            self.ids.resumed(joined.member.key)
+        return self._gather(request, paused, lambda joined: {"threadId": min(joined.stopped)},
+                            clear_stopped=True)
+
+    def _disconnect(self, request: Request) -> list[Action]:
+        arguments = {"terminateDebuggee": bool(self._allow_terminate and request.arguments.get(
+            "terminateDebuggee"))}
+        for joined in self._joined.values():
+            self.ids.resumed(joined.member.key)
+        return self._gather(request, list(self._joined.values()), lambda _: arguments,
+                            clear_stopped=True)
+
+    def _gather(self, request: Request, targets: list[_Joined],
+                arguments: Callable[[_Joined], dict[str, Any]] | None = None,
+                clear_stopped: bool = False) -> list[Action]:
+        """Send ``request`` to each of ``targets`` (with ``arguments(target)``, or the
+        client's), to be answered once when each has answered or left: at once if none."""
+        gather = _Gather(request, {joined.member.key for joined in targets})
+        actions: list[Action] = []
+        for joined in targets:
+            sent = arguments(joined) if arguments else request.arguments
+            actions.append(self._ask(joined, Request(0, request.command, sent),
+                                     _Asked(request.command, request, gather)))
+            if clear_stopped:
+                joined.stopped.clear()
+        return actions or self._complete(gather)
+
+    # -- processes -> client ------------------------------------------------------------------
+
+    def from_process(self, key: str, body: bytes) -> list[Action]:
+        """What to do with a message body from process ``key``'s debugger. Raises
+        :class:`~raydebug.errors.RemoteProtocolError` when it is not DAP."""
+        joined = self._joined.get(key)
+        if joined is None:
+            return []  # it has left: what it says now is of no one's concern
+        message = parse_message(body)
+        if isinstance(message, Request):
+            return [ToProcess(key, Response(0, message.seq, message.command, success=False,
+                                            message=REFUSED))]
+        if isinstance(message, Event):
+            return self._event(joined, message)
+        asked = joined.asked.pop(message.request_seq, None)
+        if asked is None:
+            return []
+        if asked.request is None:
+            return self._set_up(joined, asked, message)
+        if not message.success:
+            answer = Response(0, asked.request.seq, asked.request.command, success=False,
+                              message=message.message, body=message.body)
+        else:
+            answer = Response(0, asked.request.seq, asked.request.command,
+                              body=client_body(self.ids, joined.member, asked.command,
+                                                asked.thread, message.body))
+        if asked.gather is not None:
+            asked.gather.owed.discard(key)
+            asked.gather.answers.append((joined.member, answer))
+            return self._complete(asked.gather)
+        return [ToClient(answer)]
+
+    def _set_up(self, joined: _Joined, asked: _Asked, answer: Response) -> list[Action]:
+        """The answer to the hub's own set-up request: attached, configure; configured,
+        the process's agent may go on. A refusal is told on the client's console."""
+        if not answer.success:
+            text = f"{joined.member.prefix}{asked.command} failed: {answer.message}\n"
+            return [ToClient(Event(0, "output", {"category": "console", "output": text}))]
+        if asked.command == "attach":
+            return [self._ask(joined, request, _Asked(request.command, None))
+                    for request in [*joined.configuration, Request(0, "configurationDone")]]
+        if asked.command == "configurationDone":
+            return [ProcessReady(joined.member.key)]
+        return []
+
+    def _event(self, joined: _Joined, event: Event) -> list[Action]:
+        key, body = joined.member.key, event.body
+        if event.event in DROPPED_EVENTS:
+            return []
+        if event.event == "output":
+            return self._output(joined, event)
+        local = body.get("threadId")
+        if not isinstance(local, int):
+            return []
+        if event.event == "thread" and body.get("reason") == "exited":
+            client = self.ids.thread_exited(key, local)
+            joined.stopped.discard(local)
+            return [] if client is None else [ToClient(Event(0, "thread", {**body,
+                                                                          "threadId": client}))]
+        client_body = {**body, "threadId": self.ids.thread_to_client(key, local)}
+        if event.event == "stopped":
+            joined.stopped.add(local)
+            everywhere = body.get("allThreadsStopped") and all(
+                other.stopped for other in self._joined.values())
+            client_body["allThreadsStopped"] = bool(everywhere)
+        elif event.event == "continued":
+            every_thread = body.get("allThreadsContinued", True)
+            if every_thread:
+                joined.stopped.clear()
+            else:
+                joined.stopped.discard(local)
+            self.ids.resumed(key, None if every_thread else local)
+            client_body["allThreadsContinued"] = not any(
+                other.stopped for other in self._joined.values())
+        return [ToClient(Event(0, event.event, client_body))]
+
+    def _output(self, joined: _Joined, event: Event) -> list[Action]:
+        body = event.body
+        category = body.get("category", "console")
+        text = body.get("output")
+        if category == "telemetry" or not isinstance(text, str):
+            return []
+        client_body = {**body, "output": prefixed(text, joined.member.prefix,
+                                                  category not in joined.mid_line)}
+        if text.endswith("\n"):
+            joined.mid_line.discard(category)
+        elif text:
+            joined.mid_line.add(category)
+        if isinstance(body.get("variablesReference"), int):
+            client_body = with_reference(self.ids, joined.member.key, client_body, None)
+        return [ToClient(Event(0, "output", client_body))]
+
+    # -- answers ------------------------------------------------------------------------------
+
+    def _complete(self, gather: _Gather) -> list[Action]:
+        """The one answer to a gathered request, once no process owes it anything."""
+        if gather.owed:
+            return []
+        request = gather.request
+        answers = gather.answers
+        if request.command == "threads":
+            # A process that left after answering has had its threads' exits told.
+            threads = [thread for member, answer in sorted(answers, key=lambda a: a[0].order())
+                       if answer.success and member.key in self._joined
+                       for thread in answer.body["threads"]]
+            return [ToClient(success(request, {"threads": threads}))]
+        if request.command == "continue" and answers and not any(
+                answer.success for _, answer in answers):
+            return [ToClient(failure(request, "; ".join(sorted(
+                f"{member.prefix}{answer.message}" for member, answer in answers))))]
+        body = {"allThreadsContinued": True} if request.command == "continue" else {}
+        return [ToClient(success(request, body))]
+
+    @staticmethod
+    def _answer_after_left(request: Request) -> ToClient:
+        if request.command == "continue":
+            return ToClient(success(request, {"allThreadsContinued": False}))
+        if request.command in RESUMING:
+            return ToClient(success(request))
+        return ToClient(failure(request, PROCESS_LEFT))
+
+    @staticmethod
+    def _ask(joined: _Joined, request: Request, asked: _Asked) -> ToProcess:
+        """``request`` numbered on ``joined``'s data connection, noted until its answer."""
+        seq, joined.next_seq = joined.next_seq, joined.next_seq + 1
+        joined.asked[seq] = asked
+        return ToProcess(joined.member.key, Request(seq, request.command, request.arguments))
+
+    def statistics(self) -> dict[str, int]:
+        """Processes joined, requests they have not answered, and the ids held."""
+        return {"joined": len(self._joined),
+                "asked": sum(len(joined.asked) for joined in self._joined.values()),
+                **self.ids.statistics()}

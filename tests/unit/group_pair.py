@@ -1,0 +1,132 @@
+"""A DAP client and many pydevds joined through a :class:`GroupPolicy`, in memory.
+
+As :mod:`dap_pair` for one process: each end is a real
+:class:`~raydebug.protocol.DapConnection`, messages go through real framing both ways, and
+the hub's part is only the policy's decisions, carried out in order. The client's side
+numbers what the hub sends it; each process's side receives what the policy numbered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from raydebug.protocol import NEED_DATA, DapConnection, Event, Message, Request, Response
+from raydebug.protocol.group_policy import (
+    Action,
+    GroupPolicy,
+    HubAnswers,
+    PauseProcess,
+    ProcessReady,
+    ToClient,
+    ToProcess,
+)
+from raydebug.protocol.group_rewrite import Member
+
+
+@dataclass
+class Delivered:
+    """What one send caused: what each end received, and the hub's other doings."""
+
+    to_client: list[Message] = field(default_factory=list)
+    to_process: dict[str, list[Message]] = field(default_factory=dict)
+    paused: list[str] = field(default_factory=list)  # PauseProcess's keys
+    ready: list[str] = field(default_factory=list)  # ProcessReady's keys
+    hub_answers: list[Request] = field(default_factory=list)
+
+    def requests_to(self, key: str) -> list[Request]:
+        return [m for m in self.to_process.get(key, []) if isinstance(m, Request)]
+
+    @property
+    def responses(self) -> list[Response]:
+        return [m for m in self.to_client if isinstance(m, Response)]
+
+    @property
+    def events(self) -> list[Event]:
+        return [m for m in self.to_client if isinstance(m, Event)]
+
+
+class GroupPair:
+    """``client`` and each member's ``pydevd[key]`` are the ends' own connections."""
+
+    def __init__(self, allow_terminate: bool = False) -> None:
+        self.policy = GroupPolicy(allow_terminate)
+        self.client = DapConnection()
+        self._hub_client = DapConnection()
+        self.pydevd: dict[str, DapConnection] = {}
+        self._hub_process: dict[str, DapConnection] = {}
+        self._client_seq = 0
+
+    # -- the client -------------------------------------------------------------------------
+
+    def request(self, command: str, **arguments: object) -> Request:
+        """The client's next request (numbered as a client numbers its own)."""
+        self._client_seq += 1
+        return Request(self._client_seq, command, dict(arguments))
+
+    def client_sends(self, *messages: Message) -> Delivered:
+        delivered = Delivered()
+        for message in messages:
+            self._hub_client.receive_data(self.client.send(message))
+            while (received := self._hub_client.next_event()) is not NEED_DATA:
+                self._carry_out(self.policy.from_client(received), delivered)
+        return delivered
+
+    # -- the processes ----------------------------------------------------------------------
+
+    def join(self, member: Member, configuration: Sequence[Request] = ()) -> Delivered:
+        """``member``'s data connection opens and the hub sets its debugger up."""
+        self.pydevd[member.key] = DapConnection()
+        self._hub_process[member.key] = DapConnection()
+        delivered = Delivered()
+        self._carry_out(self.policy.join(member, {"adapterID": "raydebug"}, {"name": "g"},
+                                         configuration), delivered)
+        return delivered
+
+    def join_set_up(self, *members: Member) -> None:
+        """Join each member and answer its set-up as pydevd does."""
+        for member in members:
+            sent = self.join(member).requests_to(member.key)
+            while sent:
+                sent = self.process_sends(member.key, *(self.answer(r) for r in sent)) \
+                    .requests_to(member.key)
+
+    def process_sends(self, key: str, *messages: Message) -> Delivered:
+        delivered = Delivered()
+        for message in messages:
+            self._hub_process[key].receive_data(self.pydevd[key].send(message))
+            while isinstance(body := self._hub_process[key].next_body(), bytes):
+                self._carry_out(self.policy.from_process(key, body), delivered)
+        return delivered
+
+    def process_leaves(self, key: str) -> Delivered:
+        delivered = Delivered()
+        self._carry_out(self.policy.left(key), delivered)
+        return delivered
+
+    @staticmethod
+    def answer(request: Request, success: bool = True, message: str | None = None,
+               **body: object) -> Response:
+        """pydevd's answer to ``request`` (as it received it: its seq on that connection)."""
+        return Response(900 + request.seq, request.seq, request.command, success=success,
+                        message=message, body=dict(body))
+
+    # -- the hub's part -----------------------------------------------------------------------
+
+    def _carry_out(self, actions: Sequence[Action], delivered: Delivered) -> None:
+        for action in actions:
+            if isinstance(action, ToClient):
+                self.client.receive_data(self._hub_client.send(action.message, renumber=True))
+                while (received := self.client.next_event()) is not NEED_DATA:
+                    delivered.to_client.append(received)
+            elif isinstance(action, ToProcess):
+                pydevd = self.pydevd[action.key]
+                pydevd.receive_data(self._hub_process[action.key].send(action.message))
+                while (received := pydevd.next_event()) is not NEED_DATA:
+                    delivered.to_process.setdefault(action.key, []).append(received)
+            elif isinstance(action, PauseProcess):
+                delivered.paused.append(action.key)
+            elif isinstance(action, ProcessReady):
+                delivered.ready.append(action.key)
+            elif isinstance(action, HubAnswers):
+                delivered.hub_answers.append(action.request)
