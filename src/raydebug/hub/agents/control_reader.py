@@ -32,7 +32,7 @@ PAUSE_READING_AT = 256
 
 # What a connection's owner does with each message: nothing to wait for (None), or an
 # awaitable that the messages after it wait for.
-Handler = Callable[[ControlMessage], Awaitable[None] | None]
+HandleMessage = Callable[[ControlMessage], Awaitable[None] | None]
 
 
 class ControlReader(asyncio.Protocol):
@@ -46,7 +46,7 @@ class ControlReader(asyncio.Protocol):
     """
 
     def __init__(self, transport: asyncio.Transport, stream: ControlStream,
-                 handler: Handler, peer: str) -> None:
+                 handler: HandleMessage, peer: str) -> None:
         self._transport = transport
         self._stream = stream
         self._handler = handler

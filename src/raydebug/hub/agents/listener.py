@@ -67,7 +67,7 @@ log = logging.getLogger("raydebug.hub")
 
 # How one control message is handled: nothing to wait for (None), or an awaitable that the
 # connection's later messages wait for (see control_reader).
-ControlHandler = Callable[[Process, Any], Awaitable[None] | None]
+HandleControl = Callable[[Process, Any], Awaitable[None] | None]
 
 
 class BreakpointKeeper(Protocol):
@@ -136,7 +136,7 @@ class AgentListener:
         self.refusals = RefusalLog()
         # A control connection's messages after Identify, by type: what is not here has no
         # place on one (the agent's error, see _on_control).
-        self._dispatch: dict[type[ControlMessage], ControlHandler] = {
+        self._dispatch: dict[type[ControlMessage], HandleControl] = {
             Stacks: self.queries.answer,
             Paused: self.queries.answer,
             PauseCancelled: self.queries.answer,
