@@ -25,8 +25,9 @@ threads as debugpy treats one process:
 - from a process: ``stopped``, ``continued`` and ``thread`` events have their thread mapped
   (a process's ``allThreadsStopped``/``allThreadsContinued`` speaks of its own threads: it
   reaches the client true only when it holds for the whole group; DAP "Continued Event");
-  ``output`` is prefixed ``[rank N pid P] `` at each line's start; the events of one
-  debugger's own lifecycle (:data:`DROPPED_EVENTS`) are dropped; reverse requests refused.
+  ``output`` is prefixed ``[rank N pid P] `` at each line's start; any other event
+  (``initialized``, ``terminated``, ``module``...: one debugger's own) is dropped, and
+  reverse requests are refused.
 
 Sequence numbers. The hub numbers what it sends each process on that data connection, from
 1 (the set-up it makes itself at :meth:`GroupPolicy.join`, then the client's requests), and
@@ -49,7 +50,7 @@ from typing import Any
 
 from ..errors import UnknownIdError
 from .group_ids import FRAME, SOURCE, THREAD, VARIABLES, GroupIds
-from .group_rewrite import Member, client_body, prefixed, with_reference
+from .group_rewrite import Member, ProcessAnswer, client_body, output_body
 from .messages import Event, Message, Request, Response, parse_message
 from .proxy_policy import CLIENT_PAUSE_WAIT, REFUSED, RESUMING, failure, success
 
@@ -61,9 +62,6 @@ BY_SOURCE = frozenset({"source"})
 HUBS = frozenset({"initialize", "attach", "configurationDone", "setBreakpoints",
                   "setExceptionBreakpoints", "setFunctionBreakpoints", "terminate"})
 STEPS = frozenset({"next", "stepIn", "stepOut"})
-# Events about one debugger's own lifecycle: the group session's are the hub's.
-DROPPED_EVENTS = frozenset({"initialized", "terminated", "exited", "process", "module",
-                            "loadedSource", "breakpoint", "capabilities"})
 PROCESS_LEFT = "the process left the group session (it exited, was killed, or was cut off)"
 
 
@@ -289,8 +287,9 @@ class GroupPolicy:
                               message=message.message, body=message.body)
         else:
             answer = Response(0, asked.request.seq, asked.request.command,
-                              body=client_body(self.ids, joined.member, asked.command,
-                                                asked.thread, message.body))
+                              body=client_body(ProcessAnswer(self.ids, joined.member,
+                                                             asked.thread),
+                                               asked.command, message.body))
         if asked.gather is not None:
             asked.gather.owed.discard(key)
             asked.gather.answers.append((joined.member, answer))
@@ -311,51 +310,52 @@ class GroupPolicy:
         return []
 
     def _event(self, joined: _Joined, event: Event) -> list[Action]:
-        key, body = joined.member.key, event.body
-        if event.event in DROPPED_EVENTS:
+        handler = self._EVENTS.get(event.event)
+        if handler is None:  # a debugger's own lifecycle (``initialized``...) is not the group's
             return []
-        if event.event == "output":
-            return self._output(joined, event)
-        local = body.get("threadId")
-        if not isinstance(local, int):
+        if event.event != "output" and not isinstance(event.body.get("threadId"), int):
             return []
-        if event.event == "thread" and body.get("reason") == "exited":
-            client = self.ids.thread_exited(key, local)
-            joined.stopped.discard(local)
-            return [] if client is None else [ToClient(Event(0, "thread", {**body,
-                                                                          "threadId": client}))]
-        client_body = {**body, "threadId": self.ids.thread_to_client(key, local)}
-        if event.event == "stopped":
-            joined.stopped.add(local)
-            everywhere = body.get("allThreadsStopped") and all(
-                other.stopped for other in self._joined.values())
-            client_body["allThreadsStopped"] = bool(everywhere)
-        elif event.event == "continued":
-            every_thread = body.get("allThreadsContinued", True)
-            if every_thread:
-                joined.stopped.clear()
-            else:
-                joined.stopped.discard(local)
-            self.ids.resumed(key, None if every_thread else local)
-            client_body["allThreadsContinued"] = not any(
-                other.stopped for other in self._joined.values())
-        return [ToClient(Event(0, event.event, client_body))]
+        return handler(self, joined, event.body)
 
-    def _output(self, joined: _Joined, event: Event) -> list[Action]:
-        body = event.body
-        category = body.get("category", "console")
-        text = body.get("output")
-        if category == "telemetry" or not isinstance(text, str):
-            return []
-        client_body = {**body, "output": prefixed(text, joined.member.prefix,
-                                                  category not in joined.mid_line)}
-        if text.endswith("\n"):
-            joined.mid_line.discard(category)
-        elif text:
-            joined.mid_line.add(category)
-        if isinstance(body.get("variablesReference"), int):
-            client_body = with_reference(self.ids, joined.member.key, client_body, None)
-        return [ToClient(Event(0, "output", client_body))]
+    def stopped_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
+        joined.stopped.add(body["threadId"])
+        everywhere = body.get("allThreadsStopped") and all(
+            other.stopped for other in self._joined.values())
+        return self._thread_event(joined, "stopped", {**body,
+                                                      "allThreadsStopped": bool(everywhere)})
+
+    def continued_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
+        local = body["threadId"]
+        every_thread = body.get("allThreadsContinued", True)  # DAP: omitted means true
+        if every_thread:
+            joined.stopped.clear()
+        else:
+            joined.stopped.discard(local)
+        self.ids.resumed(joined.member.key, None if every_thread else local)
+        everywhere = not any(other.stopped for other in self._joined.values())
+        return self._thread_event(joined, "continued", {**body,
+                                                        "allThreadsContinued": everywhere})
+
+    def thread_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
+        if body.get("reason") != "exited":
+            return self._thread_event(joined, "thread", body)
+        joined.stopped.discard(body["threadId"])
+        client = self.ids.thread_exited(joined.member.key, body["threadId"])
+        return [] if client is None else [ToClient(Event(0, "thread", {**body,
+                                                                      "threadId": client}))]
+
+    def _thread_event(self, joined: _Joined, name: str, body: dict[str, Any]) -> list[Action]:
+        client = self.ids.thread_to_client(joined.member.key, body["threadId"])
+        return [ToClient(Event(0, name, {**body, "threadId": client}))]
+
+    def output_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
+        client_body = output_body(ProcessAnswer(self.ids, joined.member, None), body,
+                                  joined.mid_line)
+        return [] if client_body is None else [ToClient(Event(0, "output", client_body))]
+
+    _EVENTS: dict[str, Callable[[GroupPolicy, _Joined, dict[str, Any]], list[Action]]] = {
+        "stopped": stopped_event, "continued": continued_event, "thread": thread_event,
+        "output": output_event}
 
     # -- answers ------------------------------------------------------------------------------
 

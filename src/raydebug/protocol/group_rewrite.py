@@ -3,11 +3,13 @@
 A group session (:mod:`.group_policy`) shows one client the threads of many processes: each
 thread is named where it lives (:meth:`Member.thread_name`, sorted by :meth:`Member.order`),
 each line of output says which process wrote it (:func:`prefixed`), and every id in an
-answer is made the group's (:func:`client_body`, through :mod:`.group_ids`).
+answer is made the group's (:func:`client_body`, a ``<command>_response`` per answer
+that holds ids, through :mod:`.group_ids`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,51 +53,98 @@ def prefixed(text: str, prefix: str, at_line_start: bool) -> str:
                      else line for index, line in enumerate(lines))
 
 
-def client_body(ids: GroupIds, member: Member, command: str, thread: int | None,
-                body: dict[str, Any]) -> dict[str, Any]:
-    """The body of ``member``'s answer to ``command`` as the client reads it: its ids made
-    the client's (frames and variables belonging to the process's ``thread``), its threads
-    named where they live. Other bodies are returned as they are."""
-    key = member.key
-    if command == "threads":
-        return {"threads": [{**item, "id": ids.thread_to_client(key, item["id"]),
-                             "name": member.thread_name(str(item.get("name", "")))}
-                            for item in body.get("threads", [])
-                            if isinstance(item.get("id"), int)]}
-    if command == "stackTrace":
-        frames = [{**frame, "id": ids.ref_to_client(FRAME, key, frame["id"], thread),
-                   **with_source(ids, key, frame)} for frame in body.get("stackFrames", [])
-                  if isinstance(frame.get("id"), int)]
-        return {**body, "stackFrames": frames}
-    if command == "scopes":
-        return {**body, "scopes": [with_reference(ids, key, scope, thread)
-                                   | with_source(ids, key, scope)
-                                   for scope in body.get("scopes", [])]}
-    if command == "variables":
-        return {**body, "variables": [with_reference(ids, key, variable, thread)
-                                      for variable in body.get("variables", [])]}
-    if command in ("evaluate", "setExpression", "setVariable"):
-        return with_reference(ids, key, body, thread)
-    if command == "continue":
-        return {**body, "allThreadsContinued": False}  # only this thread's process ran on
-    return body
+def output_body(answer: ProcessAnswer, body: dict[str, Any],
+                mid_line: set[str]) -> dict[str, Any] | None:
+    """An ``output`` event's body from ``answer.member`` as the client reads it: each line
+    that starts in it prefixed, its ``variablesReference`` the client's; None: not shown
+    (``telemetry``). ``mid_line``: the member's categories whose last output did not end
+    its line, updated."""
+    category = body.get("category", "console")
+    text = body.get("output")
+    if category == "telemetry" or not isinstance(text, str):
+        return None
+    client_body = {**body, "output": prefixed(text, answer.member.prefix,
+                                              category not in mid_line)}
+    if text.endswith("\n"):
+        mid_line.discard(category)
+    elif text:
+        mid_line.add(category)
+    return answer.reference(client_body)
 
-def with_reference(ids: GroupIds, key: str, item: dict[str, Any],
-                   thread: int | None) -> dict[str, Any]:
-    """``item`` (a scope, a variable, an answer, an output) with process ``key``'s
-    ``variablesReference`` made the client's."""
-    local = item.get("variablesReference")
-    if not isinstance(local, int):
-        return item
-    return {**item, "variablesReference": ids.ref_to_client(VARIABLES, key, local,
-                                                                 thread)}
 
-def with_source(ids: GroupIds, key: str, item: dict[str, Any]) -> dict[str, Any]:
-    """``{"source": ...}`` with process ``key``'s ``sourceReference`` made the client's, to
-    merge into ``item`` (a frame, a scope); ``{}`` when it has no source by reference."""
-    source = item.get("source")
-    if not isinstance(source, dict) or not source.get("sourceReference"):
-        return {}
-    reference = ids.ref_to_client(SOURCE, key, source["sourceReference"], None)
-    return {"source": {**source, "sourceReference": reference}}
+@dataclass(frozen=True)
+class ProcessAnswer:
+    """What one process's answer is made the client's with: the group's ``ids``, the
+    ``member`` it came from, and the process's ``thread`` its frames and variables belong
+    to (the thread the request named, or the frame's or variable's)."""
 
+    ids: GroupIds
+    member: Member
+    thread: int | None
+
+    def reference(self, item: dict[str, Any]) -> dict[str, Any]:
+        """``item`` (a scope, a variable, an answer, an output) with its
+        ``variablesReference`` made the client's."""
+        local = item.get("variablesReference")
+        if not isinstance(local, int):
+            return item
+        client = self.ids.ref_to_client(VARIABLES, self.member.key, local, self.thread)
+        return {**item, "variablesReference": client}
+
+    def source(self, item: dict[str, Any]) -> dict[str, Any]:
+        """``item`` (a frame, a scope) with its ``source.sourceReference`` made the
+        client's (a source lives as long as its process: it belongs to no thread)."""
+        source = item.get("source")
+        if not isinstance(source, dict) or not source.get("sourceReference"):
+            return item
+        client = self.ids.ref_to_client(SOURCE, self.member.key, source["sourceReference"],
+                                        None)
+        return {**item, "source": {**source, "sourceReference": client}}
+
+
+def threads_response(answer: ProcessAnswer, body: dict[str, Any]) -> dict[str, Any]:
+    member = answer.member
+    return {"threads": [{**item, "id": answer.ids.thread_to_client(member.key, item["id"]),
+                         "name": member.thread_name(str(item.get("name", "")))}
+                        for item in body.get("threads", []) if isinstance(item.get("id"), int)]}
+
+
+def stackTrace_response(answer: ProcessAnswer, body: dict[str, Any]) -> dict[str, Any]:
+    key, thread = answer.member.key, answer.thread
+    frames = [answer.source({**frame, "id": answer.ids.ref_to_client(FRAME, key, frame["id"],
+                                                                      thread)})
+              for frame in body.get("stackFrames", []) if isinstance(frame.get("id"), int)]
+    return {**body, "stackFrames": frames}
+
+
+def scopes_response(answer: ProcessAnswer, body: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "scopes": [answer.source(answer.reference(scope))
+                               for scope in body.get("scopes", [])]}
+
+
+def variables_response(answer: ProcessAnswer, body: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "variables": [answer.reference(item) for item in body.get("variables", [])]}
+
+
+def evaluate_response(answer: ProcessAnswer, body: dict[str, Any]) -> dict[str, Any]:
+    return answer.reference(body)
+
+
+def continue_response(answer: ProcessAnswer, body: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "allThreadsContinued": False}  # the rest of the group stays paused
+
+
+# The answers that hold a process's ids; any other passes as it is.
+RESPONSES: dict[str, Callable[[ProcessAnswer, dict[str, Any]], dict[str, Any]]] = {
+    "threads": threads_response, "stackTrace": stackTrace_response,
+    "scopes": scopes_response, "variables": variables_response,
+    "evaluate": evaluate_response, "setExpression": evaluate_response,
+    "setVariable": evaluate_response, "continue": continue_response,
+}
+
+
+def client_body(answer: ProcessAnswer, command: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The body of a process's successful answer to ``command`` as the client reads it:
+    its ids made the client's, its threads named where they live."""
+    rewrite = RESPONSES.get(command)
+    return body if rewrite is None else rewrite(answer, body)
