@@ -113,20 +113,28 @@ def test_every_line_is_the_hubs_and_the_ides_when_its_child_continued(hub: HubPr
 
 
 ENDS_AFTER_LOGGING = """
+import os
 from raydebug.agent import start_live_link
 
 start_live_link()
 input()
 for i in range(15):
     i  # logpoint line
+{ending}
 """
 
 
+# "exit": the interpreter's exit, whose atexit hook waits for what is queued; "_exit": no
+# atexit, as a Ray worker ends once its job is done (Ray quits it from C): each line must be
+# on the hub's connection before the line after the logpoint runs.
+@pytest.mark.parametrize("ending", ["exit", "_exit"])
 def test_the_lines_logged_just_before_the_process_ends_reach_the_hub(hub: HubProcess,
-                                                                     tmp_path: Path):
+                                                                     tmp_path: Path,
+                                                                     ending: str):
     # The link thread sends them: the interpreter's exit stopped it with lines still queued
     # (none, one or all 15 arrived, run by run).
-    script = write_script(tmp_path, "job.py", ENDS_AFTER_LOGGING)
+    script = write_script(tmp_path, "job.py", ENDS_AFTER_LOGGING.format(
+        ending="os._exit(0)" if ending == "_exit" else ""))
     post_json(hub.client_address, "/api/breakpoints", {
         "path": str(script), "line": line_of(script, "logpoint line"), "logMessage": "log {i}"})
     rounds = 5

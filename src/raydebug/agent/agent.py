@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from .armed.breakpoints import ArmedBreakpoints
 
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
+LOGPOINT_SEND_WAIT = 1.0  # seconds a logpoint hit waits for its line to be written to the hub
 
 
 class Agent(PauseAll):
@@ -135,6 +136,10 @@ class Agent(PauseAll):
         task = live.current_activity().get("task_name")  # a Ray worker's process title
         self.link.post(LogpointOutput(text=text, path=frame.f_code.co_filename,
                                       line=frame.f_lineno, task=str(task or "")))
+        # The line is on the hub's connection before the user's next line runs: a process
+        # may end without the interpreter's exit (a Ray worker once its job is done, ended
+        # from C; os._exit), and then nothing sends what is still queued.
+        self.link.wait_sent(LOGPOINT_SEND_WAIT)
 
     def _post_loaded(self, paths: list[str]) -> None:
         self.link.post(BreakpointsLoaded(paths=paths))

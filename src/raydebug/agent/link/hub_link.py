@@ -145,7 +145,10 @@ class HubLink:
         (True), at most ``timeout`` seconds; False at once while there is no connection (they
         are dropped then), and in a fork child. Runs as the interpreter exits (registered
         when the link starts): the link thread is a daemon, so a logpoint's line posted just
-        before the end would otherwise stop in the queue with it."""
+        before the end would otherwise stop in the queue with it. On the link thread itself,
+        False at once: it writes the queue after this."""
+        if threading.current_thread() is self._thread:
+            return False
         return self._outbox.wait_sent(timeout, connected=lambda: self._control is not None)
 
     def retire(self) -> None:
