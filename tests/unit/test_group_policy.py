@@ -56,6 +56,16 @@ def test_a_joining_process_is_set_up_by_the_hub_and_its_agent_told_when_configur
     assert done.ready == ["p0"] and done.to_client == []  # the hub's own: never the client's
 
 
+def test_a_debugger_that_refuses_its_set_up_is_told_on_the_clients_console():
+    pair = GroupPair()
+    initialize, attach = pair.join(RANK_1).requests_to("p1")
+    pair.process_sends("p1", pair.answer(initialize))
+    refused = pair.process_sends("p1", pair.answer(attach, success=False, message="busy"))
+    assert refused.to_process == {} and refused.ready == []
+    assert [e.body for e in refused.events] == [
+        {"category": "console", "output": "[rank 1 pid 4201] attach failed: busy\n"}]
+
+
 def test_threads_is_one_answer_naming_every_process_sorted_by_rank_then_pid():
     pair = group(UNRANKED, RANK_1, RANK_0)
     threads = pair.request("threads")
