@@ -20,7 +20,8 @@ pytestmark = pytest.mark.integration
 JOB = """
 def work():
     breakpoint()  # pause here
-    a = 1  # terminal breakpoint
+    start = 0  # (pydevd does not stop on the line right after breakpoint())
+    a = start + 1  # terminal breakpoint
     b = 2  # ide breakpoint
     c = 3  # later terminal breakpoint
     print("done", a + b + c, flush=True)

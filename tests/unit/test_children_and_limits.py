@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from raydebug.hub.clients.cluster_attach import OFFER_WINDOW, ClusterAttach, ClusterAttaches
+from raydebug.hub.clients.cluster_attach import OFFER_WINDOW, ClusterAttach
+from raydebug.hub.clients.cluster_sessions import ClusterSessions
 from raydebug.hub.net import PeerLimit
 from raydebug.hub.registry import Registry
 from raydebug.process_record import ProcessRecord
@@ -77,7 +78,7 @@ def test_a_cluster_session_offers_a_window_of_children_and_offers_a_failed_one_a
                 since=float(number)))
             processes.append(process)
         client = FakeParentClient()
-        parents = ClusterAttaches()
+        parents = ClusterSessions()
         parent = ClusterAttach(client, registry, parents,  # type: ignore[arg-type]
                                Request(seq=1, command="attach", arguments={"name": "x"}))
         serving = asyncio.ensure_future(parent.run())
@@ -105,6 +106,6 @@ def test_a_cluster_session_offers_a_window_of_children_and_offers_a_failed_one_a
         assert client.said == ["refused"]
         client.leave()
         await asyncio.wait_for(serving, 5)
-        assert parents.breakpoints_for("anything") == []
+        assert not parents.is_live(parent._key)  # it left: no child belongs to it
 
     asyncio.run(scenario())

@@ -10,13 +10,15 @@ from typing import Any
 
 import pytest
 
+from devtools.scripted_peer import ScriptedParent
 from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet, local_names
 from raydebug.agent.armed.line_breakpoint import format_log_message, hit_condition_met
 from raydebug.errors import RemoteProtocolError
-from raydebug.hub.clients.cluster_attach import ClusterAttach, ClusterAttaches
+from raydebug.hub.clients.cluster_attach import ClusterAttach
+from raydebug.hub.clients.cluster_sessions import ClusterSessions
 from raydebug.hub.cluster_breakpoints import UNVERIFIED, ClusterBreakpointSet
 from raydebug.hub.registry import Registry
-from raydebug.protocol import Event, Request
+from raydebug.protocol import Request
 from raydebug.protocol.control import (
     ArmBreakpoints,
     BreakpointsLoaded,
@@ -64,39 +66,9 @@ def test_bad_breakpoints_are_a_clear_error(arguments: dict[str, Any]):
         ClusterBreakpointSet().set_breakpoints("ide", arguments)
 
 
-class ScriptedParent:
-    """What a ClusterAttach sees of its client (see test_children_and_limits)."""
-
-    def __init__(self, requests: list[Request]) -> None:
-        self.peer_host = "127.0.0.1"
-        self.responses: list[tuple[str, Any]] = []
-        self.events: list[Event] = []
-        self._incoming: asyncio.Queue[Request] = asyncio.Queue()
-        for request in requests:
-            self._incoming.put_nowait(request)
-
-    def respond(self, request: Request, body: dict[str, Any] | None = None) -> None:
-        self.responses.append((request.command, body))
-
-    def fail(self, request: Request, text: str) -> None:
-        self.responses.append((request.command, f"failed: {text}"))
-
-    def send_event(self, event: Event) -> None:
-        self.events.append(event)
-
-    def send_request(self, request: Request) -> None:
-        pass
-
-    def say_now(self, text: str) -> None:
-        pass
-
-    async def next_client_message(self) -> Request:
-        return await self._incoming.get()
-
-
 def test_a_parent_pushes_its_breakpoints_is_told_when_verified_and_takes_them_away():
     pushed: list[dict[str, Any]] = []
-    parents = ClusterAttaches(push=pushed.append)
+    parents = ClusterSessions(push=pushed.append)
     path = "/home/me/job.py"
     client = ScriptedParent([
         Request(seq=2, command="setBreakpoints", arguments={
@@ -123,7 +95,7 @@ def test_a_parent_pushes_its_breakpoints_is_told_when_verified_and_takes_them_aw
                          LogpointOutput(text="x=1", path=path, line=4))
         [output] = [e for e in client.events if e.event == "output"]
         assert output.body["output"] == "[f, rank 3, pid 12] x=1\n"
-        client._incoming.put_nowait(Request(seq=4, command="disconnect"))
+        client.send(Request(seq=4, command="disconnect"))
         await asyncio.wait_for(running, 5)
         assert pushed[-1]["sources"] == [] and parents.arm_message().breakpoints["sources"] == []
 
@@ -248,7 +220,7 @@ def test_one_line_is_removed_of_the_terminals_and_the_pages_and_an_ides_stays():
     the terminal's or the web page's breakpoint on that line goes, the rest of the file
     stays, an IDE's on the same line stays (the IDE owns it), and every process is told."""
     pushed: list[dict[str, Any]] = []
-    parents = ClusterAttaches(push=pushed.append)
+    parents = ClusterSessions(push=pushed.append)
     parents.set_from_terminal({"path": "/me/job.py", "line": 3})
     parents.set_from_terminal({"path": "/me/job.py", "line": 7, "condition": "i > 2"})
     parents.set_from_terminal({"source": {"path": "/me/lib.py"}, "breakpoints": [{"line": 5}]})

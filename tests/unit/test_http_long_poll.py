@@ -9,7 +9,7 @@ import json
 from collections.abc import Awaitable
 from typing import Any
 
-from raydebug.hub.clients.cluster_attach import ClusterAttaches
+from raydebug.hub.clients.cluster_sessions import ClusterSessions
 from raydebug.hub.http.api import Reply
 from raydebug.hub.http.long_poll import VERSION_HEADER, LongPoll
 from raydebug.hub.http.routes import HubRoutes
@@ -27,7 +27,7 @@ def make_routes() -> HubRoutes:
     async def serve_dap(*args: Any) -> None:
         raise AssertionError("no DAP client here")
 
-    return HubRoutes(registry, ProcessQueries(registry), ClusterAttaches(), client_token=None,
+    return HubRoutes(registry, ProcessQueries(registry), ClusterSessions(), client_token=None,
                      statistics=dict, serve_dap=serve_dap)
 
 

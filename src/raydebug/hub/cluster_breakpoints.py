@@ -1,17 +1,27 @@
 """The cluster's breakpoint set: what the IDEs set on their cluster sessions, merged.
 
-Theory of operation. Each cluster (parent) session, and ``raydebug break`` through HTTP, is a
-*client* of this set, named by a key. A client's ``setBreakpoints`` replaces its breakpoints
-in that one source (DAP: "the full list of breakpoints of a source"); its
-``setFunctionBreakpoints`` and ``setExceptionBreakpoints`` replace its function breakpoints
-and exception filters. The set sent to processes (:meth:`ClusterBreakpointSet.wire`, the form
-``raydebug.agent.armed.breakpoints.BreakpointSet`` reads) is every client's, side by side;
-a client that leaves takes its breakpoints with it.
+Theory of operation. Each cluster (parent) session, ``raydebug break`` and the web page
+(through HTTP, :data:`TERMINAL` and :data:`WEB_PAGE`) is a *client* of this set, named by a
+key. A client's ``setBreakpoints`` replaces its breakpoints in that one source (DAP: "the
+full list of breakpoints of a source"); its ``setFunctionBreakpoints`` and
+``setExceptionBreakpoints`` replace its function breakpoints and exception filters. The set
+sent to processes (:meth:`ClusterBreakpointSet.wire`, the form
+``raydebug.agent.armed.breakpoints.BreakpointSet`` reads) is every client's, side by side; a
+client that leaves takes its breakpoints with it.
 
 Verification (DAP "Breakpoint" ``verified``): a breakpoint is answered unverified, with a
 message, until some process reports code of its file loaded (``BreakpointsLoaded``); then
 :meth:`ClusterBreakpointSet.loaded` returns the breakpoints to announce, per client, as DAP
 ``breakpoint`` events with reason ``changed``. Ids are unique for the hub's life.
+
+What a child session's debugger gets (:class:`ChildSessionBreakpoints`). While a client
+debugs a process its arming stands down and pydevd's breakpoints are the ones that stop it,
+so each child session's pydevd holds this whole set too, whoever set each breakpoint, beside
+the child's own client's: per file one ``setBreakpoints`` with the client's lines and every
+set line the client has none on (paths as that process names them; pydevd keeps one
+breakpoint per line), the function breakpoints and the exception filters likewise.
+:meth:`ChildSessionBreakpoints.bring_up_to` returns the requests that take one pydevd from
+what it has to that (a file left with no breakpoints is sent an empty list).
 
 Pure: no I/O, no asyncio; the hub sends what this returns.
 """
@@ -19,12 +29,17 @@ Pure: no I/O, no asyncio; the hub sends what this returns.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from ..protocol import Request
+from ..protocol.paths import PathTranslator
 
 UNVERIFIED = "not loaded in any process yet: verified when a process loads its file"
 # The exception filters the hub offers (DAP ExceptionBreakpointsFilter ids, as debugpy's).
 EXCEPTION_FILTERS = ("raised", "uncaught")
+TERMINAL = "terminal"  # the client that `raydebug break` speaks for
+WEB_PAGE = "web page"  # and the one the web page's gutter speaks for
 
 
 @dataclass
@@ -138,6 +153,32 @@ class ClusterBreakpointSet:
             self.generation += 1
         return changed
 
+    def edit_over_http(self, body: Any) -> tuple[dict[str, Any], bool]:
+        """``POST /api/breakpoints``'s body (see ``ClusterSessions.set_from_terminal``):
+        the answer (every line breakpoint, and what was ``set`` or ``removed``) and whether
+        the set changed. Raises ValueError for a body of no known form."""
+        if not isinstance(body, dict):
+            raise ValueError('the body must be {"path": FILE, "line": N, ...}, '
+                             '{"remove": {"path": FILE, "line": N}} or {"clear": true}')
+        if body.get("clear") is True:
+            cleared = [self.clear(owner) for owner in (TERMINAL, WEB_PAGE)]
+            return {"breakpoints": self.listing()}, any(cleared)
+        if isinstance(body.get("source"), dict):
+            answer = self.set_breakpoints(WEB_PAGE, body)
+            return {"breakpoints": self.listing(), "set": answer.get("breakpoints", [])}, True
+        if "remove" in body:
+            removed = self.remove_line((TERMINAL, WEB_PAGE), *_path_and_line(body["remove"]))
+            return {"breakpoints": self.listing(), "removed": removed}, bool(removed)
+        path, line = _path_and_line(body)
+        spec = {"line": line, **{key: body[key] for key in ("condition", "hitCondition",
+                                                             "logMessage")
+                                 if isinstance(body.get(key), str) and body[key]}}
+        kept = [b for b in self.sources_of(TERMINAL).get(path, []) if b["line"] != line]
+        root = body.get("localRoot")
+        self.set_breakpoints(TERMINAL, {"source": {"path": path}, "breakpoints": [*kept, spec]},
+                             root if isinstance(root, str) and root else None)
+        return {"breakpoints": self.listing()}, True
+
     # -- what processes say ---------------------------------------------------------------------
 
     def loaded(self, paths: list[str]) -> dict[str, list[dict[str, Any]]]:
@@ -187,6 +228,16 @@ class ClusterBreakpointSet:
                 for path, source in entry.sources.items()
                 for spec, id_ in zip(source.breakpoints, source.ids, strict=True)]
 
+    def sources(self) -> list[_Source]:
+        """Every client's sources, in the order :meth:`wire` lists them."""
+        return [source for entry in self._clients.values() for source in entry.sources.values()]
+
+    def functions(self) -> list[dict[str, Any]]:
+        """Every client's function breakpoints (DAP FunctionBreakpoint), one per name."""
+        by_name = {b["name"]: dict(b) for entry in self._clients.values()
+                   for b in entry.functions}
+        return list(by_name.values())
+
     def sources_of(self, client: str) -> dict[str, list[dict[str, Any]]]:
         """``client``'s breakpoints by path (to add one to a file without losing the rest)."""
         entry = self._clients.get(client)
@@ -201,7 +252,109 @@ class ClusterBreakpointSet:
         return view
 
 
+def _path_and_line(where: Any) -> tuple[str, int]:
+    """``{"path": "/abs/job.py", "line": 12}`` -> its two fields; raises ValueError."""
+    path, line = (where.get("path"), where.get("line")) if isinstance(where, dict) else (0, 0)
+    if not isinstance(path, str) or not path.startswith("/") \
+            or not isinstance(line, int) or isinstance(line, bool) or line < 1:
+        raise ValueError("a breakpoint needs an absolute path and a line number >= 1")
+    return path, line
+
+
 def _source_breakpoint(spec: dict[str, Any]) -> dict[str, Any]:
     return {"line": spec["line"], "condition": spec.get("condition") or "",
             "hitCondition": spec.get("hitCondition") or "",
             "logMessage": spec.get("logMessage") or ""}
+
+
+
+@dataclass(frozen=True)
+class DebuggerBreakpoints:
+    """Breakpoints as one process's debugger takes them: DAP request arguments, by kind."""
+
+    sources: dict[str, list[dict[str, Any]]]  # the process's path -> DAP SourceBreakpoints
+    functions: list[dict[str, Any]] = field(default_factory=list)  # DAP FunctionBreakpoints
+    exceptions: list[str] = field(default_factory=list)  # exception filter ids
+
+    @classmethod
+    def of(cls, cluster: ClusterBreakpointSet, remote_root: str | None) -> DebuggerBreakpoints:
+        """``cluster``'s breakpoints, every client's, for a process whose code lives in
+        ``remote_root`` (each source's path moved there from its client's ``localRoot``)."""
+        sources: dict[str, list[dict[str, Any]]] = {}
+        for source in cluster.sources():
+            paths = PathTranslator.for_attach({"raydebug": {"localRoot": source.local_root}},
+                                              remote_root)
+            path = paths.to_remote_path(source.path) if paths else source.path
+            sources.setdefault(path, []).extend(dict(b) for b in source.breakpoints)
+        return cls(sources, cluster.functions(), cluster.wire()["exceptions"])
+
+    def plus(self, other: DebuggerBreakpoints) -> DebuggerBreakpoints:
+        """These, and those of ``other`` on a line, function or filter these do not have."""
+        sources = {path: [*self.sources.get(path, []),
+                          *[b for b in other.sources.get(path, [])
+                            if b["line"] not in {mine["line"]
+                                                 for mine in self.sources.get(path, [])}]]
+                   for path in {**self.sources, **other.sources}}
+        names = {b["name"] for b in self.functions}
+        return DebuggerBreakpoints(
+            sources, [*self.functions, *[b for b in other.functions if b["name"] not in names]],
+            [*self.exceptions, *[f for f in other.exceptions if f not in self.exceptions]])
+
+    def with_request(self, request: Request) -> DebuggerBreakpoints:
+        """These, after a ``setBreakpoints``, ``setFunctionBreakpoints`` or
+        ``setExceptionBreakpoints`` request (it replaces that file's, the functions or the
+        filters); unchanged by any other request."""
+        arguments = request.arguments
+        if request.command == "setBreakpoints":
+            source = arguments.get("source")
+            path = source.get("path") if isinstance(source, dict) else None
+            wanted = arguments.get("breakpoints")
+            if wanted is None:  # the deprecated form: lines only
+                wanted = [{"line": line} for line in arguments.get("lines") or []]
+            if not isinstance(path, str) or not isinstance(wanted, list):
+                return self
+            lines = [dict(b) for b in wanted if isinstance(b, dict) and "line" in b]
+            return replace(self, sources={**self.sources, path: lines})
+        if request.command == "setFunctionBreakpoints":
+            return replace(self, functions=[dict(b) for b in arguments.get("breakpoints") or []
+                                            if isinstance(b, dict) and b.get("name")])
+        if request.command == "setExceptionBreakpoints":
+            return replace(self, exceptions=[f for f in arguments.get("filters") or []
+                                             if isinstance(f, str)])
+        return self
+
+
+class ChildSessionBreakpoints:
+    """What one child session's debugger has: its client's own breakpoints, and those of the
+    breakpoint set the hub sent. ``remote_root``: where that process's code lives (None:
+    paths stay as set)."""
+
+    def __init__(self, remote_root: str | None) -> None:
+        self._remote_root = remote_root
+        self._own = DebuggerBreakpoints({})  # what the child's client set, as it sent them
+        self._sent = DebuggerBreakpoints({})  # what the debugger has
+
+    def client_sent(self, request: Request) -> None:
+        """The child's client sent the debugger ``request`` (paths as the process names
+        them): the debugger has just that of its kind now, and the client's own are kept."""
+        self._own = self._own.with_request(request)
+        self._sent = self._sent.with_request(request)
+
+    def bring_up_to(self, cluster: ClusterBreakpointSet) -> list[Request]:
+        """The requests that give the debugger its client's breakpoints and ``cluster``'s
+        set as it is now (the client's first, where both set one line, function or
+        filter): one for each file, the function list and the filter list that differ from
+        what it has (a file with none left gets an empty list); ``[]`` when none does."""
+        wanted = self._own.plus(DebuggerBreakpoints.of(cluster, self._remote_root))
+        sent, self._sent = self._sent, wanted
+        requests = [Request(seq=0, command="setBreakpoints", arguments={
+                        "source": {"path": path}, "breakpoints": wanted.sources.get(path, [])})
+                    for path in {**sent.sources, **wanted.sources}
+                    if wanted.sources.get(path, []) != sent.sources.get(path, [])]
+        if wanted.functions != sent.functions:
+            requests.append(Request(seq=0, command="setFunctionBreakpoints",
+                                    arguments={"breakpoints": wanted.functions}))
+        if wanted.exceptions != sent.exceptions:
+            requests.append(Request(seq=0, command="setExceptionBreakpoints",
+                                    arguments={"filters": wanted.exceptions}))
+        return requests

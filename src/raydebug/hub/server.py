@@ -34,8 +34,8 @@ from ..protocol.control import ArmBreakpoints
 from .agents.data_connections import PendingDataConnections
 from .agents.listener import AgentListener
 from .clients.admission import ClientAdmission
-from .clients.cluster_attach import ClusterAttaches
-from .clients.connection import ClientConnection
+from .clients.cluster_sessions import ClusterSessions
+from .clients.handler import ClientHandler
 from .http.api import serve_http
 from .http.exchange import respond
 from .http.host_check import HubNames
@@ -118,7 +118,7 @@ class Hub:
                 "an SSH tunnel, or set --client-token (env RAYDEBUG_CLIENT_TOKEN).")
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.data_connections = PendingDataConnections()
-        self.cluster_attaches = ClusterAttaches(push=self._push_breakpoints)
+        self.cluster_attaches = ClusterSessions(push=self._push_breakpoints)
         # Told the cluster's breakpoints (None: there are none) each time they change: the
         # Ray integration publishes them where a worker reads them at its start, before its
         # first task (the link comes later); nobody by default.
@@ -336,7 +336,7 @@ class Hub:
                          client_token: str | None) -> None:
         """Serve one DAP client (a TCP client, the page's WebSocket) whose ``first`` bytes
         were read, until it leaves; with ``client_token``, its ``attach`` must carry it."""
-        handler = ClientConnection(self.registry, self.data_connections,
+        handler = ClientHandler(self.registry, self.data_connections,
                                 self.config.allow_terminate, reader, writer, first,
                                 peer_name(writer), self.cluster_attaches, client_token)
         await handler.run()

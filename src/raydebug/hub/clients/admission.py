@@ -1,6 +1,6 @@
 """Who may use the hub's client port: the hub's own user, root, or whoever has the token.
 
-Every client (DAP or HTTP) can evaluate code in the workers, as the job's user, and on a
+Every client (DAP or HTTP) can evaluate code in the processes, as the job's user, and on a
 shared head node every local user can reach ``127.0.0.1``. So, with no client token set, a
 loopback client is served only when its socket belongs to the hub's own uid or to root (who
 can read any process's memory anyway; port forwarders such as kubectl's run as root). The

@@ -7,10 +7,9 @@ the user who created it: an SSH forward's belongs to the logged-in user (sshd's 
 process), a port forwarder's to whoever runs it.
 
 Two ways to ask, the same answer: a netlink ``sock_diag`` query for exactly that socket
-(what ``ss`` uses; microseconds), and the tables /proc/net/tcp and tcp6 (the row with that
-local and remote address). Reading the tables costs milliseconds per read, tens of them on a
-busy host (the kernel walks its whole hash table, TIME_WAIT sockets included, measured 20-40
-ms here), so they are the fallback where netlink is not allowed.
+(what ``ss`` uses), and the tables /proc/net/tcp and tcp6 (the row with that local and
+remote address). The tables are read whole, which is slow on a busy host (see
+``docs/design.md#peer-owner``), so they are the fallback where netlink is not allowed.
 
 Where neither answers (not Linux; no such socket: the client is gone already, or lives in
 another network namespace), the owner is unknown: :func:`owner_uid` returns None and the
@@ -76,7 +75,7 @@ def _unmapped(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
 def find_uid(table: bytes, key: str) -> int | None:
     """The uid column of the row of ``table`` (a /proc/net/tcp text) whose local and remote
     addresses are ``key``; None without one. A search for the key, not a parse of every
-    row: a hub with thousands of workers has thousands of rows."""
+    row: a hub with thousands of linked processes has thousands of rows."""
     # "  12: LOCAL REMOTE st ...": the colon after the row number anchors the local address.
     at = table.find(f": {key} ".encode())
     if at < 0:

@@ -1,27 +1,33 @@
 """The two pumps between a client and its process's pydevd, once the client has attached.
 
 Theory of operation. :meth:`Relay.run` runs one task per direction and returns when either
-ends. Each message goes through the channel's :class:`~raydebug.protocol.proxy_policy.ProxyPolicy`
-and the relay carries out what it decides (:meth:`Relay.carry_out`); a body from pydevd the
-policy does not need to read (:data:`~raydebug.protocol.proxy_policy.PASS`) is written to the
-client as it came, unparsed, in the callback that received it (:mod:`raydebug.hub.agents.data_receiver`):
-the fast path of every stackTrace, variables and evaluate.
+ends. Each message goes through the data connection's
+:class:`~raydebug.protocol.proxy_policy.ProxyPolicy` and the relay carries out what it decides
+(:meth:`Relay.carry_out`); a body from pydevd the policy does not need to read
+(:data:`~raydebug.protocol.proxy_policy.PASS`) is written to the client as it came, unparsed,
+in the callback that received it (:mod:`raydebug.hub.agents.data_receiver`): the fast path of
+every stackTrace, variables and evaluate.
 
-Ends. When pydevd's side ends first (the process exited or was killed, its channel dropped),
-the client's outstanding requests are answered by the hub and it is told ``terminated``;
-the relay then waits up to :data:`AFTER_END_TIMEOUT` seconds for the client's goodbye,
-answering whatever it sends meanwhile. When the client's side ends first the relay returns
-at once. Either way both tasks are cancelled and awaited before :meth:`Relay.run` returns; a
-protocol error in either direction is re-raised. The relay closes nothing: the client
-connection that created it owns both sockets.
+A child session's relay is given ``breakpoints_sent``: it is told each breakpoint request of
+the client once it is on its way to pydevd (paths as the process names them), so that the
+hub can add the breakpoint set's to what pydevd then has (:meth:`Relay.inject`).
+
+Ends. When pydevd's side ends first (the process exited or was killed, its data connection
+dropped), the client's outstanding requests are answered by the hub and it is told
+``terminated``; the relay then waits up to :data:`AFTER_END_TIMEOUT` seconds for the client's
+goodbye, answering whatever it sends meanwhile. When the client's side ends first the relay
+returns at once. Either way both tasks are cancelled and awaited before :meth:`Relay.run`
+returns; a protocol error in either direction is re-raised. The relay closes nothing: the
+:class:`.handler.ClientHandler` that created it owns both sockets.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ...errors import PeerClosed
+from ...protocol import Request
 from ...protocol.control import ClientReady, Pause
 from ...protocol.paths import PathTranslator
 from ...protocol.proxy_policy import (
@@ -36,22 +42,26 @@ from ...protocol.proxy_policy import (
 )
 from ..agents.data_stream import DataStream
 from ..registry import Process
+from .cluster_sessions import BREAKPOINT_REQUESTS
 from .stream import ClientStream
 
 AFTER_END_TIMEOUT = 5.0
 
 
 class Relay:
-    """Relays one attached client to one process's channel ``channel_id``."""
+    """Relays one attached client to one process's pydevd (``debugger``), the data
+    connection the agent numbered ``data_id``."""
 
-    def __init__(self, client: ClientStream, worker: DataStream, policy: ProxyPolicy,
-                 process: Process, channel_id: int, paths: PathTranslator | None = None) -> None:
+    def __init__(self, client: ClientStream, debugger: DataStream, policy: ProxyPolicy,
+                 process: Process, data_id: int, paths: PathTranslator | None = None,
+                 breakpoints_sent: Callable[[Request], None] | None = None) -> None:
         self._client = client
         self._paths = paths  # the client's localRoot <-> the session's remote_root
-        self._worker = worker
+        self._debugger = debugger
         self._policy = policy
         self._process = process
-        self._channel_id = channel_id
+        self._data_id = data_id
+        self._breakpoints_sent = breakpoints_sent
         # Sessions that existed when the client sent disconnect: pydevd resumes all their
         # threads, so they end with the client (which let the next client pick a session
         # that was already running on, when they ended only as the agent said so).
@@ -63,9 +73,9 @@ class Relay:
             if isinstance(action, ToClient):
                 self._client.send(action.message, forwarded=action.forwarded)
             elif isinstance(action, ToWorker):
-                self._worker.send(action.message)
+                self._debugger.send(action.message)
             elif isinstance(action, TellAgentReady):
-                self._process.send(ClientReady(channel=self._channel_id))
+                self._process.send(ClientReady(channel=self._data_id))
             elif isinstance(action, TellAgentPause):
                 # No answer is awaited (request id 0 is never asked): the client has had its
                 # own, and a pause the agent cannot make is said on the process's stderr.
@@ -74,14 +84,20 @@ class Relay:
             elif isinstance(action, ThreadsResumed):
                 self.resumed_by_disconnect = list(self._process.sessions)
 
+    def inject(self, requests: list[Request]) -> None:
+        """Send pydevd requests of the hub's own (their answers are swallowed); nothing once
+        the data connection has ended."""
+        if requests and not self._policy.ended and not self._debugger.closing:
+            self.carry_out(self._policy.inject(requests))
+
     async def run(self) -> None:
         """Relay until either side ends (see the module's docstring)."""
-        from_client = asyncio.ensure_future(self._client_to_worker())
-        from_worker = asyncio.ensure_future(self._worker_to_client())
+        from_client = asyncio.ensure_future(self._client_to_debugger())
+        from_debugger = asyncio.ensure_future(self._debugger_to_client())
         try:
-            done, _ = await asyncio.wait({from_client, from_worker},
+            done, _ = await asyncio.wait({from_client, from_debugger},
                                          return_when=asyncio.FIRST_COMPLETED)
-            if from_worker in done and not from_client.done():
+            if from_debugger in done and not from_client.done():
                 # The debuggee is gone: answer what it did not, and the client's goodbye.
                 self.carry_out(self._policy.channel_closed())
                 await self._client.drain_quietly()
@@ -89,11 +105,11 @@ class Relay:
             for task in done:
                 task.result()  # re-raise a protocol error
         finally:
-            for task in (from_client, from_worker):
+            for task in (from_client, from_debugger):
                 task.cancel()
-            await asyncio.gather(from_client, from_worker, return_exceptions=True)
+            await asyncio.gather(from_client, from_debugger, return_exceptions=True)
 
-    async def _client_to_worker(self) -> None:
+    async def _client_to_debugger(self) -> None:
         while True:
             try:
                 message = await self._client.next_client_message()
@@ -101,20 +117,24 @@ class Relay:
                 return
             if self._paths is not None:
                 message = self._paths.request_to_remote(message)
-            actions = self._policy.from_client(message, channel_open=not self._worker.closing)
+            actions = self._policy.from_client(message, channel_open=not self._debugger.closing)
             self.carry_out(actions)
             if any(isinstance(action, ToWorker) for action in actions):
+                if (self._breakpoints_sent is not None and isinstance(message, Request)
+                        and message.command in BREAKPOINT_REQUESTS):
+                    self._breakpoints_sent(message)
                 try:
-                    await self._worker.drain()
+                    await self._debugger.drain()
                 except OSError:
-                    pass  # the channel broke: the worker side ends and answers what is outstanding
+                    pass  # it broke: pydevd's side ends and answers what is outstanding
 
-    async def _worker_to_client(self) -> None:
+    async def _debugger_to_client(self) -> None:
         # Each body is passed on in the callback that received it; pydevd is read no faster
         # than the client takes what it is sent.
-        await self._worker.relay(self._from_worker, self._client.backed_up, self._client.drain)
+        await self._debugger.relay(self._from_debugger, self._client.backed_up,
+                                   self._client.drain)
 
-    def _from_worker(self, body: bytes) -> None:
+    def _from_debugger(self, body: bytes) -> None:
         if self._paths is not None:
             body = self._paths.to_local(body)  # the same bytes unless a path is mapped
         actions = self._policy.from_worker(body)
@@ -123,3 +143,4 @@ class Relay:
             return
         assert isinstance(actions, list)
         self.carry_out(actions)
+

@@ -18,7 +18,7 @@ from ... import web
 from ...selectors import parse as parse_selector
 from ...session import SessionState
 from ...stack_tree import merge_stacks
-from ..clients.cluster_attach import ClusterAttaches
+from ..clients.cluster_sessions import ClusterSessions
 from ..net import RECV_SIZE
 from ..processes import DEFAULT_TIMEOUT, ProcessQueries
 from ..registry import Registry
@@ -37,7 +37,7 @@ class HubRoutes:
     breakpoints; ``serve_dap`` serves the page's DAP connection as any client's."""
 
     def __init__(self, registry: Registry, queries: ProcessQueries,
-                 cluster_sessions: ClusterAttaches, *, client_token: str | None,
+                 cluster_sessions: ClusterSessions, *, client_token: str | None,
                  statistics: Callable[[], dict[str, Any]], serve_dap: ServeDap) -> None:
         self.registry = registry
         self.queries = queries
