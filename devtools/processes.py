@@ -170,6 +170,12 @@ class HubProcess:
         """:func:`wait_processes` on this hub."""
         return wait_processes(self.client_address, what, check, timeout, query)
 
+    def wait_listing(self, path: str, what: str, check: Callable[[Any], Any],
+                     timeout: float = TIMEOUT) -> Any:
+        """:func:`wait_listing` on this hub: ``path`` is one of its listings that long-poll
+        (``/api/processes``, ``/api/sessions``, ``/api/breakpoints``)."""
+        return wait_listing(self.client_address, path, what, check, timeout)
+
     def wait_linked(self, count: int, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
         """Long-poll the hub until it lists at least ``count`` live processes (each armed
         at its link's connect: the hub sends the cluster's breakpoints right after a process

@@ -19,6 +19,7 @@ from devtools.processes import (
     run,
     start_hub,
     stop,
+    wait_listing,
     wait_processes,
     write_script,
 )
@@ -26,8 +27,7 @@ from devtools.pythons import find_python, venv_with_debugpy
 
 __all__ = [
     "BLOCKED_WORKER", "PAUSING_WORKER", "TIMEOUT", "Evaluated", "HubProcess", "ask_until",
-    "attach",
-    "evaluate_and_continue", "find_python", "finish", "line_of", "listening_ports",
+    "attach", "evaluate_and_continue", "find_python", "finish", "line_of", "listening_ports",
     "locals_of", "next_line", "raydebug", "read_line", "run", "start_hub", "stop",
-    "top_frame", "venv_with_debugpy", "wait_processes", "write_script",
+    "top_frame", "venv_with_debugpy", "wait_listing", "wait_processes", "write_script",
 ]

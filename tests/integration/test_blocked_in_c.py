@@ -144,10 +144,8 @@ def test_a_thread_that_returns_unattended_becomes_an_ordinary_session(hub: HubPr
     napping = {s["thread"]: s for s in hub.wait_sessions(2)}["napper"]
     assert napping["blocked_in_c"] is True, napping
     woke = line_of(script, "woke = True")
-    # The session's new record (stopped at its next line) changes the hub's registry.
-    (now,) = hub.wait_processes("the napper's session leaves C", lambda _: [
-        s for s in hub.get("/api/sessions") if s["id"] == napping["id"]
-        and not s["blocked_in_c"]])
+    (now,) = hub.wait_listing("/api/sessions", "the napper's session leaves C", lambda listed: [
+        s for s in listed if s["id"] == napping["id"] and not s["blocked_in_c"]])
     assert now["line"] == woke and now["function"] == "worker", now
 
     async def attach_and_leave() -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pexpect
@@ -103,10 +102,8 @@ def test_break_list_clear(hub: HubProcess, tmp_path: Path):
 def wait_verified(hub: HubProcess) -> None:
     """Until a linked process has reported the breakpoints' file loaded: it reports that once
     the set is armed in it, so a line it runs from then on is seen."""
-    deadline = time.monotonic() + TIMEOUT
-    while not all(b["verified"] for b in hub.get("/api/breakpoints")["breakpoints"]):
-        assert time.monotonic() < deadline, "no process armed the breakpoints"
-        time.sleep(0.05)  # the hub's breakpoint list has no long-poll
+    hub.wait_listing("/api/breakpoints", "a process arms the breakpoints",
+                     lambda listed: all(b["verified"] for b in listed["breakpoints"]))
 
 
 LOOP = """

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ask_until, run, wait_processes
+from helpers import ask_until, run, wait_listing, wait_processes
 from ray_cluster import get, hub_port, post, start_job
 
 pytest.importorskip("ray")
@@ -104,9 +104,11 @@ def test_a_straggler_is_found_paused_and_continued(cluster: Any, tmp_path: Path)
         assert not [p for p in listed if p["actor_class"] == "_HubActor"]  # not itself
         status, paused = post(port, "/api/pause", {"selector": ["task=straggler"]})
         assert status == 200 and paused["paused"] == [entry["process"]["id"]], paused
-        sessions = wait_processes(f"127.0.0.1:{port}", "the pause's sessions", lambda _: [
-            s for s in get(port, "/api/sessions") if s["process"] == paused["paused"][0]
-            and s["function"] in ("straggler", "wait")], timeout=180)
+        sessions = wait_listing(f"127.0.0.1:{port}", "/api/sessions", "the pause's sessions",
+                                lambda listed: [s for s in listed
+                                                if s["process"] == paused["paused"][0]
+                                                and s["function"] in ("straggler", "wait")],
+                                timeout=180)
 
         async def set_the_event() -> None:
             client = await DapClient.connect("127.0.0.1", port)

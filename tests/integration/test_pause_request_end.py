@@ -141,8 +141,8 @@ def test_a_kept_pause_that_stops_later_says_so(hub: HubProcess, tmp_path: Path):
     said = stderr_until(proc, "its call returned")
     # The process says so on stderr at once; the hub hears of it from its link a moment
     # later, which changes the hub's registry: wait on that.
-    [session] = hub.wait_processes("the hub hears the call returned", lambda _: [
-        s for s in hub.get("/api/sessions") if not s["blocked_in_c"]])
+    [session] = hub.wait_listing("/api/sessions", "the hub hears the call returned",
+                                 lambda listed: [s for s in listed if not s["blocked_in_c"]])
     assert session["id"] == blocked["id"], session
     assert session["line"] == line_of(Path(session["file"]), 'print("read"')
     pending(hub, proc.pid, False)

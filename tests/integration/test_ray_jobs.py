@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from helpers import run, wait_processes, write_script
+from helpers import run, wait_listing, write_script
 from ray_cluster import free_port, ray_start_head
 
 pytest.importorskip("ray")
@@ -104,13 +103,10 @@ def submit_when_the_job_agent_is_up(dashboard: str, code: Path) -> subprocess.Po
 
 
 def wait_for_exception_session(hub: str, timeout: float = 120) -> dict[str, Any]:
-    """The first post-mortem session the hub at ``hub`` lists: a long-poll on its registry,
-    which wakes when a session comes or goes; ``TimeoutError`` after ``timeout``."""
-    def post_mortem(_: object) -> list[dict[str, Any]]:
-        with urllib.request.urlopen(f"http://{hub}/api/sessions", timeout=15) as answer:
-            return [s for s in json.loads(answer.read()) if s["reason"] == "exception"]
-
-    return dict(wait_processes(hub, "a post-mortem session", post_mortem, timeout)[0])
+    """The first post-mortem session the hub at ``hub`` lists: a long-poll of its sessions,
+    which wakes when one comes or goes; ``TimeoutError`` after ``timeout``."""
+    return dict(wait_listing(hub, "/api/sessions", "a post-mortem session", lambda listed: [
+        s for s in listed if s["reason"] == "exception"], timeout)[0])
 
 
 async def debug_the_cluster_with_local_paths(config: dict[str, Any], local_helper: str,
