@@ -196,12 +196,12 @@ def test_the_hub_publishes_each_new_set_for_processes_that_start_later(
     hub = Hub(HubConfig())
     published: list[dict[str, Any] | None] = []
     hub.publish_breakpoints = published.append
-    hub.cluster_attaches.cluster.set_breakpoints(
+    hub.cluster_sessions.cluster.set_breakpoints(
         "cli", {"source": {"path": "/me/job.py"}, "breakpoints": [{"line": 3}]},
         local_root="/me")
-    hub.cluster_attaches.changed()
-    hub.cluster_attaches.cluster.clear("cli")
-    hub.cluster_attaches.changed()
+    hub.cluster_sessions.changed()
+    hub.cluster_sessions.cluster.clear("cli")
+    hub.cluster_sessions.changed()
     assert [bool(wire) for wire in published] == [True, False]
     first = published[0]
     assert first is not None and [s["path"] for s in first["sources"]] == ["/me/job.py"]
@@ -211,7 +211,7 @@ def test_the_hub_publishes_each_new_set_for_processes_that_start_later(
         raise RuntimeError("the GCS is gone")
 
     hub.publish_breakpoints = failing  # the linked processes still get theirs; one line
-    hub.cluster_attaches.changed()
+    hub.cluster_sessions.changed()
     assert "could not publish the cluster's breakpoints: the GCS is gone" in caplog.text
 
 

@@ -118,14 +118,14 @@ class Hub:
                 "an SSH tunnel, or set --client-token (env RAYDEBUG_CLIENT_TOKEN).")
         self.registry = Registry(max_sessions=self.config.max_sessions)
         self.data_connections = PendingDataConnections()
-        self.cluster_attaches = ClusterSessions(push=self._push_breakpoints)
+        self.cluster_sessions = ClusterSessions(push=self._push_breakpoints)
         # Told the cluster's breakpoints (None: there are none) each time they change: the
         # Ray integration publishes them where a worker reads them at its start, before its
         # first task (the link comes later); nobody by default.
         self.publish_breakpoints: Callable[[dict[str, Any] | None], None] = lambda wire: None
         self.queries = ProcessQueries(self.registry)
         self.agents = AgentListener(self.config.token, self.registry, self.data_connections,
-                                    self.cluster_attaches, self.config.handshake_timeout,
+                                    self.cluster_sessions, self.config.handshake_timeout,
                                     self.queries)
         self.worker_limit = PeerLimit(self.config.max_worker_connections, "worker",
                                       "--max-worker-connections")
@@ -134,7 +134,7 @@ class Hub:
         # Who may use the client port, and by which names (clients.admission, http.host_check).
         self.admission = ClientAdmission(has_client_token=bool(self.config.client_token))
         self.http_names = HubNames(self.config.host)
-        self.routes = HubRoutes(self.registry, self.queries, self.cluster_attaches,
+        self.routes = HubRoutes(self.registry, self.queries, self.cluster_sessions,
                                 client_token=self.config.client_token,
                                 statistics=self.statistics, serve_dap=self._serve_dap)
         self.certificate: tls.Certificate | None = None
@@ -237,7 +237,7 @@ class Hub:
         sessions of that address hear it too: a refused child would otherwise just never
         appear in the IDE."""
         log.warning("client %s: refused: %s", peer_name(writer), reason)
-        self.cluster_attaches.tell(peer_host(writer),
+        self.cluster_sessions.tell(peer_host(writer),
                                    f"raydebug hub: refused a connection: {reason}")
         try:
             first = await asyncio.wait_for(self._sniffed_bytes(reader),
@@ -328,7 +328,7 @@ class Hub:
         for process in self.registry.all_processes():
             process.send(message)
         try:
-            self.publish_breakpoints(None if self.cluster_attaches.cluster.empty else wire)
+            self.publish_breakpoints(None if self.cluster_sessions.cluster.empty else wire)
         except Exception as error:  # (Ray's errors are many) the linked processes have them
             log.warning("could not publish the cluster's breakpoints: %s", error)
 
@@ -338,5 +338,5 @@ class Hub:
         were read, until it leaves; with ``client_token``, its ``attach`` must carry it."""
         handler = ClientHandler(self.registry, self.data_connections,
                                 self.config.allow_terminate, reader, writer, first,
-                                peer_name(writer), self.cluster_attaches, client_token)
+                                peer_name(writer), self.cluster_sessions, client_token)
         await handler.run()
