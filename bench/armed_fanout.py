@@ -87,7 +87,7 @@ def arm_cost() -> float:
 
 
 async def fan_out(count: int) -> list[float]:
-    hub = start_hub("--max-worker-connections", str(count + 100))
+    hub = start_hub("--max-agent-connections", str(count + 100))
     # The hub logs each connection to a pipe: drain it, or a full pipe blocks the hub.
     log: collections.deque[str] = collections.deque(maxlen=20)
     assert hub.proc.stderr is not None

@@ -260,14 +260,14 @@ class LiveScale:
 
     def __init__(self, total: int) -> None:
         limit = str(2 * total + 64)
-        self.hub = core.start_hub("--max-worker-connections", limit, "--max-sessions", limit,
+        self.hub = core.start_hub("--max-agent-connections", limit, "--max-sessions", limit,
                                   "--log-level", "warning", *EXTRA_HUB_ARGS)
         self.hub_log: collections.deque[str] = collections.deque(maxlen=20)
         assert self.hub.proc.stderr is not None
         threading.Thread(target=self.hub_log.extend, args=(self.hub.proc.stderr,),
                          daemon=True).start()
         self.generator = subprocess.Popen(
-            [sys.executable, __file__, "--generate", self.hub.worker_address, self.hub.token,
+            [sys.executable, __file__, "--generate", self.hub.agent_address, self.hub.token,
              str(total)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert core.read_line(self.generator, timeout=60).strip() == "READY"
 

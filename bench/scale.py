@@ -155,7 +155,7 @@ class Scale:
         # Every generated connection comes from 127.0.0.1, where a cluster spreads its
         # workers over its nodes' addresses: raise the per-address limit accordingly.
         limit = str(2 * (sessions + real))
-        self.hub = core.start_hub("--max-sessions", limit, "--max-worker-connections", limit,
+        self.hub = core.start_hub("--max-sessions", limit, "--max-agent-connections", limit,
                                   "--log-level", "warning", *EXTRA_HUB_ARGS)
         # The hub writes warnings to a pipe: read it, or a burst of them would block the hub.
         self.hub_log: collections.deque[str] = collections.deque(maxlen=20)
@@ -180,7 +180,7 @@ class Scale:
 
     def start_generator(self) -> None:
         self.generator = subprocess.Popen(
-            [sys.executable, __file__, "--generate", self.hub.worker_address, self.hub.token,
+            [sys.executable, __file__, "--generate", self.hub.agent_address, self.hub.token,
              str(self.count)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def command(self, command: str) -> list[str]:

@@ -103,13 +103,13 @@ class HubProcess:
         return "{}:{}".format(*self.client)
 
     @property
-    def worker_address(self) -> str:
+    def agent_address(self) -> str:
         return "{}:{}".format(*self.worker)
 
     def env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ)
         env.pop("RAYDEBUG_WAIT_TIMEOUT", None)
-        env.update(PYTHONBREAKPOINT="raydebug.set_trace", RAYDEBUG_HUB=self.worker_address,
+        env.update(PYTHONBREAKPOINT="raydebug.set_trace", RAYDEBUG_HUB=self.agent_address,
                    RAYDEBUG_TOKEN=self.token, PYDEVD_DISABLE_FILE_VALIDATION="1",
                    PYTHONUNBUFFERED="1")
         if self.cert:

@@ -27,7 +27,9 @@ class _HubArgs(argparse.ArgumentParser):
         self.add_argument("--allow-terminate", action="store_true", default=None)
         self.add_argument("--max-sessions", type=int)
         self.add_argument("--client-token")
-        self.add_argument("--max-worker-connections", type=int)
+        # --max-worker-connections: the old name, still taken (jobs already carry it)
+        self.add_argument("--max-agent-connections", "--max-worker-connections", type=int,
+                          dest="max_agent_connections")
         self.add_argument("--max-client-connections", type=int)
         self.add_argument("--handshake-timeout", type=float)
         self.add_argument("--client-idle-timeout", type=float)
@@ -36,7 +38,7 @@ class _HubArgs(argparse.ArgumentParser):
         raise ConfigurationError(
             f"{HUB_ARGS_VARIABLE}: {message} (it takes `raydebug hub` options: "
             "--allow-terminate, --max-sessions N, --client-token T, "
-            "--max-worker-connections N, --max-client-connections N, "
+            "--max-agent-connections N, --max-client-connections N, "
             "--handshake-timeout S, --client-idle-timeout S)")
 
 

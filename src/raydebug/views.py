@@ -243,10 +243,10 @@ def hub_warnings(health: dict[str, Any]) -> list[str]:
         warnings.append(f"the hub refused {clients} client connection(s) over its limit of "
                         f"{limit} per address (raise it with `raydebug hub "
                         "--max-client-connections`)")
-    workers = health.get("refused_workers") or 0
-    if workers:
-        warnings.append(f"the hub refused {workers} worker connection(s): a wrong token, or "
-                        "over `raydebug hub --max-worker-connections` (see the hub's log)")
+    agents = health.get("refused_agents") or 0
+    if agents:
+        warnings.append(f"the hub refused {agents} agent connection(s): a wrong token, or "
+                        "over `raydebug hub --max-agent-connections` (see the hub's log)")
     return warnings
 
 

@@ -105,7 +105,7 @@ def test_worker_port_refuses_wrong_tokens_and_replays(hub: HubProcess):
                     frame(b'{"type": "hello"}'), frame(b"nonsense")):
         exchange(hub.worker, garbage)
     health = hub.get("/api/health")
-    assert health["status"] == "ok" and health["refused_workers"] == 2
+    assert health["status"] == "ok" and health["refused_agents"] == 2
 
 
 def test_a_control_connection_says_who_it_is_first(hub: HubProcess):

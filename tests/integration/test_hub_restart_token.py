@@ -22,13 +22,13 @@ pytestmark = pytest.mark.integration
 BACK_WITHIN = 15.0  # s: the link retries every 5 s at most, and a hub starts in ~1 s
 
 
-def start_hub(env: dict[str, str], worker_port: int = 0, *args: str) -> HubProcess:
-    """``raydebug hub`` with no --token (unless in ``args``), on ``worker_port``; retried
+def start_hub(env: dict[str, str], agent_port: int = 0, *args: str) -> HubProcess:
+    """``raydebug hub`` with no --token (unless in ``args``), on ``agent_port``; retried
     while a killed hub's port is still being freed."""
     deadline = time.monotonic() + 10
     while True:
         proc = subprocess.Popen([sys.executable, "-m", "raydebug", "hub", "--port", "0",
-                                 "--worker-port", str(worker_port), *args], env=env,
+                                 "--agent-port", str(agent_port), *args], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             words = read_line(proc, timeout=10).split()
@@ -127,7 +127,7 @@ def test_a_hub_started_with_another_token_is_said_to_have_changed_it_once(
         code, out, err = finish(worker)  # it gives up waiting (10 s) and runs on
         assert code == 0 and "finished 42" in out, err
         assert "refused us" not in rest + err, rest + err  # said once, not at every retry
-        refused = second.get("/api/health")["refused_workers"]
+        refused = second.get("/api/health")["refused_agents"]
         log = second.stop_and_read_log()
         assert refused >= 2, refused  # it retried...
         assert log.count("refused: wrong token") == 1, log  # ... and the hub said it once

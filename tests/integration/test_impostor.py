@@ -202,5 +202,5 @@ def test_an_old_agent_is_refused_naming_both_versions(hub: HubProcess):
     assert isinstance(reply, Refused)
     assert f"this hub speaks link protocol {PROTOCOL_VERSION} and the agent 1" \
         in reply.reason
-    assert hub.get("/api/health")["refused_workers"] == 1
+    assert hub.get("/api/health")["refused_agents"] == 1
     assert "agent 1: install the same raydebug version" in hub.stop_and_read_log()

@@ -31,7 +31,7 @@ def read_until_closed(sock: socket.socket) -> bytes:
 
 
 def test_one_worker_connection_too_many_is_refused(tmp_path: Path):
-    with start_hub("--max-worker-connections", "2", "--handshake-timeout", "60") as hub:
+    with start_hub("--max-agent-connections", "2", "--handshake-timeout", "60") as hub:
         script = write_script(tmp_path, "worker.py", PAUSING_WORKER)
         first = hub.spawn(script)
         # Its control connection proved the token: it no longer counts toward the limit,
@@ -40,9 +40,9 @@ def test_one_worker_connection_too_many_is_refused(tmp_path: Path):
         with socket.create_connection(hub.worker, timeout=30) as idle, \
                 socket.create_connection(hub.worker, timeout=30):  # 2 of 2, unproven
             err = hub.run_unserved(tmp_path)
-            assert "refused us: too many connections to the hub's worker port from " \
+            assert "refused us: too many connections to the hub's agent port from " \
                    "127.0.0.1 (limit 2; raise it with `raydebug hub " \
-                   "--max-worker-connections`)" in err
+                   "--max-agent-connections`)" in err
             idle.sendall(b"\x00" * 64)  # garbage: the hub closes it, and counts it no more
             read_until_closed(idle)
         hub.attach_and_detach(session["id"])  # its data connection fits again
@@ -129,7 +129,7 @@ def test_the_hub_raises_its_open_file_limit_for_many_workers():
         "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
         "from raydebug.hub import Hub, HubConfig\n"
         "async def main():\n"
-        "    hub = Hub(HubConfig(port=0, worker_port=0))\n"
+        "    hub = Hub(HubConfig(port=0, agent_port=0))\n"
         "    await hub.start()\n"
         "    await hub.close()\n"
         "asyncio.run(main())\n"

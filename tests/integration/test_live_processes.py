@@ -199,18 +199,18 @@ def test_a_restarted_hub_gets_every_process_back(tmp_path):
         first.close()
 
 
-def start_hub_on(worker_port: int) -> HubProcess:
-    """A hub on a given worker port (the one a killed hub had), retried while it is freed."""
+def start_hub_on(agent_port: int) -> HubProcess:
+    """A hub on a given agent port (the one a killed hub had), retried while it is freed."""
     deadline = time.monotonic() + 10
     while True:
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--worker-port",
-                 str(worker_port), "--token", "test-token"],
+                [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--agent-port",
+                 str(agent_port), "--token", "test-token"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             words = read_line(proc, timeout=10).split()
             host, port = words[4].rsplit(":", 1)
-            return HubProcess(proc, (host, int(port)), ("127.0.0.1", worker_port),
+            return HubProcess(proc, (host, int(port)), ("127.0.0.1", agent_port),
                               "test-token")
         except (IndexError, TimeoutError):
             proc.kill()

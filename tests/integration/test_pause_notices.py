@@ -70,4 +70,4 @@ def test_a_raydebug_pause_says_so_as_a_breakpoint_does(hub: HubProcess, tmp_path
                    timeout=TIMEOUT)
     notice = stderr_line_with(proc, "paused at")
     assert f"paused at {script}:{line_of(script, 'spinning')} by raydebug pause, waiting for " \
-           f"a debugger (hub: {hub.worker_address})" in notice, notice
+           f"a debugger (hub: {hub.agent_address})" in notice, notice

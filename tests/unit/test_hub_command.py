@@ -37,8 +37,8 @@ def test_the_help_on_the_client_port_says_what_the_hub_does():
     assert "Needed for a --host that is not loopback" in client_token
     # ... and so it is:
     with pytest.raises(ConfigurationError, match="without a client token"):
-        Hub(HubConfig(host="0.0.0.0", port=0, worker_port=0))
-    Hub(HubConfig(host="0.0.0.0", port=0, worker_port=0, client_token="secret"))
+        Hub(HubConfig(host="0.0.0.0", port=0, agent_port=0))
+    Hub(HubConfig(host="0.0.0.0", port=0, agent_port=0, client_token="secret"))
 
 
 def test_a_hubs_token_is_kept_by_worker_address_in_a_private_file(
@@ -82,13 +82,29 @@ def test_the_agents_port_is_agent_port_and_worker_port_its_hidden_old_name(
     assert "--worker-port" not in text and "--worker-host" not in text
     code, _, hub = run_hub_command(monkeypatch, "--agent-host", "10.0.0.7",
                                    "--agent-port", "6001")
-    assert code == 0 and (hub.config.worker_host, hub.config.worker_port) == ("10.0.0.7", 6001)
+    assert code == 0 and (hub.config.agent_host, hub.config.agent_port) == ("10.0.0.7", 6001)
     code, _, hub = run_hub_command(monkeypatch, "--worker-host", "10.0.0.8",
                                    "--worker-port", "6002")
-    assert code == 0 and (hub.config.worker_host, hub.config.worker_port) == ("10.0.0.8", 6002)
+    assert code == 0 and (hub.config.agent_host, hub.config.agent_port) == ("10.0.0.8", 6002)
     code, _, hub = run_hub_command(monkeypatch)
-    assert code == 0 and (hub.config.worker_host, hub.config.worker_port) == ("127.0.0.1", 5679)
+    assert code == 0 and (hub.config.agent_host, hub.config.agent_port) == ("127.0.0.1", 5679)
     code, output, hub = run_hub_command(monkeypatch, "--agent-port", "6001",
                                         "--worker-port", "6002")
     assert code == 2 and hub is None
     assert "--worker-port is the old name of --agent-port: give one of them" in output
+
+
+def test_the_agents_connection_limit_keeps_its_old_name_hidden(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    text = CliRunner().invoke(cli, ["hub", "--help"], terminal_width=200).output
+    assert "--max-agent-connections" in text and "--max-worker-connections" not in text
+    code, _, hub = run_hub_command(monkeypatch, "--max-agent-connections", "7")
+    assert code == 0 and hub.config.max_agent_connections == 7
+    code, _, hub = run_hub_command(monkeypatch, "--max-worker-connections", "8")
+    assert code == 0 and hub.config.max_agent_connections == 8
+    code, _, hub = run_hub_command(monkeypatch)
+    assert code == 0 and hub.config.max_agent_connections == 1_000
+    code, output, hub = run_hub_command(monkeypatch, "--max-agent-connections", "7",
+                                        "--max-worker-connections", "8")
+    assert code == 2 and hub is None
+    assert "--max-worker-connections is the old name of --max-agent-connections" in output

@@ -34,3 +34,12 @@ def test_a_mistake_is_one_line_naming_the_variable(text: str, said: str):
     message = str(raised.value)
     assert message.startswith("RAYDEBUG_HUB_ARGS: ") and said in message, message
     assert "\n" not in message
+
+
+def test_the_agents_connection_limit_is_taken_by_its_old_name_too():
+    """--max-worker-connections is --max-agent-connections' old name: a job that carries it
+    still gets its limit."""
+    for name in ("--max-agent-connections", "--max-worker-connections"):
+        options = hub_options_wanted({"RAYDEBUG_HUB_ARGS": f"{name} 2000"})
+        assert options == {"max_agent_connections": 2000}
+        assert HubConfig(**options).max_agent_connections == 2000

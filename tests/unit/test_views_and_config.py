@@ -46,13 +46,13 @@ def test_sessions_table_shows_what_a_user_needs():
 
 
 def test_list_warns_about_refused_connections():
-    assert views.hub_warnings({"refused_clients_over_limit": 0, "refused_workers": 0}) == []
-    assert views.hub_warnings({"refused_clients_over_limit": 7, "refused_workers": 2,
+    assert views.hub_warnings({"refused_clients_over_limit": 0, "refused_agents": 0}) == []
+    assert views.hub_warnings({"refused_clients_over_limit": 7, "refused_agents": 2,
                                "client_connections": {"limit": 64}}) == [
         "the hub refused 7 client connection(s) over its limit of 64 per address (raise it "
         "with `raydebug hub --max-client-connections`)",
-        "the hub refused 2 worker connection(s): a wrong token, or over `raydebug hub "
-        "--max-worker-connections` (see the hub's log)"]
+        "the hub refused 2 agent connection(s): a wrong token, or over `raydebug hub "
+        "--max-agent-connections` (see the hub's log)"]
 
 
 @pytest.mark.parametrize("width", [120, 80, 60])

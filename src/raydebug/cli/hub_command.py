@@ -53,8 +53,10 @@ from ..errors import ConfigurationError
               help="Serve agents over TLS with a self-signed certificate, created on first "
                    "use in ~/.local/state/raydebug/; agents pin its fingerprint (published "
                    "with the address, or RAYDEBUG_HUB_CERT). Env RAYDEBUG_HUB_TLS=1.")
-@click.option("--max-worker-connections", default=1_000, show_default=True,
+@click.option("--max-agent-connections", default=1_000, show_default=True,
               help="Concurrent agent connections per peer address.")
+@click.option("--max-worker-connections", default=None, type=int, hidden=True,
+              help="The old --max-agent-connections.")
 @click.option("--max-client-connections", default=64, show_default=True,
               help="Concurrent client connections per peer address (a cluster session's "
                    "attached child sessions do not count).")
@@ -66,7 +68,8 @@ def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str
         worker_port: int | None, token: str | None,
         allow_terminate: bool, max_sessions: int, client_token: str | None,
         unix_socket: str | None, log_level: str, ray_address: str | None, tls: bool,
-        max_worker_connections: int, max_client_connections: int, handshake_timeout: float,
+        max_agent_connections: int, max_worker_connections: int | None,
+        max_client_connections: int, handshake_timeout: float,
         client_idle_timeout: float) -> None:
     """Run the hub: list sessions and route debuggers to them."""
     import asyncio  # here: the other commands (`raydebug list`) need none of it
@@ -74,6 +77,7 @@ def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str
     from ..hub import Hub, HubConfig
 
     agent_host, agent_port = _by_either_name("agent_host"), _by_either_name("agent_port")
+    max_agent_connections = _by_either_name("max_agent_connections")
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="raydebug hub: %(message)s")
@@ -85,11 +89,11 @@ def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str
         ray_module.connect_kv(ray_address)
         if agent_host == "127.0.0.1":
             agent_host = ray_module.local_node_ip()
-    config = HubConfig(host=host, port=port, worker_host=agent_host, worker_port=agent_port,
+    config = HubConfig(host=host, port=port, agent_host=agent_host, agent_port=agent_port,
                        allow_terminate=allow_terminate, max_sessions=max_sessions,
                        client_token=client_token or None,
                        unix_socket=os.path.abspath(unix_socket) if unix_socket else None,
-                       tls=tls, max_worker_connections=max_worker_connections,
+                       tls=tls, max_agent_connections=max_agent_connections,
                        max_client_connections=max_client_connections,
                        handshake_timeout=handshake_timeout,
                        client_idle_timeout=client_idle_timeout)
@@ -103,7 +107,8 @@ def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str
     asyncio.run(_serve_hub(Hub(config), ray_integration))
 
 
-OLD_NAMES = {"agent_host": "worker_host", "agent_port": "worker_port"}  # hidden, still taken
+OLD_NAMES = {"agent_host": "worker_host", "agent_port": "worker_port",  # hidden, still taken
+             "max_agent_connections": "max_worker_connections"}
 
 
 def _by_either_name(name: str) -> Any:
@@ -128,19 +133,19 @@ async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
     except OSError as error:
         raise ConfigurationError(f"cannot listen: {error.strerror or error}") from None
     client = "{}:{}".format(*hub.client_address)
-    worker = "{}:{}".format(*hub.worker_address)
+    agents = "{}:{}".format(*hub.agent_address)
     cert = hub.certificate.fingerprint if hub.certificate else None
     published = None
     if ray_integration is not None:
-        published = ray_integration.publish_cli_hub(client, worker, hub.config.token, cert)
+        published = ray_integration.publish_cli_hub(client, agents, hub.config.token, cert)
         ray_integration.publish_breakpoints_of(hub)
-    recorded = state_file.write(client, worker, hub.config.token, hub.config.unix_socket, cert)
+    recorded = state_file.write(client, agents, hub.config.token, hub.config.unix_socket, cert)
     try:
-        state_file.save_token(worker, hub.config.token)  # for the next hub on this address
+        state_file.save_token(agents, hub.config.token)  # for the next hub on this address
     except OSError as error:
         logging.getLogger("raydebug.hub").warning(
-            "could not keep the token for the next hub on %s: %s", worker, error)
-    click.echo(views.hub_banner(client, worker, hub.config.token, cert), nl=False)
+            "could not keep the token for the next hub on %s: %s", agents, error)
+    click.echo(views.hub_banner(client, agents, hub.config.token, cert), nl=False)
     sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

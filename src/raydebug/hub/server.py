@@ -1,6 +1,6 @@
 """The hub: one object that owns the listeners and all state (a test can run two).
 
-The agents' listener (``worker_host``/``worker_port``) takes each agent's link
+The agents' listener (``agent_host``/``agent_port``) takes each agent's link
 (token-authenticated; with ``tls``, inside TLS with a self-signed certificate that agents
 pin, see :mod:`raydebug.tls`). The client listener (127.0.0.1 by default) serves DAP and
 HTTP on one port: both protocols speak first, so the first bytes decide (``Content-Length``
@@ -65,20 +65,20 @@ _DAP_PREFIX = b"content-length"
 class HubConfig:
     host: str = "127.0.0.1"
     port: int = 5678
-    worker_host: str = "127.0.0.1"
-    worker_port: int = 5679
+    agent_host: str = "127.0.0.1"
+    agent_port: int = 5679
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     allow_terminate: bool = False
     max_sessions: int = 10_000
     client_token: str | None = None  # required of DAP and HTTP clients when set
     unix_socket: str | None = None  # also serve clients here (mode 0600: this user only)
-    tls: bool = False  # serve workers over TLS, with a self-signed certificate they pin
+    tls: bool = False  # serve agents over TLS, with a self-signed certificate they pin
     tls_dir: str | None = None  # where that certificate is kept (default: the state dir)
     # Concurrent connections per peer address. 1,000 paused processes on one host (a load
-    # generator, a big node) must fit: each holds one worker connection, two when attached.
-    max_worker_connections: int = 1_000
+    # generator, a big node) must fit: each holds one control connection, two when attached.
+    max_agent_connections: int = 1_000
     max_client_connections: int = 64
-    handshake_timeout: float = 10.0  # for a worker's TLS handshake and challenge answer
+    handshake_timeout: float = 10.0  # for an agent's TLS handshake and challenge answer
     client_idle_timeout: float = 30.0  # for a client's first bytes
 
 
@@ -127,8 +127,8 @@ class Hub:
         self.agents = AgentListener(self.config.token, self.registry, self.data_connections,
                                     self.cluster_sessions, self.config.handshake_timeout,
                                     self.queries)
-        self.worker_limit = PeerLimit(self.config.max_worker_connections, "worker",
-                                      "--max-worker-connections")
+        self.agent_limit = PeerLimit(self.config.max_agent_connections, "agent",
+                                     "--max-agent-connections")
         self.client_limit = PeerLimit(self.config.max_client_connections, "client",
                                       "--max-client-connections")
         # Who may use the client port, and by which names (clients.admission, http.host_check).
@@ -140,7 +140,7 @@ class Hub:
         self.certificate: tls.Certificate | None = None
         self._servers: list[asyncio.Server | TlsServer] = []
         self.client_address: tuple[str, int] = (self.config.host, self.config.port)
-        self.worker_address: tuple[str, int] = (self.config.worker_host, self.config.worker_port)
+        self.agent_address: tuple[str, int] = (self.config.agent_host, self.config.agent_port)
         self._connections: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
@@ -150,23 +150,23 @@ class Hub:
         collect_garbage_seldom()
         if (blind := self.admission.blind_spot()) is not None:
             log.warning("%s", blind)
-        serve_worker = self._track(self.agents.handle, self.worker_limit, self.agents.refuse)
-        workers: asyncio.Server | TlsServer
+        serve_agent = self._track(self.agents.handle, self.agent_limit, self.agents.refuse)
+        agents: asyncio.Server | TlsServer
         if self.config.tls:
             directory = Path(self.config.tls_dir) if self.config.tls_dir else None
             self.certificate = tls.load_or_create(directory or state_file.directory())
-            workers = await TlsServer.start(
-                self.config.worker_host, self.config.worker_port,
-                self.certificate.server_context(), self.config.handshake_timeout, serve_worker)
+            agents = await TlsServer.start(
+                self.config.agent_host, self.config.agent_port,
+                self.certificate.server_context(), self.config.handshake_timeout, serve_agent)
         else:
-            workers = await asyncio.start_server(serve_worker, self.config.worker_host,
-                                                 self.config.worker_port)
-        self._servers.append(workers)
+            agents = await asyncio.start_server(serve_agent, self.config.agent_host,
+                                                self.config.agent_port)
+        self._servers.append(agents)
         clients = await asyncio.start_server(
             self._track(self._handle_client, self.client_limit, self._refuse_client),
             self.config.host, self.config.port)
         self._servers.append(clients)
-        self.worker_address = workers.sockets[0].getsockname()[:2]
+        self.agent_address = agents.sockets[0].getsockname()[:2]
         self.client_address = clients.sockets[0].getsockname()[:2]
         if self.config.unix_socket:
             self._servers.append(await self._start_unix(self.config.unix_socket))
@@ -202,7 +202,7 @@ class Hub:
             await server.wait_closed()
 
     def statistics(self) -> dict[str, Any]:
-        return {**self.registry.statistics(), "refused_workers": self.agents.refused,
+        return {**self.registry.statistics(), "refused_agents": self.agents.refused,
                 "refused_clients_over_limit": self.client_limit.refused,
                 "refused_clients_not_admitted": self.admission.refused,
                 "client_connections": self.client_limit.statistics()}

@@ -148,7 +148,7 @@ class _HubActor:
 
         ip = node_ip()
         for port in (DEFAULT_CLIENT_PORT, 0):  # 5678, or any port when it is taken
-            hub = Hub(HubConfig(port=port, worker_host=ip, worker_port=0, tls=tls, **options))
+            hub = Hub(HubConfig(port=port, agent_host=ip, agent_port=0, tls=tls, **options))
             try:
                 await hub.start()
                 break
@@ -158,7 +158,7 @@ class _HubActor:
         publish_breakpoints_of(hub)
         self._serving = asyncio.ensure_future(hub.serve_forever())
         self._watching = asyncio.ensure_future(self._exit_when_node_drains())
-        return HubInfo(worker="{}:{}".format(*hub.worker_address),
+        return HubInfo(worker="{}:{}".format(*hub.agent_address),
                        client="{}:{}".format(*hub.client_address),
                        token=hub.config.token, owner="actor", node_ip=ip, pid=os.getpid(),
                        cert=hub.certificate.fingerprint if hub.certificate else "")
