@@ -9,9 +9,9 @@ import json
 import time
 
 from raydebug.errors import NoProcessMatchError
-from raydebug.hub.entries import listed_argv
+from raydebug.hub.entries import Process, listed_argv
 from raydebug.hub.processes import ASK_CHUNK, ProcessQueries
-from raydebug.hub.registry import Process, Registry
+from raydebug.hub.registry import Registry
 from raydebug.process_record import ProcessRecord
 from raydebug.protocol.control import (
     CollectStacks,

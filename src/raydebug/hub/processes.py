@@ -36,7 +36,8 @@ from ..protocol.control import (
 )
 from ..selectors import Selector
 from ..session import ProcessState
-from .registry import Process, Registry
+from .entries import Process
+from .registry import Registry
 
 DEFAULT_TIMEOUT = 2.0
 # A process's first pause starts pydevd before it answers: well within a second on an idle

@@ -30,8 +30,6 @@ from ..session import (
 )
 from .entries import HubSession, Process, listing_json
 
-__all__ = ["HubSession", "Process", "Registry"]  # the entries, where callers found them
-
 
 class Registry:
     def __init__(self, max_sessions: int = 10_000) -> None:

@@ -6,6 +6,7 @@ processes say through a Protocol it is given (so it imports no client code). A d
 connection a client asked for waits in ``data_connections`` until the agent opens it; it is
 received by ``data_receiver`` and seen by the client's relay through ``data_stream``.
 
-May import: ``raydebug.hub.registry``, ``raydebug.hub.processes``, ``raydebug.hub.net``,
-``raydebug.protocol``, ``raydebug.session``, ``raydebug.process_record``, ``raydebug.errors``.
+May import: ``raydebug.hub.registry``, ``raydebug.hub.entries``, ``raydebug.hub.processes``,
+``raydebug.hub.net``, ``raydebug.protocol``, ``raydebug.session``, ``raydebug.process_record``,
+``raydebug.errors``.
 """

@@ -56,9 +56,10 @@ from ...protocol.control import (
 )
 from ...protocol.handshake import HubHandshake
 from ...session import PausedThread
+from ..entries import Process
 from ..net import peer_host, peer_name, read_next, set_nodelay, vouch_for_this_connection
 from ..processes import ProcessQueries
-from ..registry import Process, Registry
+from ..registry import Registry
 from .control_reader import ControlReader
 from .data_connections import DataConnection, PendingDataConnections
 from .data_receiver import DataReceiver

@@ -8,7 +8,7 @@ process as a child session, seeing the client through ``peer``; ``cluster_sessio
 the live cluster sessions and changes the hub's one breakpoint set, which every linked
 process arms and every child session's pydevd is sent.
 
-May import: ``raydebug.hub.registry``, ``raydebug.hub.cluster_breakpoints``,
-``raydebug.hub.net``, ``raydebug.hub.agents``, ``raydebug.protocol``, ``raydebug.session``,
-``raydebug.errors``.
+May import: ``raydebug.hub.registry``, ``raydebug.hub.entries``,
+``raydebug.hub.cluster_breakpoints``, ``raydebug.hub.net``, ``raydebug.hub.agents``,
+``raydebug.protocol``, ``raydebug.session``, ``raydebug.errors``.
 """

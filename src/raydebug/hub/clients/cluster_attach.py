@@ -38,7 +38,8 @@ from dataclasses import dataclass
 
 from ...protocol import Event, Request
 from ...session import SessionState
-from ..registry import HubSession, Registry
+from ..entries import HubSession
+from ..registry import Registry
 from .cluster_sessions import ClusterSessions, local_root_of
 from .peer import ClientPeer
 

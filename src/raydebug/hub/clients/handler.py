@@ -51,8 +51,9 @@ from ...protocol.proxy_policy import ProxyPolicy, adapter_capabilities
 from ..agents.data_connections import PendingDataConnections
 from ..agents.data_stream import DataStream
 from ..cluster_breakpoints import ChildSessionBreakpoints
+from ..entries import HubSession, Process
 from ..net import revoke_this_connection, vouch_for_this_connection
-from ..registry import HubSession, Process, Registry
+from ..registry import Registry
 from .cluster_attach import ClusterAttach
 from .cluster_sessions import ClusterSessions
 from .relay import Relay

@@ -41,7 +41,7 @@ from ...protocol.proxy_policy import (
     ToWorker,
 )
 from ..agents.data_stream import DataStream
-from ..registry import Process
+from ..entries import Process
 from .cluster_sessions import BREAKPOINT_REQUESTS
 from .stream import ClientStream
 
