@@ -56,6 +56,22 @@ def test_each_package_imports_only_what_its_docstring_allows():
     assert not broken, "imports their package's docstring does not allow:\n" + "\n".join(broken)
 
 
+def unused_allowances(graph: dict[str, set[str]], package: str, allowed: list[str]) -> list[str]:
+    """The names ``allowed`` lists that no module of ``package`` imports (a stale line)."""
+    imported = {target for name, targets in graph.items()
+                if name == package or name.startswith(package + ".") for target in targets}
+    return [rule for rule in allowed
+            if not any(target == rule or target.startswith(rule + ".") for target in imported)]
+
+
+def test_each_name_a_docstring_allows_is_imported():
+    graph = import_graph(SOURCE)
+    stale = sorted(f"{package}: {rule}" for package, allowed in package_rules(SOURCE).items()
+                   if allowed is not None
+                   for rule in unused_allowances(graph, package, allowed))
+    assert not stale, "'May import:' names that nothing there imports:\n" + "\n".join(stale)
+
+
 def test_an_import_the_docstring_does_not_list_is_found(tmp_path: Path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)

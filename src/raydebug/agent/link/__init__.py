@@ -9,6 +9,6 @@ handler through the table in ``dispatch``, and opens a data connection for each 
 protocol. It is started at the first pause or, with ``live``, at the process's start.
 
 May import: ``raydebug.agent.config``, ``raydebug.agent.flags``, ``raydebug.agent.fork_guard``,
-``raydebug.agent.metadata``, ``raydebug.agent.report``, ``raydebug.agent.debugger.facade``,
-``raydebug.protocol``, ``raydebug.errors``, ``raydebug.tls``, ``raydebug.process_record``.
+``raydebug.agent.report``, ``raydebug.agent.debugger.facade``, ``raydebug.protocol``,
+``raydebug.errors``, ``raydebug.tls``, ``raydebug.process_record``.
 """
