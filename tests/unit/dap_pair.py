@@ -52,9 +52,9 @@ class ProxyPair:
         for message in messages:
             self._hub_client.receive_data(self.client.send(message))
             while (received := self._hub_client.next_event()) is not NEED_DATA:
-                self._carry_out(self.policy.from_client(received,
-                                                        channel_open=self.channel_open),
-                                delivered)
+                actions = self.policy.from_client(
+                    received, channel_open=self.channel_open)
+                self._carry_out(actions, delivered)
         return delivered
 
     def worker_sends(self, *messages: Message) -> Delivered:

@@ -307,9 +307,9 @@ class PausePending(ControlMessage):
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
-                OpenChannel, ClientReady, ClientGone, ChannelFailed, HubClosing, ArmBreakpoints,
-                BreakpointsLoaded, LogpointOutput, Register, CollectStacks, Stacks, Pause,
-                Paused, CancelPause, PauseCancelled, PausePending)
+                OpenChannel, ClientReady, ClientGone, ChannelFailed, HubClosing,
+                ArmBreakpoints, BreakpointsLoaded, LogpointOutput, Register, CollectStacks,
+                Stacks, Pause, Paused, CancelPause, PauseCancelled, PausePending)
 }
 # A field's annotation -> the JSON type its value must have.
 _JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,

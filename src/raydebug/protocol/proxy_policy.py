@@ -19,12 +19,12 @@ client on one side, the debugger (pydevd) on the other. Most messages pass uncha
   withdrawn after :data:`CLIENT_PAUSE_WAIT` seconds if nothing has stopped. pydevd's own
   answer to ``pause`` says nothing more than success (DAP: the response first, then
   ``stopped`` as threads stop), and the hub gives that one answer;
-- when the data connection closes (:meth:`ProxyPolicy.channel_closed`), every request pydevd had not
-  answered gets its answer from the hub (see :mod:`.outstanding`) and the client gets
-  ``terminated`` (once); requests sent after that are answered by the hub too. A request
-  that only lets the process run on (:data:`RESUMING`) succeeds: the process did run on,
-  then ended (it often ends before pydevd's answer leaves it); one whose result the client
-  needs fails with :data:`PROCESS_ENDED`.
+- when the data connection closes (:meth:`ProxyPolicy.channel_closed`), every request
+  pydevd had not answered gets its answer from the hub (see :mod:`.outstanding`) and the
+  client gets ``terminated`` (once); requests sent after that are answered by the hub too.
+  A request that only lets the process run on (:data:`RESUMING`) succeeds: the process did
+  run on, then ended (it often ends before pydevd's answer leaves it); one whose result the
+  client needs fails with :data:`PROCESS_ENDED`.
 
 Decisions are lists of actions (:class:`ToClient`, :class:`ToWorker`, :class:`TellAgentReady`,
 :class:`TellAgentPause`, :class:`ThreadsResumed`), in the order they must happen. The fast
