@@ -1,7 +1,7 @@
 """Blocking access to the hub's HTTP API (for the CLI: one request, then exit).
 
 One request per connection, over a plain socket: the hub answers ``Connection: close``
-with a ``Content-Length`` (see ``hub/http/api.py``), so a few lines read it, and a command
+with a ``Content-Length`` (see ``hub/http/exchange.py``), so a few lines read it, and a command
 does not import urllib.request (http.client, email, ssl: ~40 ms of a command's start).
 """
 

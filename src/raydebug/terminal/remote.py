@@ -193,8 +193,8 @@ class Debuggee(Protocol):
 
 class Remote:
     """One DAP connection through the hub to one process. Every method blocks (bounded);
-    a dropped connection ends the session for it (:attr:`stops.ended`, with
-    :attr:`stops.lost`)."""
+    a dropped connection ends the session for it (:attr:`Stops.ended`, with
+    :attr:`Stops.lost`)."""
 
     def __init__(self, write_output: Callable[[str, str], None],
                  process: str = "the process") -> None:
