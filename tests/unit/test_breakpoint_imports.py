@@ -19,10 +19,7 @@ from typing import Any
 # session does not need. pydevd and debugpy come right after the session is posted, on the
 # pausing thread; ssl only with a --tls hub.
 NOT_ON_THE_WAY = (
-    "raydebug.agent.armed.breakpoints", "raydebug.agent.armed.code",
-    "raydebug.agent.armed.monitoring", "raydebug.agent.armed.raised",
-    "raydebug.agent.armed.rewrite", "raydebug.agent.armed.shipped",
-    "raydebug.agent.armed.tracing", "raydebug.agent.armed.watch", "raydebug.agent.stacks",
+    "raydebug.agent.armed", "raydebug.agent.stacks",  # the arm: every module of its package
     "raydebug.agent.local_pdb", "raydebug.agent.link.relay", "raydebug.state_file", "raydebug.tls",
     "raydebug.hub", "raydebug.integrations", "raydebug.client", "debugpy", "pydevd", "ray",
     "ssl", "ctypes", "platform", "sysconfig", "pathlib", "traceback", "encodings.idna",
