@@ -55,9 +55,7 @@ async def measure(later: int, directory: Path) -> tuple[float, list[float]]:
                                 stdout=subprocess.PIPE, text=True)
         hub.workers.append(proc)
         assert proc.stdin is not None and proc.stdout is not None
-        while not [p for p in await asyncio.to_thread(hub.get, "/api/processes?now=0")
-                   if p.get("live")]:
-            await asyncio.sleep(0.05)  # linked (and armed): no long-poll for processes
+        await asyncio.to_thread(hub.wait_linked, 1)  # linked, and so armed
         proc.stdin.write("\n")
         proc.stdin.flush()
         reached = float(await asyncio.to_thread(proc.stdout.readline))

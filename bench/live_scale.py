@@ -38,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import core
+from devtools.processes import wait_processes
 from raydebug.hub.net import read_next
 from raydebug.protocol.control import (
     MAX_CONTROL_MESSAGE,
@@ -275,13 +276,19 @@ class LiveScale:
         return self.hub.get(path, timeout=timeout)
 
     def wait_processes(self, count: int, timeout: float = 120) -> float:
-        """When the hub listed ``count`` processes (it has no long-poll for them: ask)."""
-        deadline = time.monotonic() + timeout
-        while (listed := self.get("/api/health")["live_processes"]) < count:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"only {listed} of {count} processes linked; hub log: "
-                                   f"{list(self.hub_log)}")
-            time.sleep(0.02)
+        """When the hub listed ``count`` processes: each change of its process list wakes
+        its long-poll, then its count is read from ``/api/health``. The long-poll selects
+        no process (``pid=0``), so that a wake does not encode a listing of thousands
+        while the hub is being measured linking them. ``TimeoutError`` (with the hub's
+        log) after ``timeout``."""
+        def enough(_nothing: list[dict[str, Any]]) -> bool:
+            return bool(self.get("/api/health")["live_processes"] >= count)
+
+        try:
+            wait_processes(self.hub.client_address, f"{count} processes linked", enough,
+                           timeout, query="now=0&pid=0")
+        except TimeoutError as error:
+            raise TimeoutError(f"{error}; hub log: {list(self.hub_log)}") from None
         return time.time()
 
     def link(self, count: int, expected: int) -> float:
