@@ -317,15 +317,15 @@ def ask_until(what: str, check: Callable[[], Any], timeout: float = 180) -> Any:
 
 def start_hub(*args: str, token: str = "test-token") -> HubProcess:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--worker-port", "0",
+        [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--agent-port", "0",
          "--token", token, *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         banner = read_line(proc)
-        # "raydebug hub ready: clients HOST:PORT workers HOST:PORT"
+        # "raydebug hub ready: clients HOST:PORT agents HOST:PORT"
         words = banner.split()
         client, worker = words[4], words[6]
-        # "Workers connect over TLS; certificate sha256:...": the same write as the first
+        # "Agents connect over TLS; certificate sha256:...": the same write as the first
         # line (one flush of less than PIPE_BUF), so already buffered
         assert proc.stdout is not None
         cert = proc.stdout.readline().split()[-1] if "--tls" in args else None

@@ -41,7 +41,7 @@ def start_hub() -> tuple[subprocess.Popen[str], str, str, str]:
                             "--worker-port", "0", "--token", token],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert hub.stdout is not None
-    words = hub.stdout.readline().split()  # "raydebug hub ready: clients H:P workers H:P"
+    words = hub.stdout.readline().split()  # "raydebug hub ready: clients H:P agents H:P"
     if len(words) < 7:
         hub.kill()
         raise SystemExit("the hub did not start")

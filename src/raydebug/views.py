@@ -312,14 +312,14 @@ def has_comments(text: str) -> bool:
     return strip_jsonc(text) != text
 
 
-def hub_banner(client: str, worker: str, token: str, cert: str | None = None) -> str:
+def hub_banner(client: str, agents: str, token: str, cert: str | None = None) -> str:
     """What ``raydebug hub`` prints once it listens. The first line is parsed by tools."""
     pin = f" RAYDEBUG_HUB_CERT={cert}" if cert else ""
     return (
-        f"raydebug hub ready: clients {client} workers {worker}\n"
-        + (f"Workers connect over TLS; certificate {cert}\n" if cert else "")
+        f"raydebug hub ready: clients {client} agents {agents}\n"
+        + (f"Agents connect over TLS; certificate {cert}\n" if cert else "")
         + "Point Python processes at it:\n"
-        f"  export PYTHONBREAKPOINT=raydebug.set_trace RAYDEBUG_HUB={worker} "
+        f"  export PYTHONBREAKPOINT=raydebug.set_trace RAYDEBUG_HUB={agents} "
         f"RAYDEBUG_TOKEN={token}{pin}\n"
         f"Then attach a DAP client to {client}, or run: raydebug list --hub {client}\n"
         # Without it a process reaches the hub only at its first breakpoint(): `ps`,

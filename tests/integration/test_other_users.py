@@ -192,7 +192,7 @@ def test_a_hub_run_by_another_user_serves_that_user_and_root(other_user: User):
                            "--token", "t"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env=other_user.env(XDG_STATE_HOME=state))
     try:
-        words = read_line(proc).split()  # "raydebug hub ready: clients H:P workers H:P"
+        words = read_line(proc).split()  # "raydebug hub ready: clients H:P agents H:P"
         host, port = words[4].rsplit(":", 1)
         hub = HubProcess(proc, (host, int(port)), ("127.0.0.1", 0), "t")
         listed = as_user(other_user, "-m", "raydebug", "list", "--hub", hub.client_address,

@@ -187,6 +187,6 @@ def test_the_hub_s_banner_says_how_processes_link_for_ps():
     from raydebug.views import hub_banner
 
     banner = hub_banner("127.0.0.1:5678", "127.0.0.1:5679", "tok")
-    assert banner.splitlines()[0] == "raydebug hub ready: clients 127.0.0.1:5678 workers " \
+    assert banner.splitlines()[0] == "raydebug hub ready: clients 127.0.0.1:5678 agents " \
                                      "127.0.0.1:5679"
     assert "RAYDEBUG_LIVE=1" in banner and "raydebug ps" in banner
