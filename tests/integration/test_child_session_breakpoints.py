@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 JOB = """
 def work():
     breakpoint()  # pause here
-    start = 0  # (pydevd does not stop on the line right after breakpoint())
+    start = 0  # (breakpoint() stops here, before it runs: a breakpoint here is behind it)
     a = start + 1  # terminal breakpoint
     b = 2  # ide breakpoint
     c = 3  # later terminal breakpoint
