@@ -91,7 +91,7 @@ def handshake(hub: HubProcess, token: str, replay: bytes | None = None) -> tuple
     return reply, hello
 
 
-def test_worker_port_refuses_wrong_tokens_and_replays(hub: HubProcess):
+def test_agent_port_refuses_wrong_tokens_and_replays(hub: HubProcess):
     refused, _ = handshake(hub, "wrong")
     assert isinstance(refused, Refused) and "wrong token" in refused.reason
 

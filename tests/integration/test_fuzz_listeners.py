@@ -94,7 +94,7 @@ def quiet_hub() -> Iterator[HubProcess]:
 def send(address: tuple[str, int], payload: bytes, answer_challenge: bool = False) -> None:
     """Send ``payload``, close our side, read until the hub closes (bounded)."""
     with socket.create_connection(address, timeout=15) as sock:
-        if answer_challenge:  # get past the worker port's greeting first
+        if answer_challenge:  # get past the agent port's greeting first
             stream = ControlStream()
             while stream.next_event() is NEED_DATA:
                 data = sock.recv(65536)
@@ -124,7 +124,7 @@ def test_dap_websocket_fuzz(quiet_hub: HubProcess, payload: bytes):
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(payload=payloads, after_challenge=st.booleans())
-def test_worker_port_fuzz(quiet_hub: HubProcess, payload: bytes, after_challenge: bool):
+def test_agent_port_fuzz(quiet_hub: HubProcess, payload: bytes, after_challenge: bool):
     send(quiet_hub.worker, payload, answer_challenge=after_challenge)
 
 

@@ -1,6 +1,6 @@
 """Whoever answers on the hub's address must prove the token before a worker gives it anything.
 
-An impostor (a plain socket, no token) listens on the worker port, sends a challenge, answers
+An impostor (a plain socket, no token) listens on the agent port, sends a challenge, answers
 every hello with a welcome (reflecting the worker's own proof back) and asks for a data
 channel, as the attack on an unauthenticated hub went. A real paused process must give it no
 session record and no data channel, say so once, and continue after its wait timeout; the
@@ -41,7 +41,7 @@ pytestmark = pytest.mark.integration
 
 @dataclass
 class Impostor:
-    """A listener on the worker port that does not know the token; records what it got."""
+    """A listener on the agent port that does not know the token; records what it got."""
 
     version: int = PROTOCOL_VERSION
     received: list[ControlMessage] = field(default_factory=list)
@@ -116,7 +116,7 @@ def impostor() -> Iterator[Impostor]:
 
 def spawn_worker(script: Path, address: str, token: str,
                  wait_timeout: str) -> subprocess.Popen[str]:
-    """Run ``script`` pointed at the worker port ``address`` with ``token``."""
+    """Run ``script`` pointed at the agent port ``address`` with ``token``."""
     env = dict(os.environ, PYTHONBREAKPOINT="raydebug.set_trace", RAYDEBUG_HUB=address,
                RAYDEBUG_TOKEN=token, RAYDEBUG_WAIT_TIMEOUT=wait_timeout,
                PYDEVD_DISABLE_FILE_VALIDATION="1", PYTHONUNBUFFERED="1")
@@ -124,7 +124,7 @@ def spawn_worker(script: Path, address: str, token: str,
                             stderr=subprocess.PIPE, text=True)
 
 
-def test_an_impostor_on_the_worker_port_gets_nothing(impostor: Impostor, tmp_path: Path):
+def test_an_impostor_on_the_agent_port_gets_nothing(impostor: Impostor, tmp_path: Path):
     script = write_script(tmp_path, "worker.py", PAUSING_WORKER)
     proc = spawn_worker(script, impostor.address, "the-real-token", wait_timeout="4")
     try:

@@ -41,7 +41,7 @@ def plain_http_server(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def not_http() -> Iterator[str]:
-    """A port that greets with bytes of its own and closes, as a hub's worker port does."""
+    """A port that greets with bytes of its own and closes, as a hub's agent port does."""
     listener = socket.create_server(("127.0.0.1", 0))
 
     def greet() -> None:
@@ -75,4 +75,4 @@ def test_a_plain_http_server_is_said_not_to_be_a_hub(plain_http_server: str):
 def test_a_port_that_does_not_answer_http_is_said_not_to_be_a_client_port(not_http: str):
     assert list_at(not_http) == (1, (
         f"raydebug: {not_http} is not a raydebug hub's client port: it does not answer HTTP "
-        "(a hub's worker port?); give the client port that `raydebug hub` prints\n"))
+        "(a hub's agent port?); give the client port that `raydebug hub` prints\n"))

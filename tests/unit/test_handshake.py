@@ -271,7 +271,7 @@ def test_verbs_out_of_turn_are_local_errors():
 def test_peers_breaking_the_rules_are_remote_errors():
     agent = AgentHandshake(TOKEN, ROLE_CONTROL, hub="the hub at h:1")
     agent.receive_data(encode_control(Welcome()))  # no challenge first
-    with pytest.raises(RemoteProtocolError, match="not a raydebug hub worker port"):
+    with pytest.raises(RemoteProtocolError, match="not a raydebug hub agent port"):
         agent.next_event()
     with pytest.raises(LocalProtocolError):
         agent.next_event()  # the failure is final

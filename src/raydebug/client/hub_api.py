@@ -65,7 +65,7 @@ def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
     except OSError as error:  # refused, reset, timed out (socket.timeout is an OSError)
         raise hub_unreachable(hub, error, saying="no hub at") from None
     if status is None:
-        raise not_a_hub(hub, "it does not answer HTTP (a hub's worker port?)",
+        raise not_a_hub(hub, "it does not answer HTTP (a hub's agent port?)",
                         "a raydebug hub's client port")
     if status >= 400:
         try:

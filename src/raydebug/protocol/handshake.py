@@ -188,7 +188,7 @@ class AgentHandshake(_Side):
 
     def _on_challenge(self, message: ControlMessage) -> Challenge:
         if not isinstance(message, Challenge):
-            raise RemoteProtocolError(f"{self._hub} is not a raydebug hub worker port (it "
+            raise RemoteProtocolError(f"{self._hub} is not a raydebug hub agent port (it "
                                       f"opened with {message.TYPE!r}, not a challenge)")
         if message.version != PROTOCOL_VERSION:
             raise ProtocolVersionError(
