@@ -38,7 +38,7 @@ JOB = textwrap.dedent("""
 def start_hub() -> tuple[subprocess.Popen[str], str, str, str]:
     token = os.urandom(12).hex()
     hub = subprocess.Popen([sys.executable, "-m", "raydebug", "hub", "--port", "0",
-                            "--worker-port", "0", "--token", token],
+                            "--agent-port", "0", "--token", token],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert hub.stdout is not None
     words = hub.stdout.readline().split()  # "raydebug hub ready: clients H:P agents H:P"

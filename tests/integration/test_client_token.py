@@ -24,7 +24,7 @@ print("finished", flush=True)
 
 def test_no_listener_beyond_loopback_without_a_client_token():
     result = subprocess.run([sys.executable, "-m", "raydebug", "hub", "--host", "0.0.0.0",
-                             "--port", "0", "--worker-port", "0"], capture_output=True,
+                             "--port", "0", "--agent-port", "0"], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 1
     assert "refusing to serve debug clients on 0.0.0.0 without a client token" in result.stderr

@@ -81,7 +81,7 @@ def test_a_dropped_client_leaves_the_worker_paused_where_it_was(hub: HubProcess,
 
 def test_a_restarted_hub_gets_every_paused_worker_back(tmp_path: Path):
     script = write_script(tmp_path, "worker.py", WORKER)
-    ports = ("--port", str(free_port()), "--worker-port", str(free_port()))
+    ports = ("--port", str(free_port()), "--agent-port", str(free_port()))
     hub = start_hub(*ports)
     procs = []
     try:

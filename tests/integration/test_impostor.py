@@ -152,7 +152,7 @@ def test_after_an_impostor_the_real_hub_gets_the_process(impostor: Impostor, tmp
     try:
         assert impostor.got_hello.wait(TIMEOUT)
         impostor.close()  # the impostor leaves; the real hub takes its port
-        hub = start_hub("--worker-port", str(impostor.port))
+        hub = start_hub("--agent-port", str(impostor.port))
         hub.workers.append(proc)
         [session] = hub.wait_sessions(1)
         assert session["pid"] == proc.pid

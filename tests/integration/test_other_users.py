@@ -188,7 +188,7 @@ def test_a_hub_run_by_another_user_serves_that_user_and_root(other_user: User):
     state = tempfile.mkdtemp(prefix="raydebug-other-user-")
     os.chown(state, other_user.uid, other_user.gid)  # where that user's hub writes its state
     proc = subprocess.Popen(
-        other_user.command("-m", "raydebug", "hub", "--port", "0", "--worker-port", "0",
+        other_user.command("-m", "raydebug", "hub", "--port", "0", "--agent-port", "0",
                            "--token", "t"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env=other_user.env(XDG_STATE_HOME=state))
     try:
@@ -304,7 +304,7 @@ def test_an_ssh_forward_is_the_user_who_logged_in(two_logins: tuple[list[Login],
     os.chown(state, owner.uid, owner.gid)
     runner = user(owner.uid, owner.gid, packages)
     hub_proc = subprocess.Popen(
-        runner.command("-m", "raydebug", "hub", "--port", "0", "--worker-port", "0", "--token",
+        runner.command("-m", "raydebug", "hub", "--port", "0", "--agent-port", "0", "--token",
                        "t"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=runner.env(HOME=str(owner.home), XDG_STATE_HOME=str(state)))
     forward = None

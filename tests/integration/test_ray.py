@@ -198,7 +198,7 @@ def test_an_explicit_hub_takes_precedence_and_a_killed_job_ends_its_session(
 
     hub_proc = subprocess.Popen(
         [sys.executable, "-m", "raydebug", "hub", "--ray-address", cluster.address,
-         "--port", "0", "--worker-port", "0", "--token", "explicit-token"],
+         "--port", "0", "--agent-port", "0", "--token", "explicit-token"],
         env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     driver = None

@@ -26,7 +26,7 @@ def test_commands_and_workers_find_the_local_hub(tmp_path: Path):
     state = tmp_path / "state"
     env = {**os.environ, "XDG_STATE_HOME": str(state)}
     proc = subprocess.Popen([sys.executable, "-m", "raydebug", "hub", "--port", "0",
-                             "--worker-port", "0"], env=env, stdout=subprocess.PIPE,
+                             "--agent-port", "0"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     worker = None
     try:

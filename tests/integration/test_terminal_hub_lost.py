@@ -44,7 +44,7 @@ class Hubs:
     hub actor: the paused process links to the next one."""
 
     def __init__(self) -> None:
-        self.ports = ("--port", str(free_port()), "--worker-port", str(free_port()))
+        self.ports = ("--port", str(free_port()), "--agent-port", str(free_port()))
         self.hub = start_hub(*self.ports)
 
     def kill(self) -> None:
