@@ -24,6 +24,7 @@ from .output import error
 if TYPE_CHECKING:
     from ..selectors import Selector
 
+MAIN_THREAD = "MainThread"  # threading.main_thread()'s name, as sessions record it
 KNOWN_SHOWN = 25  # lines under "no process matches" (the hub sends 20 and "... N more")
 
 SELECTOR_HELP = ("SELECTOR terms are KEY=VALUE and must all match. Keys: pid, host, node (id "
@@ -299,18 +300,29 @@ def _pids(hub: str, token: str | None) -> dict[str, int]:
 
 def _wait_sessions(hub: str, processes: list[str], seconds: float, token: str | None
                    ) -> dict[str, list[str]]:
-    """The session ids of each of ``processes``, once every one has a session, or what
-    there is after ``seconds``. Waits on the hub (``/api/sessions?min=N``), never polls
-    in a sleep loop."""
+    """The session ids of each of ``processes``, its main thread's first, once every one
+    has its main thread's session, or what there is after ``seconds``. The main thread's
+    is the one to attach to: it runs the task, while the thread that stops first is often
+    Ray's own (its GC thread, blocked in C). Waits on the hub (``/api/sessions?min=N``),
+    never polls in a sleep loop."""
     deadline = time.monotonic() + seconds
     while True:
         listed = hub_api.list_sessions(hub, token=token)
-        mine: dict[str, list[str]] = {}
+        mine: dict[str, list[dict[str, Any]]] = {}
         for session in listed:
             if session.get("process") in processes:
-                mine.setdefault(str(session["process"]), []).append(str(session.get("id")))
+                mine.setdefault(str(session["process"]), []).append(session)
+        main_stopped = all(any(_of_main_thread(s) for s in mine.get(p, ())) for p in processes)
         left = deadline - time.monotonic()
-        if len(mine) == len(processes) or left <= 0:
-            return mine
+        if main_stopped or left <= 0:
+            return {process: [str(s.get("id")) for s in sorted(
+                        sessions, key=lambda s: not _of_main_thread(s))]
+                    for process, sessions in mine.items()}
         # Returns as soon as one more session exists than now (ours, or another's).
         hub_api.list_sessions(hub, len(listed) + 1, left, token)
+
+
+def _of_main_thread(session: dict[str, Any]) -> bool:
+    """Whether ``session`` is its process's main thread's (a record that names no thread is
+    taken as the main thread's: nothing says it is another's)."""
+    return session.get("thread") in (MAIN_THREAD, "", None)

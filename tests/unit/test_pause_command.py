@@ -1,0 +1,61 @@
+"""``raydebug pause``'s answer: which session it tells the user to attach to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from raydebug.cli import live_commands
+from raydebug.cli.live_commands import pause
+from raydebug.cli.locate import HubLocation
+
+HUB = "127.0.0.1:5678"
+GC_THREAD = {"id": "gc0000000001", "process": "p1", "thread": "PythonGCThread"}
+MAIN_THREAD = {"id": "main00000001", "process": "p1", "thread": "MainThread"}
+
+
+class SessionsOnTheHub:
+    """The hub's sessions as a paused Ray worker's threads stop: its GC thread (blocked
+    in C, served within a second) first, then its main thread. A long-poll for one more
+    session is answered by the next stop."""
+
+    def __init__(self) -> None:
+        self.stops = [[GC_THREAD], [GC_THREAD, MAIN_THREAD]]
+        self.now: list[dict[str, Any]] = []
+
+    def list_sessions(self, hub: str, wait_for: int = 0, timeout: float = 0.0,
+                      token: str | None = None) -> list[dict[str, Any]]:
+        if wait_for or not self.now:
+            self.now = self.stops.pop(0) if self.stops else self.now
+        return self.now
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch) -> SessionsOnTheHub:
+    sessions = SessionsOnTheHub()
+    monkeypatch.setattr(live_commands, "locate_hub",
+                        lambda hub, ray_address: HubLocation(HUB, "--hub"))
+    monkeypatch.setattr(live_commands.hub_api, "pause",
+                        lambda *args, **kwargs: {"paused": ["p1"]})
+    monkeypatch.setattr(live_commands.hub_api, "list_sessions", sessions.list_sessions)
+    return sessions
+
+
+def test_pause_names_the_main_threads_session_not_the_first_to_stop(hub: SessionsOnTheHub):
+    result = CliRunner().invoke(pause, ["task=queue_get"])
+
+    assert result.exit_code == 0, result.output
+    assert result.output == ("paused p1: session main00000001, gc0000000001 "
+                             "(raydebug attach main00000001)\n")
+
+
+def test_a_process_whose_main_thread_does_not_stop_is_named_by_its_other_session(
+        hub: SessionsOnTheHub):
+    hub.stops = [[GC_THREAD]]  # the main thread's session never comes
+
+    result = CliRunner().invoke(pause, ["--wait", "0.2", "task=queue_get"])
+
+    assert result.exit_code == 0, result.output
+    assert result.output == "paused p1: session gc0000000001 (raydebug attach gc0000000001)\n"
