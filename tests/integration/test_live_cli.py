@@ -149,7 +149,8 @@ def test_a_selector_that_matches_nothing_says_what_there_is(ranks: HubProcess, c
     done = raydebug(ranks, command, "rank=9")
     assert done.returncode == 1, done
     lines = done.stderr.splitlines()
-    assert lines[0] == "raydebug: no process matches rank=9", done.stderr
+    assert lines[0] == (f"raydebug: no process matches rank=9 on the hub at {ranks.client_address} "
+                        "(--hub)"), done.stderr
     assert len(lines) == 5 and all(line.startswith("  p") for line in lines[1:]), done.stderr
     assert sorted(re.search(r"RANK=(\d)", line).group(1)  # type: ignore[union-attr]
                   for line in lines[1:]) == ["0", "1", "2", "3"], done.stderr

@@ -1,4 +1,5 @@
-"""``raydebug pause``'s answer: which session it tells the user to attach to."""
+"""``raydebug pause``'s answers: the session it tells the user to attach to, and the hub it
+asked when nothing matches."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 from raydebug.cli import live_commands
 from raydebug.cli.live_commands import pause
 from raydebug.cli.locate import HubLocation
+from raydebug.errors import NoProcessMatchError
 
 HUB = "127.0.0.1:5678"
 GC_THREAD = {"id": "gc0000000001", "process": "p1", "thread": "PythonGCThread"}
@@ -59,3 +61,21 @@ def test_a_process_whose_main_thread_does_not_stop_is_named_by_its_other_session
 
     assert result.exit_code == 0, result.output
     assert result.output == "paused p1: session gc0000000001 (raydebug attach gc0000000001)\n"
+
+
+def test_a_selector_that_matches_nothing_names_the_hub_asked(monkeypatch: pytest.MonkeyPatch):
+    def match_nothing(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise NoProcessMatchError("no process matches pid=8463",
+                                  ["p623dd55a pid 9353 on vm running"])
+
+    monkeypatch.setattr(live_commands, "locate_hub", lambda hub, ray_address: HubLocation(
+        HUB, "the hub started on this machine"))
+    monkeypatch.setattr(live_commands.hub_api, "pause", match_nothing)
+
+    result = CliRunner().invoke(pause, ["pid=8463"])
+
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "raydebug: no process matches pid=8463 on the hub at 127.0.0.1:5678 (the hub "
+        "started on this machine)",
+        "  p623dd55a pid 9353 on vm running"]

@@ -54,11 +54,13 @@ def parse_selector(selector: Sequence[str]) -> Selector:
     return parse(selector)
 
 
-def _no_match(failure: NoProcessMatchError) -> NoReturn:
-    """The hub's one line, then briefly what there is; exit status 1."""
+def _no_match(failure: NoProcessMatchError, location: HubLocation) -> NoReturn:
+    """The hub's one line, naming the hub and how it was found (another hub than meant,
+    such as one started on this machine, lists other processes), then briefly what there
+    is; exit status 1."""
     from ..views_processes import brief_process  # rendering: imported where it is used
 
-    error(str(failure))
+    error(f"{failure} on the hub at {location.describe()}")
     known = failure.known
     if not known:
         click.echo("  no process is linked to this hub", err=True)
@@ -79,7 +81,7 @@ def _ask(location: HubLocation, question: Callable[[], T]) -> T:
     try:
         return question()
     except NoProcessMatchError as failure:
-        _no_match(failure)
+        _no_match(failure, location)
     except HubUnreachableError as unreachable:
         if not location.is_default:
             raise
@@ -152,7 +154,7 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
         known = hub_api.processes(location.address, (), client_token, now=False)
         _no_match(NoProcessMatchError(
             f"no process matches {parse_selector(selector).text}",
-            [brief_process(p) for p in known]))
+            [brief_process(p) for p in known]), location)
     console = _console()
     _print_table(console, processes_table(
         found, width=console.width, hub=location.address, found_by=location.found_by))
