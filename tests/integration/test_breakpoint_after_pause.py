@@ -4,10 +4,10 @@ real debugged process, on Python 3.11 and 3.12 (sys.monitoring in pydevd).
 ``breakpoint()`` stops *at its next line, before it runs* (as pdb and stock debugpy's
 ``debugpy.breakpoint()`` do). So a breakpoint set on a line the thread has not run yet stops
 it on ``continue``, whoever set it: the client (``setBreakpoints``) or ``raydebug break``
-(the hub's set, which a child session's pydevd is sent). A breakpoint on the very line the
-stop is on is behind the thread: ``continue`` runs that line, as in pdb and debugpy.
-A plain session (a DAP client's, ``raydebug attach``'s) is not stopped by a ``raydebug break``
-made while it is attached: pinned as a strict xfail."""
+(the hub's set, which every attached DAP session's pydevd is sent: a child session's, a plain
+DAP client's, ``raydebug attach``'s, also when it is made while the client is attached). A
+breakpoint on the very line the stop is on is behind the thread: ``continue`` runs that
+line, as in pdb and debugpy."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def test_a_breakpoint_on_the_line_stopped_at_is_behind_the_thread(hub: HubProces
 
 def dap_client_continues(hub: HubProcess, session: dict[str, Any], where: str) -> str:
     """A plain DAP client attached to ``session``: ``raydebug break where``, ``continue``;
-    ``path:line`` of the next stop."""
+    ``path:line`` of the next stop, from which it continues to the process's end."""
     async def scenario() -> str:
         client, thread_id = await attach(hub, session)
         try:
@@ -164,6 +164,7 @@ def dap_client_continues(hub: HubProcess, session: dict[str, Any], where: str) -
             stop = await client.wait_event("stopped")
             frames = await client.request("stackTrace", {"threadId": stop.body["threadId"]})
             top = frames["stackFrames"][0]
+            await client.request("continue", {"threadId": stop.body["threadId"]})
             return f"{top['source']['path']}:{top['line']}"
         finally:
             await client.close()
@@ -172,20 +173,20 @@ def dap_client_continues(hub: HubProcess, session: dict[str, Any], where: str) -
 
 
 def terminal_continues(hub: HubProcess, session: dict[str, Any], where: str) -> str:
-    """``raydebug attach``: ``raydebug break where``, ``c``; what ``c`` printed."""
+    """``raydebug attach``: ``raydebug break where``, ``c``; what ``c`` printed (then ``c``
+    to the process's end, if it stopped)."""
     term = Attach(hub)
     try:
         term.expect(PROMPT)
         raydebug_break(hub, where)
-        return term.do_and_end("c", [PROMPT, "has ended"])
+        printed = term.do_and_end("c", [PROMPT, "has ended"])
+        if term.child.after == PROMPT:
+            term.do_and_end("c", ["the process runs on", "has ended"])
+        return printed
     finally:
         term.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a plain session's pydevd never has a `raydebug break` made while its client is "
-    "attached: the hub sends its set only to child sessions' pydevd, `raydebug attach` "
-    "sets it once as it attaches, and the arming stands down while a client debugs"))
 @pytest.mark.parametrize("client", [dap_client_continues, terminal_continues])
 def test_raydebug_break_on_a_line_not_run_yet_stops_a_plain_session(
         hub: HubProcess, tmp_path: Path, client: Callable[[HubProcess, dict[str, Any], str], str]):

@@ -14,7 +14,7 @@ from raydebug.hub.agents.data_connections import PendingDataConnections
 from raydebug.hub.clients.cluster_attach import ClusterAttach
 from raydebug.hub.clients.cluster_sessions import ClusterSessions
 from raydebug.hub.clients.handler import ClientHandler
-from raydebug.hub.cluster_breakpoints import ChildSessionBreakpoints
+from raydebug.hub.cluster_breakpoints import DapSessionBreakpoints
 from raydebug.hub.registry import Registry
 from raydebug.protocol import DapConnection, Request, Response
 
@@ -36,7 +36,7 @@ def test_a_child_is_sent_every_clients_breakpoints_then_what_changed():
         "breakpoints": [{"name": "train"}]}), "/me")
     sessions.edit(ide, Request(seq=3, command="setExceptionBreakpoints", arguments={
         "filters": ["raised"]}), "/me")
-    child = ChildSessionBreakpoints(remote_root="/tmp/ray/_ray_pkg_1")
+    child = DapSessionBreakpoints(remote_root="/tmp/ray/_ray_pkg_1")
     assert sent(child.bring_up_to(sessions.cluster)) == [
         ("setBreakpoints", {"source": {"path": "/tmp/ray/_ray_pkg_1/job.py"},
                             "breakpoints": [{"line": 3, "condition": "i > 2"}, {"line": 5}]}),
@@ -66,7 +66,7 @@ def test_the_childs_own_breakpoints_stay_and_the_set_is_added_to_them():
     ide = sessions.add(None, lambda text: None)
     sessions.edit(ide, Request(seq=1, command="setExceptionBreakpoints", arguments={
         "filters": ["raised"]}), None)
-    child = ChildSessionBreakpoints(remote_root=None)
+    child = DapSessionBreakpoints(remote_root=None)
     child.bring_up_to(sessions.cluster)
     child.client_sent(Request(seq=2, command="setBreakpoints", arguments={
         "source": {"path": "/srv/job.py"}, "breakpoints": [{"line": 5}, {"line": 9}]}))

@@ -14,13 +14,14 @@ message, until some process reports code of its file loaded (``BreakpointsLoaded
 :meth:`ClusterBreakpointSet.loaded` returns the breakpoints to announce, per client, as DAP
 ``breakpoint`` events with reason ``changed``. Ids are unique for the hub's life.
 
-What a child session's debugger gets (:class:`ChildSessionBreakpoints`). While a client
-debugs a process its arming stands down and pydevd's breakpoints are the ones that stop it,
-so each child session's pydevd holds this whole set too, whoever set each breakpoint, beside
-the child's own client's: per file one ``setBreakpoints`` with the client's lines and every
+What an attached DAP session's debugger gets (:class:`DapSessionBreakpoints`). While a
+client debugs a process its arming stands down and pydevd's breakpoints are the ones that
+stop it, so the pydevd of each attached DAP session (a plain client's, ``raydebug attach``'s,
+the web page's, a child session) holds this whole set too, whoever set each breakpoint,
+beside its own client's: per file one ``setBreakpoints`` with the client's lines and every
 set line the client has none on (paths as that process names them; pydevd keeps one
 breakpoint per line), the function breakpoints and the exception filters likewise.
-:meth:`ChildSessionBreakpoints.bring_up_to` returns the requests that take one pydevd from
+:meth:`DapSessionBreakpoints.bring_up_to` returns the requests that take one pydevd from
 what it has to that (a file left with no breakpoints is sent an empty list).
 
 Pure: no I/O, no asyncio; the hub sends what this returns.
@@ -324,9 +325,9 @@ class DebuggerBreakpoints:
         return self
 
 
-class ChildSessionBreakpoints:
-    """What one child session's debugger has: its client's own breakpoints, and those of the
-    breakpoint set the hub sent. ``remote_root``: where that process's code lives (None:
+class DapSessionBreakpoints:
+    """What one attached DAP session's debugger has: its client's own breakpoints, and those
+    of the breakpoint set the hub sent. ``remote_root``: where that process's code lives (None:
     paths stay as set)."""
 
     def __init__(self, remote_root: str | None) -> None:

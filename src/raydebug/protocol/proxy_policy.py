@@ -200,7 +200,7 @@ class ProxyPolicy:
         return actions
 
     def inject(self, requests: list[Request]) -> list[ToWorker]:
-        """Requests the hub sends pydevd itself (a cluster child's breakpoints), renumbered
+        """Requests the hub sends pydevd itself (the breakpoint set's), renumbered
         so that their answers are recognised and swallowed."""
         actions = []
         for request in requests:

@@ -6,7 +6,7 @@ loopback connection comes from); ``handler`` serves one DAP client (the adapter 
 ``stream``; ``relay`` runs the two pumps after attach; ``cluster_attach`` shows every paused
 process as a child session, seeing the client through ``peer``; ``cluster_sessions`` holds
 the live cluster sessions and changes the hub's one breakpoint set, which every linked
-process arms and every child session's pydevd is sent.
+process arms and every attached DAP session's pydevd is sent.
 
 May import: ``raydebug.hub.registry``, ``raydebug.hub.entries``,
 ``raydebug.hub.cluster_breakpoints``, ``raydebug.hub.net``, ``raydebug.hub.agents``,

@@ -12,12 +12,12 @@ One child per process at a time: pydevd serves one client per process, and that 
 sees all its paused threads. Breakpoints the user sets on the parent go to the hub's one
 breakpoint set (:mod:`.cluster_sessions`), beside ``raydebug break``'s and the web page's:
 every linked process arms them without pydevd and pauses as a session when one is hit, and
-every child session's pydevd is sent the whole set as it attaches and each time it changes,
-beside its client's own breakpoints. Each request on the parent is answered once, by its
-``<command>_request`` method; any other command fails. A logpoint's text comes back as an
-``output`` event on every parent, prefixed with the process. The parent has no threads of
-its own; ``terminate`` (then ``disconnect``) on it ends the parent only, and no process is
-killed.
+every attached DAP session's pydevd (a child session's among them) is sent the whole set
+as it attaches and each time it changes, beside its client's own breakpoints. Each request
+on the parent is answered once, by its ``<command>_request`` method; any other command
+fails. A logpoint's text comes back as an ``output`` event on every parent, prefixed with
+the process. The parent has no threads of its own; ``terminate`` (then ``disconnect``) on
+it ends the parent only, and no process is killed.
 
 Children and the per-address connection limit. Every child connection comes from the IDE's
 address. A child counts toward the limit only until its attach is accepted (then it is

@@ -16,12 +16,14 @@ serves one) and opens a data connection: the hub asks the agent for it, replays 
 ``attach``. From there :class:`.relay.Relay` carries messages both ways under the data
 connection's :class:`~raydebug.protocol.proxy_policy.ProxyPolicy` (one per data connection).
 
-A child session (its attach names a live cluster session as its ``parent``) has the hub's
-breakpoint set in its pydevd, beside its client's own breakpoints: sent right after
-``attach`` (pydevd takes breakpoints only then), after each breakpoint request of the
-client (which pydevd answers; it replaces that file's or kind's) and after each change of
-the set (:meth:`.ClusterSessions.follow`), what differs each time, the answers swallowed
-(:class:`~raydebug.hub.cluster_breakpoints.ChildSessionBreakpoints`).
+Every attached DAP session (a plain DAP client's, ``raydebug attach``'s, the web page's, a
+child session) has the hub's breakpoint set in its pydevd, beside its client's own
+breakpoints, because while a client debugs a process its arming stands down and only
+pydevd's breakpoints stop it: sent right after ``attach`` (pydevd takes breakpoints only
+then), after each breakpoint request of the client (which pydevd answers; it replaces that
+file's or kind's) and after each change of the set (:meth:`.ClusterSessions.follow`), what
+differs each time, the answers swallowed
+(:class:`~raydebug.hub.cluster_breakpoints.DapSessionBreakpoints`).
 
 When the data connection closes while it is being set up, the attach fails with the reason
 the agent gave (``ChannelFailed``), the session stays waiting and the client may attach
@@ -50,7 +52,7 @@ from ...protocol.paths import PathTranslator
 from ...protocol.proxy_policy import ProxyPolicy, adapter_capabilities
 from ..agents.data_connections import PendingDataConnections
 from ..agents.data_stream import DataStream
-from ..cluster_breakpoints import ChildSessionBreakpoints
+from ..cluster_breakpoints import DapSessionBreakpoints
 from ..entries import HubSession, Process
 from ..net import revoke_this_connection, vouch_for_this_connection
 from ..registry import Registry
@@ -94,7 +96,7 @@ class ClientHandler:
         self._relay: Relay | None = None  # once the data connection is open
         self._vouched = False  # no longer counted toward its address's connection limit
         self._parent: str | None = None  # a child session's cluster session (its key)
-        self._breakpoints: ChildSessionBreakpoints | None = None  # what its pydevd was sent
+        self._breakpoints: DapSessionBreakpoints | None = None  # what its pydevd was sent
         self._unfollow: Callable[[], None] = lambda: None
 
     async def run(self) -> None:
@@ -263,23 +265,22 @@ class ClientHandler:
         policy = ProxyPolicy(self._allow_terminate)
         paths = PathTranslator.for_attach(attach.arguments, self._session_root)
         relay = Relay(self._client, debugger, policy, self._process, self._data_id, paths,
-                      self._client_sent_breakpoints if self._parent is not None else None)
+                      self._client_sent_breakpoints)
         relay.carry_out(policy.from_client(paths.request_to_remote(attach) if paths else attach))
         self._relay = relay
-        if self._parent is not None:
-            self._breakpoints = ChildSessionBreakpoints(self._session_root)
-            self._bring_breakpoints_up()
-            self._unfollow = self._cluster_sessions.follow(self._bring_breakpoints_up)
+        self._breakpoints = DapSessionBreakpoints(self._session_root)
+        self._bring_breakpoints_up()
+        self._unfollow = self._cluster_sessions.follow(self._bring_breakpoints_up)
 
     def _bring_breakpoints_up(self) -> None:
-        """A child session's pydevd gets what changed of the breakpoint set (the answers are
-        the hub's, not the client's)."""
+        """The attached process's pydevd gets what changed of the breakpoint set (the answers
+        are the hub's, not the client's)."""
         if self._relay is not None and self._breakpoints is not None:
             self._relay.inject(self._breakpoints.bring_up_to(self._cluster_sessions.cluster))
 
     def _client_sent_breakpoints(self, request: Request) -> None:
-        """A child session's client sent pydevd a breakpoint request: it replaced that file's
-        (or kind's) breakpoints there, the set's among them; they are added back."""
+        """The client sent pydevd a breakpoint request: it replaced that file's (or kind's)
+        breakpoints there, the set's among them; they are added back."""
         if self._breakpoints is not None:
             self._breakpoints.client_sent(request)
             self._bring_breakpoints_up()

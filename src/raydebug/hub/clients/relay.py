@@ -8,9 +8,9 @@ ends. Each message goes through the data connection's
 in the callback that received it (:mod:`raydebug.hub.agents.data_receiver`): the fast path of
 every stackTrace, variables and evaluate.
 
-A child session's relay is given ``breakpoints_sent``: it is told each breakpoint request of
-the client once it is on its way to pydevd (paths as the process names them), so that the
-hub can add the breakpoint set's to what pydevd then has (:meth:`Relay.inject`).
+Given ``breakpoints_sent``, the relay tells it each breakpoint request of the client once it
+is on its way to pydevd (paths as the process names them), so that the hub can add the
+breakpoint set's to what pydevd then has (:meth:`Relay.inject`).
 
 Ends. When pydevd's side ends first (the process exited or was killed, its data connection
 dropped), the client's outstanding requests are answered by the hub and it is told
