@@ -17,7 +17,7 @@ import click
 
 from ..client import hub_api
 from ..errors import HubUnreachableError, NoProcessMatchError, RemoteProtocolError
-from .locate import HubLocation, locate_hub
+from .locate import HubLocation, locate_hub, saying_how_to_get_a_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import error
 
@@ -79,16 +79,10 @@ def _ask(location: HubLocation, question: Callable[[], T]) -> T:
     """``question()``'s answer; a selector that matches nothing ends the command (see
     :func:`_no_match`), and a hub nobody named and nobody answers at says how to get one."""
     try:
-        return question()
+        with saying_how_to_get_a_hub(location):
+            return question()
     except NoProcessMatchError as failure:
         _no_match(failure, location)
-    except HubUnreachableError as unreachable:
-        if not location.is_default:
-            raise
-        raise HubUnreachableError(
-            f"{unreachable}; no hub or Ray cluster was found on this machine: start one "
-            "with `raydebug hub`, or pass --hub HOST:PORT or --ray-address",
-            address=unreachable.address) from None
 
 
 def _console() -> Any:

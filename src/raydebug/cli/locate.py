@@ -9,7 +9,9 @@ Every step is bounded: a cluster that does not answer is an error that says so, 
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..client.hub_api import DEFAULT_HUB
@@ -28,6 +30,21 @@ class HubLocation:
     def describe(self) -> str:
         """``127.0.0.1:5678 (the Ray cluster at ...)``: where a command looked."""
         return f"{self.address} ({self.found_by})"
+
+
+@contextlib.contextmanager
+def saying_how_to_get_a_hub(location: HubLocation) -> Iterator[None]:
+    """Within it, a :class:`HubUnreachableError` at a hub nobody named (the default address,
+    ``location.is_default``) is raised again saying how to get one; any other passes as it is."""
+    try:
+        yield
+    except HubUnreachableError as unreachable:
+        if not location.is_default:
+            raise
+        raise HubUnreachableError(
+            f"{unreachable}; no hub or Ray cluster was found on this machine: start one "
+            "with `raydebug hub`, or pass --hub HOST:PORT or --ray-address",
+            address=unreachable.address) from None
 
 
 def explicit_ray_address(flag: str | None) -> str | None:

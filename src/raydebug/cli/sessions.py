@@ -17,8 +17,8 @@ from ..client.hub_api import (
     request_raw,
     sessions_path,
 )
-from ..errors import HubUnreachableError, RaydebugError
-from .locate import locate_hub
+from ..errors import RaydebugError
+from .locate import locate_hub, saying_how_to_get_a_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import note
 
@@ -61,7 +61,7 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
     """List paused sessions, oldest first."""
     location = locate_hub(hub, ray_address)
     waited = timeout if wait_for else 0.0
-    try:
+    with saying_how_to_get_a_hub(location):
         if as_json:
             # The hub's answer is the JSON asked for, one session per line: passed on as
             # it came (decoding and encoding 1,000 sessions again took ~25 ms).
@@ -69,13 +69,6 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
                               timeout=waited + 10.0, token=client_token)
         else:
             sessions = list_sessions(location.address, wait_for, waited, client_token)
-    except HubUnreachableError as error:
-        if not location.is_default:
-            raise
-        raise HubUnreachableError(
-            f"{error}; no hub or Ray cluster was found on this machine: start one with "
-            "`raydebug hub`, or pass --hub HOST:PORT or --ray-address",
-            address=error.address) from None
     if as_json:
         if not raw.startswith(b"["):
             raise not_a_hub(location.address, "it answered /api/sessions with no list")
@@ -116,4 +109,6 @@ def attach(session: str | None, hub: str | None, ray_address: str | None,
     from ..terminal.attach import AttachCommand
 
     location = locate_hub(hub, ray_address)
-    sys.exit(AttachCommand(location.address, client_token, follow, timeout).run(session))
+    with saying_how_to_get_a_hub(location):
+        status = AttachCommand(location.address, client_token, follow, timeout).run(session)
+    sys.exit(status)
