@@ -7,7 +7,8 @@
     │   └── ProtocolVersionError    the peer speaks another version of the worker protocol
     ├── AuthenticationError         a token was missing or wrong
     │   ├── HubAuthenticationError  the "hub" could not prove it knows the token (an impostor?)
-    │   └── ClientRefusedError      a client the hub does not serve (another user, a foreign Host)
+    │   ├── ClientRefusedError      a client the hub does not serve (another user, a foreign Host)
+    │   └── ClientTokenError        the hub's client token was not sent, or another was
     ├── HubUnreachableError         no hub answered at the address we were given
     ├── HubFullError                the hub holds as many sessions as it may (--max-sessions)
     ├── SessionNotFoundError        a session id that the hub does not know
@@ -85,6 +86,11 @@ class ClientRefusedError(AuthenticationError):
         self.status = status
         self.uid = uid
 
+
+
+class ClientTokenError(AuthenticationError):
+    """The hub asks for its client token (``--client-token``) and the request did not carry
+    it: none was sent, or another one was. The message says which, and how to send it."""
 
 class HubUnreachableError(RaydebugError):
     """No hub answered at the given address (``address``, when one was tried)."""

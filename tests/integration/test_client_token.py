@@ -47,6 +47,13 @@ def test_with_a_client_token_clients_without_it_are_refused(tmp_path: Path):
         cli = [sys.executable, "-m", "raydebug", "list", "--hub", hub.client_address]
         without = subprocess.run(cli, capture_output=True, text=True, timeout=60)
         assert without.returncode == 1 and "client token" in without.stderr
+        wrong = subprocess.run([*cli, "--client-token", "wrong"], capture_output=True,
+                               text=True, timeout=60)
+        assert wrong.returncode == 1, wrong.stderr
+        # one line that says what is wrong, in the user's words (no URL, no HTTP status)
+        [line] = wrong.stderr.strip().splitlines()
+        assert "the client token given is not this hub's" in line, line
+        assert "http://" not in line and "HTTP" not in line, line
         with_token = subprocess.run([*cli, "--client-token", "s3cret", "--json"],
                                     capture_output=True, text=True, timeout=60)
         assert json.loads(with_token.stdout)[0]["id"] == session["id"]

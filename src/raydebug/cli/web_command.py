@@ -20,7 +20,7 @@ import click
 
 from .. import state_file
 from ..client.hub_api import get_json
-from ..errors import HubUnreachableError, RemoteProtocolError
+from ..errors import ClientTokenError, HubUnreachableError
 from .locate import HubLocation, locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 
@@ -92,9 +92,7 @@ def find_page(hub: str | None, ray_address: str | None, token: str | None) -> Pa
     try:
         get_json(location.address, "/api/health", timeout=10.0, token=token)
         needs_token = token is not None
-    except RemoteProtocolError as error:
-        if "HTTP 401" not in str(error):
-            raise
+    except ClientTokenError:
         needs_token = True
     except HubUnreachableError as error:
         raise HubUnreachableError(f"{error} ({location.found_by})",

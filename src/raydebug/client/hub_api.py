@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Sequence
+from http import HTTPStatus
 from typing import Any
 
 from ..errors import (
+    ClientTokenError,
     ConfigurationError,
     NoProcessMatchError,
     RemoteProtocolError,
@@ -25,7 +27,8 @@ DEFAULT_HUB = "127.0.0.1:5678"
 def get_json(hub: str, path: str, timeout: float = 10.0, token: str | None = None) -> Any:
     """GET ``path`` from the hub at ``host:port``; raises :class:`HubUnreachableError` (no
     answer) or :class:`RemoteProtocolError` (an HTTP error, or an answer that is not JSON);
-    :class:`NoProcessMatchError` for a selector that matched no process."""
+    :class:`NoProcessMatchError` for a selector that matched no process,
+    :class:`ClientTokenError` when the hub wants its client token."""
     return request_json(hub, path, timeout=timeout, token=token)
 
 
@@ -78,6 +81,8 @@ def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
         if status == 400 and isinstance(decoded.get("known"), list):
             raise NoProcessMatchError(detail or f"{url}: nothing matches",
                                       list(decoded["known"]))
+        if status == HTTPStatus.UNAUTHORIZED:  # the token: the user's to act on, in words
+            raise ClientTokenError(f"the hub at {hub}: {detail}")
         raise RemoteProtocolError(f"{url}: HTTP {status} {detail}".strip())
     return answer
 

@@ -92,12 +92,19 @@ async def serve_http(first_bytes: bytes, reader: asyncio.StreamReader,
         exchange.answer(status, {"error": reason})
     elif token is not None and not proven and not public(request.path) \
             and (request.method, request.path) != LOGIN:
-        exchange.answer(HTTPStatus.UNAUTHORIZED, {
-            "error": "this hub requires its client token: send 'Authorization: Bearer "
-                     "<token>' (raydebug commands: --client-token or RAYDEBUG_CLIENT_TOKEN)"})
+        exchange.answer(HTTPStatus.UNAUTHORIZED, {"error": _token_refusal(request)})
     else:
         await _route(exchange, request, routes, token, proven)
     await writer.drain()
+
+
+def _token_refusal(request: HttpRequest) -> str:
+    """Why a request without the client token is refused: it sent another one, or none."""
+    if request.header("authorization") is not None:
+        return ("the client token given is not this hub's (raydebug commands: --client-token "
+                "or RAYDEBUG_CLIENT_TOKEN)")
+    return ("this hub requires its client token: send 'Authorization: Bearer <token>' "
+            "(raydebug commands: --client-token or RAYDEBUG_CLIENT_TOKEN)")
 
 
 async def _route(exchange: HttpExchange, request: HttpRequest, routes: Routes,
