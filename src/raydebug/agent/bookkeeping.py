@@ -112,6 +112,9 @@ class Bookkeeping:
             session = ParkedThread(record, ident, has_stopped=True)
             session.released.set()  # nothing waits in raydebug: pydevd holds it
             self._sessions[record.id] = session
+            # Ended when its function returns, as a breakpoint()'s session: else a step off
+            # its end goes on into the thread's next call (a Ray worker's next task).
+            self.returns.follow(record.id, ident, frame)
             self.link.post(SessionStarted(session=record.to_dict()))
         # Said as a breakpoint() says it: the driver's log is where a user looks first.
         say(f"session {record.id} paused at {pause_place(record)}, waiting for a debugger "
