@@ -116,6 +116,9 @@ class Bookkeeping:
             # its end goes on into the thread's next call (a Ray worker's next task).
             self.returns.follow(record.id, ident, frame)
             self.link.post(SessionStarted(session=record.to_dict()))
+            attached = self._client_attached
+        if attached:
+            return  # the attached client shows it; this stderr may be that client's terminal
         # Said as a breakpoint() says it: the driver's log is where a user looks first.
         say(f"session {record.id} paused at {pause_place(record)}, waiting for a debugger "
             f"(hub: {self.config.hub_address})")
