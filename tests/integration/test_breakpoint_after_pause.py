@@ -198,3 +198,21 @@ def test_raydebug_break_on_a_line_not_run_yet_stops_a_plain_session(
     finally:
         raydebug_break(hub, "--clear")
         finish(proc)
+
+
+def test_a_raydebug_break_logpoint_made_while_attached_prints_in_the_terminal(
+        hub: HubProcess, tmp_path: Path):
+    """The process's pydevd has the hub's set while ``raydebug attach`` debugs it, so a
+    logpoint set then says its line in the terminal (as the client's own would)."""
+    script, proc, _ = start(hub, tmp_path, "3.11")
+    term = Attach(hub)
+    try:
+        term.expect(PROMPT)
+        raydebug_break(hub, f"{script}:{line_of(script, 'breakpoint here')}", "--log",
+                       "logged a={a}")
+        printed = term.do_and_end("c", ["the process runs on", "has ended"])
+        assert "logged a=1" in printed, printed
+        finish(proc)
+    finally:
+        term.close()
+        raydebug_break(hub, "--clear")

@@ -237,7 +237,7 @@ def test_cluster_breakpoints_join_the_table_as_the_process_names_their_files():
     from raydebug.terminal.breakpoints import BreakpointTable
 
     table = BreakpointTable()
-    files = table.add_cluster([
+    files = table.show_cluster([
         {"path": "/home/me/code/job.py", "line": 12, "condition": "i == 3",
          "hitCondition": "", "logMessage": "", "localRoot": "/home/me/code"},
         {"path": "/home/me/code/job.py", "line": 20, "condition": "", "hitCondition": ">2",
@@ -245,14 +245,51 @@ def test_cluster_breakpoints_join_the_table_as_the_process_names_their_files():
         {"path": 7, "line": "x"},  # malformed: skipped
     ], remote_root="/tmp/ray/working_dir_files/_ray_pkg_1")
     assert files == {"/tmp/ray/working_dir_files/_ray_pkg_1/job.py", "/home/me/code/job.py"}
+    assert table.at("/tmp/ray/working_dir_files/_ray_pkg_1/job.py", 12)[0].cluster
+    # Listed, never sent: the hub sets the breakpoint set in the process's pydevd itself.
     arguments, _ = table.source_arguments("/tmp/ray/working_dir_files/_ray_pkg_1/job.py")
-    assert arguments["breakpoints"] == [{"line": 12, "condition": "i == 3"}]
-    arguments, _ = table.source_arguments("/home/me/code/job.py")
-    assert arguments["breakpoints"] == [{"line": 20, "hitCondition": ">2",
-                                         "logMessage": "i={i}"}]
+    assert arguments["breakpoints"] == []
     shown = render.breakpoint_table(table.visible())
     assert shown[1].split()[:2] == ["1", "cluster"] and "\tstop only if i == 3" in shown
     assert "\tlog 'i={i}' (never stops)" in shown
+
+
+def test_break_and_clear_send_only_the_terminals_own_and_leave_the_clusters():
+    """The hub keeps the cluster's breakpoints in the process's pydevd: ``b`` and ``cl`` send
+    the terminal's own, and ``cl`` of a cluster breakpoint says how to remove it."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from raydebug.terminal.debugger import TerminalDebugger
+
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    def request(command: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        sent.append((command, arguments))
+        return {"breakpoints": [{"id": i, "verified": True}
+                                for i, _ in enumerate(arguments["breakpoints"])]}
+
+    said: list[str] = []
+    cluster = [{"path": "/job.py", "line": 12, "localRoot": None}]
+    debugger = TerminalDebugger(SimpleNamespace(request=request), {}, said.append,  # type: ignore[arg-type]
+                                confirm=lambda question: True,
+                                cluster_breakpoints=lambda: cluster)
+    debugger.breakpoints.show_cluster(cluster, remote_root=None)  # as at the attach
+    debugger.do_break("/job.py:5")
+    assert sent == [("setBreakpoints", {"source": {"path": "/job.py"},
+                                        "breakpoints": [{"line": 5}]})]
+    for arg in ("1", "/job.py:12"):
+        with pytest.raises(CommandError, match=r"raydebug break --remove /job\.py:12"):
+            debugger.do_clear(arg)
+    with pytest.raises(CommandError, match="the cluster's"):
+        debugger.do_disable("1")
+    debugger.do_clear("")
+    assert [(p.number, p.cluster) for p in debugger.breakpoints.visible()] == [(1, True)]
+    assert sent[-2] == ("setBreakpoints", {"source": {"path": "/job.py"}, "breakpoints": []})
+    cluster[0] = {"path": "/job.py", "line": 14, "localRoot": None}  # raydebug break, since
+    said.clear()
+    debugger.do_break("")
+    assert [line.split()[1:] for line in said[1:]] == [["cluster", "keep", "yes", "/job.py:14"]]
 
 
 def test_the_web_page_says_blocked_in_c_in_the_terminals_words():

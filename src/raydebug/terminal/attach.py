@@ -284,7 +284,7 @@ class AttachCommand:
                                         find_session=lambda thread: self._session_of(
                                             session, thread),
                                         width=self.terminal.width,
-                                        cluster_breakpoints=self._cluster_breakpoints())
+                                        cluster_breakpoints=self._cluster_breakpoints)
             self.terminal.completer = lambda word: complete(debugger, line_buffer(), word)
             debugger.start()
             try:

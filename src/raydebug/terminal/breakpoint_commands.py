@@ -1,12 +1,15 @@
 """The terminal debugger's breakpoint commands: ``break``, ``tbreak``, ``clear``,
 ``disable``, ``enable``, as pdb has them. Each changes the table (:mod:`.breakpoints`) and
-sends the changed file's breakpoints (DAP ``setBreakpoints`` replaces all of a file's).
+sends the changed file's breakpoints (DAP ``setBreakpoints`` replaces all of a file's). The
+cluster's breakpoints are listed but not ours to clear, disable or enable: the hub keeps them
+in the process's pydevd, and ``raydebug break --remove`` removes them.
 """
 
 from __future__ import annotations
 
 from ..errors import CommandError
 from . import commands, render, sources
+from .breakpoints import Breakpoint
 from .context import DebuggerContext
 
 
@@ -14,7 +17,9 @@ class BreakpointCommands(DebuggerContext):
     """Mixed into :class:`~.debugger.TerminalDebugger`."""
 
     def do_break(self, arg: str, temporary: bool = False) -> None:
-        if not arg:
+        if not arg:  # the cluster's as they are now: `raydebug break` may have changed them
+            self.breakpoints.show_cluster(self.cluster_breakpoints(),
+                                          self.session.get("remote_root"))
             for line in render.breakpoint_table(self.breakpoints.visible()):
                 self.write(line)
             return
@@ -59,18 +64,21 @@ class BreakpointCommands(DebuggerContext):
             if self.confirm("Clear all breaks? "):
                 files = self.breakpoints.files()
                 for point in self.breakpoints.visible():
-                    self.breakpoints.remove(point)
+                    if not point.cluster:
+                        self.breakpoints.remove(point)
                 for file in files:
                     self._send_breakpoints(file)
                 self._send_breakpoints(None)
             return
         if ":" in arg and not arg.split()[0].isdigit():
             location = commands.parse_location(arg)
-            points = self.breakpoints.at(self._resolve_file(location.file), location.line or 0)
-            if not points:
+            found = self.breakpoints.at(self._resolve_file(location.file), location.line or 0)
+            if not found:
                 raise CommandError(f"there is no breakpoint at {arg}")
+            points = [p for p in found if not p.cluster] or [_refuse_cluster(found[0])]
         else:
-            points = [self.breakpoints.get(n) for n in commands.parse_numbers(arg)]
+            points = [_refuse_cluster(self.breakpoints.get(n))
+                      for n in commands.parse_numbers(arg)]
         for point in points:
             self.breakpoints.remove(point)
             self._send_breakpoints(point.file)
@@ -86,7 +94,7 @@ class BreakpointCommands(DebuggerContext):
         if not arg:
             raise CommandError("give breakpoint numbers (see break)")
         for number in commands.parse_numbers(arg):
-            point = self.breakpoints.get(number)
+            point = _refuse_cluster(self.breakpoints.get(number))
             point.enabled = enabled
             self._send_breakpoints(point.file)
             self.write(f"{'Enabled' if enabled else 'Disabled'} breakpoint {number}")
@@ -104,3 +112,12 @@ class BreakpointCommands(DebuggerContext):
                 return path
         raise CommandError(f"{given!r} is not a file on the stack: give its absolute path on "
                            "the worker's machine")
+
+
+def _refuse_cluster(point: Breakpoint) -> Breakpoint:
+    """``point``, unless it is the cluster's: raises CommandError saying how to remove it."""
+    if point.cluster:
+        raise CommandError(f"breakpoint {point.number} is the cluster's: the hub sets it in "
+                           f"every process; `raydebug break --remove {point.where()}` removes "
+                           "it (one set by an IDE, its IDE)")
+    return point

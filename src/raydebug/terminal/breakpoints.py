@@ -3,8 +3,9 @@
 DAP's ``setBreakpoints`` replaces every breakpoint of one source file and
 ``setFunctionBreakpoints`` every function breakpoint, so the table keeps them all and builds
 those requests' arguments; the responses' ids map a ``stopped`` event's ``hitBreakpointIds``
-back to our numbers (for ``tbreak``). The cluster's breakpoints are in the table too (set in
-the attached process while we debug it), listed with their kind.
+back to our numbers (for ``tbreak``). The cluster's breakpoints are in the table too, listed
+with their kind, but never sent: the hub gives the attached process's pydevd the whole
+breakpoint set beside ours, and follows it.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ class Breakpoint:
     hidden: bool = False  # set by `until N`, not the user: never listed
     verified: bool = True
     dap_id: int | None = None
-    # A cluster breakpoint (an IDE's, the web page's, `raydebug break`'s), set in this
-    # process too while we debug it: an attached process leaves its stops to its debugger.
+    # A cluster breakpoint (an IDE's, the web page's, `raydebug break`'s): the hub sets it in
+    # this process's pydevd while we debug it, and only `raydebug break --remove` (or its
+    # IDE) takes it away.
     cluster: bool = False
     hit_condition: str | None = None
     log_message: str | None = None
@@ -53,10 +55,12 @@ class BreakpointTable:
         self._all[number] = point
         return point
 
-    def add_cluster(self, listing: list[dict[str, Any]], remote_root: str | None) -> set[str]:
-        """The hub's cluster breakpoints (``GET /api/breakpoints``), as this process names
-        their files (under its ``remote_root`` where the client that set them gave a local
-        root); returns the files to send."""
+    def show_cluster(self, listing: list[dict[str, Any]], remote_root: str | None) -> set[str]:
+        """The hub's cluster breakpoints (``GET /api/breakpoints``) in place of those listed
+        so far, as this process names their files (under its ``remote_root`` where the
+        client that set them gave a local root), to list beside ours; returns their files."""
+        for point in [p for p in self._all.values() if p.cluster]:
+            self.remove(point)
         files = set()
         for entry in listing:
             path = entry.get("path")
@@ -100,8 +104,10 @@ class BreakpointTable:
         return {p.file for p in self._all.values() if p.file}
 
     def source_arguments(self, file: str) -> tuple[dict[str, Any], list[Breakpoint]]:
-        """``setBreakpoints`` arguments for ``file``, and the breakpoints in their order."""
-        points = [p for p in self._all.values() if p.file == file and p.enabled]
+        """``setBreakpoints`` arguments for ``file``, and the breakpoints in their order: our
+        own enabled ones (the hub adds the cluster's)."""
+        points = [p for p in self._all.values()
+                  if p.file == file and p.enabled and not p.cluster]
         return {"source": {"path": file},
                 "breakpoints": [_dap_breakpoint(p, line=p.line) for p in points]}, points
 

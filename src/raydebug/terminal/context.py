@@ -43,8 +43,8 @@ class DebuggerContext:
     # The hub's session of a thread of this process, by the thread's name.
     find_session: Callable[[str], dict[str, Any] | None] = _no_session
     width: Callable[[], int] = lambda: 80  # the terminal's columns, now
-    # The hub's cluster breakpoints when we attached (GET /api/breakpoints): set here too.
-    cluster_breakpoints: list[dict[str, Any]] = field(default_factory=list)
+    # The hub's cluster breakpoints now (GET /api/breakpoints; [] when it cannot say), to list.
+    cluster_breakpoints: Callable[[], list[dict[str, Any]]] = list
     breakpoints: BreakpointTable = field(default_factory=BreakpointTable)
     thread_id: int = 0
     frames: list[dict[str, Any]] = field(default_factory=list)

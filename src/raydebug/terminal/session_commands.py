@@ -22,11 +22,10 @@ class SessionCommands(DebuggerContext):
     # -- the start, and the other threads ---------------------------------------------------
 
     def start(self) -> None:
-        """Set the cluster's breakpoints in the process (pydevd stops there while we debug
-        it, not our agent), then show the header and where the session is stopped."""
-        for file in self.breakpoints.add_cluster(self.cluster_breakpoints,
-                                                 self.session.get("remote_root")):
-            self._send_breakpoints(file)
+        """List the cluster's breakpoints with ours (the hub sets them in the process's
+        pydevd), then show the header and where the session is stopped."""
+        self.breakpoints.show_cluster(self.cluster_breakpoints(),
+                                      self.session.get("remote_root"))
         stop = self.remote.stops.last
         elsewhere = self._select_session_thread(stop)
         self._refresh_stack()

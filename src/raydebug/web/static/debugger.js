@@ -104,7 +104,7 @@ export class Debugger {
     try {
       await dap.connect();
       await dap.attach(id);
-      await this.syncBreakpoints((await getJson("/api/breakpoints")).breakpoints || []);
+      this.markBreakpoints((await getJson("/api/breakpoints")).breakpoints || []);
     } catch (error) {
       if (this.dap === dap) this.ended(`cannot attach: ${error.message}`);
     }
@@ -319,9 +319,8 @@ export class Debugger {
   }
 
   // The gutter's breakpoints are the cluster's (the hub arms them in every linked process,
-  // as an IDE's on its cluster session): the page owns its own lines, and this process's
-  // pydevd gets every cluster breakpoint of each file while the page debugs it (an attached
-  // process leaves breakpoints to its debugger).
+  // as an IDE's on its cluster session): the page owns its own lines. The hub gives this
+  // process's pydevd the whole breakpoint set while the page debugs it, and follows it.
   async toggleBreakpoint(path, line, gutter) {
     const marks = this.breakpoints.get(path) || new Set();
     if (marks.has(line)) marks.delete(line);
@@ -332,15 +331,15 @@ export class Debugger {
       const answer = await postJson("/api/breakpoints", {
         source: { path }, breakpoints: [...marks].map((number) => ({ line: number })),
       });
-      await this.syncBreakpoints(answer.breakpoints || [], [path]);
+      this.markBreakpoints(answer.breakpoints || [], [path]);
     } catch (error) {
       this.consoleLine(`setBreakpoints: ${error.message}`, "error");
     }
   }
 
-  // `listing`: the hub's cluster breakpoints (GET /api/breakpoints). Marks the page's own,
-  // and sets every file's in this process (`also`: files to set even with none left).
-  async syncBreakpoints(listing, also = []) {
+  // `listing`: the hub's cluster breakpoints (GET /api/breakpoints). Marks the page's own
+  // (`also`: files to mark even with none left).
+  markBreakpoints(listing, also = []) {
     const byPath = new Map(also.map((path) => [path, []]));
     for (const breakpoint of listing) {
       if (!byPath.has(breakpoint.path)) byPath.set(breakpoint.path, []);
@@ -349,15 +348,6 @@ export class Debugger {
     for (const [path, breakpoints] of byPath) {
       this.breakpoints.set(path, new Set(breakpoints.filter((b) => b.client === WEB_PAGE)
         .map((b) => b.line)));
-      const answer = await this.dap.request("setBreakpoints", {
-        source: { path }, breakpoints: breakpoints.map((b) => ({ line: b.line,
-          condition: b.condition || undefined, hitCondition: b.hitCondition || undefined,
-          logMessage: b.logMessage || undefined })),
-      });
-      for (const breakpoint of (answer.breakpoints || []).filter((b) => b.verified === false)) {
-        this.consoleLine(`breakpoint at line ${breakpoint.line}: ${breakpoint.message || "not set"}`,
-          "error");
-      }
     }
   }
 
