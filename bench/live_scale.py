@@ -4,7 +4,7 @@ hub's memory, the registration rate, and ``pause`` of one among them until its s
 listed.
 
 A load generator (this file run with ``--generate``: one process, asyncio) opens real TCP
-connections to a real hub subprocess's worker listener and speaks the real worker protocol
+connections to a real hub subprocess's worker listener and speaks the real link protocol
 on each, as a live agent does: the agent's side of the real mutual handshake, ``Identify``,
 ``Register`` with a Ray worker's record (its own pid, node, rank), then it answers the hub's
 questions on that connection: ``CollectStacks`` with ``Stacks`` (threads read once, at the
@@ -45,7 +45,7 @@ from raydebug.protocol.control import (
     ROLE_CONTROL,
     Challenge,
     CollectStacks,
-    ControlStream,
+    ControlConnection,
     Identify,
     Pause,
     Paused,
@@ -141,7 +141,7 @@ class Answering(asyncio.Protocol):
 
     def __init__(self, generator: Generator, index: int) -> None:
         self.generator, self.index = generator, index
-        self.stream = ControlStream()
+        self.stream = ControlConnection()
         self.pending = bytearray()  # bytes received before the transport was handed over
         self.transport: asyncio.WriteTransport | None = None
 

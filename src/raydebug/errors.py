@@ -4,7 +4,7 @@
     ├── ProtocolError               a byte stream broke the rules of its protocol
     │   ├── LocalProtocolError      we were about to send something illegal (our bug)
     │   ├── RemoteProtocolError     the peer sent something illegal (its bug, or an attack)
-    │   └── ProtocolVersionError    the peer speaks another version of the worker protocol
+    │   └── ProtocolVersionError    the peer speaks another version of the link protocol
     ├── AuthenticationError         a token was missing or wrong
     │   ├── HubAuthenticationError  the "hub" could not prove it knows the token (an impostor?)
     │   ├── ClientRefusedError      a client the hub does not serve (another user, a foreign Host)

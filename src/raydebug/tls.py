@@ -1,4 +1,4 @@
-"""TLS on the worker channel: a self-signed certificate, pinned by its SHA-256 fingerprint.
+"""TLS on the link: a self-signed certificate, pinned by its SHA-256 fingerprint.
 
 Theory of operation. There is no CA. ``raydebug hub --tls`` creates a certificate and key
 on its first start and keeps them in the per-user state directory (mode 0600), so later

@@ -1,4 +1,4 @@
-"""The live-process messages of the worker channel, and the process lifecycle table."""
+"""The live-process messages of the control connection, and the process lifecycle table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from raydebug.protocol import frame
 from raydebug.protocol.control import (
     PROTOCOL_VERSION,
     CollectStacks,
-    ControlStream,
+    ControlConnection,
     Pause,
     Paused,
     Register,
@@ -34,15 +34,15 @@ from raydebug.session import (
     Paused(request_id=9, error="pydevd could not start"),
 ])
 def test_live_messages_round_trip(message):
-    stream = ControlStream()
+    stream = ControlConnection()
     stream.receive_data(encode_control(message))
     assert stream.next_event() == message
 
 
 def test_the_live_messages_are_a_new_protocol_version():
-    # 3: a version-2 agent knows none of them; 4: a version-3 hub knows no pause_pending.
-    # Both refused at hello.
-    assert PROTOCOL_VERSION == 4
+    # 3: a version-2 agent knows none of them; 4: a version-3 hub knows no pause_pending;
+    # 5: a version-4 peer knows no open_data_connection. Each refused at hello.
+    assert PROTOCOL_VERSION == 5
 
 
 @pytest.mark.parametrize("body, complaint", [
@@ -53,7 +53,7 @@ def test_the_live_messages_are_a_new_protocol_version():
     (b'{"type": "register", "process": []}', "process must be a dict"),
 ])
 def test_malformed_live_messages_are_the_peers_fault(body, complaint):
-    stream = ControlStream()
+    stream = ControlConnection()
     stream.receive_data(frame(body))
     with pytest.raises(RemoteProtocolError, match=complaint):
         stream.next_event()

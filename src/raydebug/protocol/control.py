@@ -13,11 +13,11 @@ The *control connection* (one per process) then carries session bookkeeping both
     agent -> hub     Identify(process)          who is calling: the first message, once
     agent -> hub     SessionStarted(session)    a thread paused: breakpoint() or exception
     agent -> hub     SessionEnded(session_id, reason)   why: see END_REASONS
-    hub   -> agent   OpenChannel(channel)       a client wants to debug this process
+    hub   -> agent   OpenDataConnection(channel)       a client wants to debug this process
     hub   -> agent   ClientReady(channel)       its configurationDone has been answered
     hub   -> agent   ClientGone(channel)        that client has left
     hub   -> agent   HubClosing(reason)         the hub goes away for good: every pause goes on
-    agent -> hub     ChannelFailed(channel, reason)
+    agent -> hub     DataConnectionFailed(channel, reason)
     hub   -> agent   Refused(reason)            a session it cannot take (--max-sessions)
     hub   -> agent   ArmBreakpoints(breakpoints)   the cluster's breakpoint set (replaces it)
     agent -> hub     BreakpointsLoaded(paths)   code of these client paths is loaded here
@@ -59,7 +59,8 @@ from .framing import NEED_DATA, Framer, NeedData, frame
 # 3: live processes (Register, CollectStacks/Stacks, Pause/Paused). 4: a pause request's end
 # (Pause.expire_ms, CancelPause/PauseCancelled, PausePending). An older peer would drop the
 # connection at its first new message, so the handshake refuses it up front.
-PROTOCOL_VERSION = 4
+# 5: open_data_connection and data_connection_failed (were open_channel, channel_failed).
+PROTOCOL_VERSION = 5
 MAX_CONTROL_MESSAGE = 1024 * 1024
 
 ROLE_CONTROL = "control"
@@ -95,7 +96,7 @@ class Hello(ControlMessage):
     mac: str
     version: int = PROTOCOL_VERSION
     nonce: str = ""  # the agent's challenge to the hub (absent before version 2)
-    channel: int = 0  # data: which OpenChannel this answers
+    channel: int = 0  # data: which OpenDataConnection this answers
 
 
 @dataclass(frozen=True)
@@ -149,10 +150,10 @@ class SessionEnded(ControlMessage):
 
 
 @dataclass(frozen=True)
-class OpenChannel(ControlMessage):
+class OpenDataConnection(ControlMessage):
     """Hub -> agent: a client wants this process: dial a data connection for ``channel``."""
 
-    TYPE: ClassVar[str] = "open_channel"
+    TYPE: ClassVar[str] = "open_data_connection"
     channel: int
 
 
@@ -182,10 +183,10 @@ class HubClosing(ControlMessage):
 
 
 @dataclass(frozen=True)
-class ChannelFailed(ControlMessage):
+class DataConnectionFailed(ControlMessage):
     """Agent -> hub: the data connection for ``channel`` could not be opened, and why."""
 
-    TYPE: ClassVar[str] = "channel_failed"
+    TYPE: ClassVar[str] = "data_connection_failed"
     channel: int
     reason: str
 
@@ -307,7 +308,7 @@ class PausePending(ControlMessage):
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
-                OpenChannel, ClientReady, ClientGone, ChannelFailed, HubClosing,
+                OpenDataConnection, ClientReady, ClientGone, DataConnectionFailed, HubClosing,
                 ArmBreakpoints, BreakpointsLoaded, LogpointOutput, Register, CollectStacks,
                 Stacks, Pause, Paused, CancelPause, PauseCancelled, PausePending)
 }
@@ -364,7 +365,7 @@ def encode_control(message: ControlMessage) -> bytes:
     return frame(body, MAX_CONTROL_MESSAGE)
 
 
-class ControlStream:
+class ControlConnection:
     """One side of a control connection, sans-IO, with the verbs of :class:`DapConnection`."""
 
     def __init__(self) -> None:
