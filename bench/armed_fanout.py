@@ -29,7 +29,7 @@ from raydebug.protocol.control import (
     ROLE_CONTROL,
     ArmBreakpoints,
     Challenge,
-    ControlStream,
+    ControlConnection,
     Identify,
     Welcome,
     encode_control,
@@ -53,7 +53,7 @@ async def linked_process(host: str, port: int, token: str, index: int, gate: asy
         writer.write(encode_control(Identify(process=fake_process(index))))
         await writer.drain()
     ready.append(index)
-    stream = ControlStream()
+    stream = ControlConnection()
     if leftover := handshake.take_buffered():
         stream.receive_data(leftover)
     try:

@@ -13,7 +13,7 @@ from helpers import HubProcess, finish, write_script
 from raydebug.protocol import NEED_DATA, frame
 from raydebug.protocol.control import (
     Challenge,
-    ControlStream,
+    ControlConnection,
     Refused,
     SessionStarted,
     Welcome,
@@ -79,7 +79,7 @@ def handshake(hub: HubProcess, token: str, replay: bytes | None = None) -> tuple
     earlier hello; return the hub's answer (a Welcome whose proof was checked, or a Refused)
     and the hello sent."""
     with socket.create_connection(hub.worker, timeout=10) as sock:
-        shake, stream = AgentHandshake(token, "control"), ControlStream()
+        shake, stream = AgentHandshake(token, "control"), ControlConnection()
         while (challenge := shake.next_event()) is NEED_DATA:
             shake.receive_data(sock.recv(65536))
         assert isinstance(challenge, Challenge)

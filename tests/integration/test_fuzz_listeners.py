@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from helpers import HubProcess, finish, start_hub, write_script
 from raydebug.protocol import NEED_DATA, frame
-from raydebug.protocol.control import ControlStream
+from raydebug.protocol.control import ControlConnection
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -95,7 +95,7 @@ def send(address: tuple[str, int], payload: bytes, answer_challenge: bool = Fals
     """Send ``payload``, close our side, read until the hub closes (bounded)."""
     with socket.create_connection(address, timeout=15) as sock:
         if answer_challenge:  # get past the agent port's greeting first
-            stream = ControlStream()
+            stream = ControlConnection()
             while stream.next_event() is NEED_DATA:
                 data = sock.recv(65536)
                 if not data:

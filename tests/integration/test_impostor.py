@@ -26,10 +26,10 @@ from raydebug.protocol import NEED_DATA, frame
 from raydebug.protocol.control import (
     PROTOCOL_VERSION,
     Challenge,
+    ControlConnection,
     ControlMessage,
-    ControlStream,
     Hello,
-    OpenChannel,
+    OpenDataConnection,
     Refused,
     Welcome,
     encode_control,
@@ -70,7 +70,7 @@ class Impostor:
             thread.start()
 
     def _serve(self, sock: socket.socket) -> None:
-        stream = ControlStream()
+        stream = ControlConnection()
         with sock:
             sock.settimeout(TIMEOUT)
             try:
@@ -90,7 +90,7 @@ class Impostor:
                             # The worker's own proof reflected back as the hub's, then the
                             # request that made an unauthenticated worker hand over pydevd.
                             sock.sendall(encode_control(Welcome(proof=message.mac))
-                                         + encode_control(OpenChannel(channel=1)))
+                                         + encode_control(OpenDataConnection(channel=1)))
                             welcomed = True
             except OSError:
                 pass
@@ -188,7 +188,7 @@ def test_an_old_hub_is_refused_naming_both_versions(tmp_path: Path):
 def test_an_old_agent_is_refused_naming_both_versions(hub: HubProcess):
     """What a version-1 agent did: answer any challenge with its MAC and its process."""
     with socket.create_connection(hub.worker, timeout=TIMEOUT) as sock:
-        stream = ControlStream()
+        stream = ControlConnection()
         while (challenge := stream.next_event()) is NEED_DATA:
             stream.receive_data(sock.recv(65536))
         assert isinstance(challenge, Challenge) and challenge.version == PROTOCOL_VERSION

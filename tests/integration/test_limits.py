@@ -17,7 +17,7 @@ import pytest
 
 from helpers import PAUSING_WORKER, finish, start_hub, write_script
 from raydebug.protocol import NEED_DATA, frame
-from raydebug.protocol.control import Challenge, ControlStream, Welcome
+from raydebug.protocol.control import Challenge, ControlConnection, Welcome
 from raydebug.protocol.handshake import AgentHandshake
 
 pytestmark = pytest.mark.integration
@@ -78,7 +78,7 @@ def test_connections_that_never_speak_are_closed_after_the_idle_timeouts():
     with start_hub("--handshake-timeout", "0.5", "--client-idle-timeout", "0.5") as hub:
         started = time.monotonic()
         with socket.create_connection(hub.worker, timeout=30) as worker:
-            stream = ControlStream()
+            stream = ControlConnection()
             stream.receive_data(read_until_closed(worker))
             assert isinstance(stream.next_event(), Challenge)  # then nothing from us: closed
         with socket.create_connection(hub.client, timeout=30) as client:

@@ -14,7 +14,7 @@ from helpers import HubProcess, finish, run, stop, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-# Debugger._start made 1 s slower, as the issue measured: the hub's OpenChannel arrives while
+# Debugger._start made 1 s slower, as the issue measured: the hub's OpenDataConnection arrives while
 # the pausing thread is still importing debugpy.
 SLOW_START = """
 import time

@@ -20,7 +20,7 @@ from raydebug.protocol.proxy_policy import (
     TellAgentReady,
     ThreadsResumed,
     ToClient,
-    ToWorker,
+    ToDebugger,
 )
 
 
@@ -45,7 +45,7 @@ class ProxyPair:
         self.worker = DapConnection()
         self._hub_client = DapConnection()  # the hub's side facing the client
         self._hub_worker = DapConnection()  # the hub's side facing pydevd
-        self.channel_open = True
+        self.data_connection_open = True
 
     def client_sends(self, *messages: Message) -> Delivered:
         delivered = Delivered()
@@ -53,7 +53,7 @@ class ProxyPair:
             self._hub_client.receive_data(self.client.send(message))
             while (received := self._hub_client.next_event()) is not NEED_DATA:
                 actions = self.policy.from_client(
-                    received, channel_open=self.channel_open)
+                    received, data_connection_open=self.data_connection_open)
                 self._carry_out(actions, delivered)
         return delivered
 
@@ -66,7 +66,7 @@ class ProxyPair:
         for data in framed:
             self._hub_worker.receive_data(data)
             while isinstance(body := self._hub_worker.next_body(), bytes):
-                actions = self.policy.from_worker(body)
+                actions = self.policy.from_debugger(body)
                 if actions is PASS:
                     delivered.unparsed = True
                     self._to_client(self._hub_client.send_body(body), delivered)
@@ -76,7 +76,7 @@ class ProxyPair:
 
     def channel_closes(self) -> Delivered:
         delivered = Delivered()
-        self._carry_out(self.policy.channel_closed(), delivered)
+        self._carry_out(self.policy.data_connection_closed(), delivered)
         return delivered
 
     def _carry_out(self, actions: Sequence[Action], delivered: Delivered) -> None:
@@ -85,7 +85,7 @@ class ProxyPair:
                 self._to_client(self._hub_client.send(action.message,
                                                       renumber=not action.forwarded),
                                 delivered)
-            elif isinstance(action, ToWorker):
+            elif isinstance(action, ToDebugger):
                 self.worker.receive_data(self._hub_worker.send(action.message))
                 while (received := self.worker.next_event()) is not NEED_DATA:
                         delivered.to_worker.append(received)

@@ -23,9 +23,9 @@ from raydebug.protocol.control import (
     ROLE_CONTROL,
     ArmBreakpoints,
     BreakpointsLoaded,
-    ChannelFailed,
+    ControlConnection,
     ControlMessage,
-    ControlStream,
+    DataConnectionFailed,
     Identify,
     LogpointOutput,
     Pause,
@@ -75,7 +75,7 @@ class Agent:
     """The agent's end of one control connection, after its handshake."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 stream: ControlStream) -> None:
+                 stream: ControlConnection) -> None:
         self.reader, self.writer, self.stream = reader, writer, stream
 
     def send(self, *messages: ControlMessage) -> None:
@@ -108,7 +108,7 @@ async def connect(port: int, pid: int) -> Agent:
     await read_next(reader, handshake.receive_data, handshake.next_event)  # the challenge
     writer.write(handshake.send())
     await read_next(reader, handshake.receive_data, handshake.next_event)  # the welcome
-    stream = ControlStream()
+    stream = ControlConnection()
     if leftover := handshake.take_buffered():
         stream.receive_data(leftover)
     agent = Agent(reader, writer, stream)
@@ -126,7 +126,7 @@ async def test_each_control_message_reaches_its_owner() -> None:
         agent = await connect(port, pid=41)
         agent.send(Register(process={"host": "node-1", "pid": 41, "worker_id": "w1"}),
                    PausePending(threads=2, since_ms=1500),
-                   ChannelFailed(channel=connection_id, reason="pydevd failed: no module"),
+                   DataConnectionFailed(channel=connection_id, reason="pydevd failed: no module"),
                    BreakpointsLoaded(paths=["/job.py"]),
                    LogpointOutput(text="x=1", path="/job.py", line=4, task="train"))
         # In order: the logpoint, last, is handled after all the others.

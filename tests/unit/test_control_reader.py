@@ -14,8 +14,8 @@ from raydebug.errors import RemoteProtocolError
 from raydebug.hub.agents import control_reader
 from raydebug.hub.agents.control_reader import ControlReader
 from raydebug.protocol.control import (
+    ControlConnection,
     ControlMessage,
-    ControlStream,
     Paused,
     SessionEnded,
     Stacks,
@@ -58,7 +58,7 @@ def in_loop(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., Non
 
 def make_reader(handler: Any) -> tuple[ControlReader, Transport]:
     transport = Transport()
-    reader = ControlReader(transport, ControlStream(), handler, "peer")
+    reader = ControlReader(transport, ControlConnection(), handler, "peer")
     transport.reader = reader
     return reader, transport
 

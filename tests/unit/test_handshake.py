@@ -19,7 +19,7 @@ from raydebug.protocol.control import (
     ROLE_CONTROL,
     ROLE_DATA,
     Challenge,
-    ControlStream,
+    ControlConnection,
     Hello,
     Refused,
     Welcome,
@@ -77,7 +77,7 @@ class HandshakePair:
 
 
 def message(data: bytes) -> object:
-    stream = ControlStream()
+    stream = ControlConnection()
     stream.receive_data(data)
     return stream.next_event()
 

@@ -21,8 +21,8 @@ from raydebug.protocol import NEED_DATA
 from raydebug.protocol.control import (
     ArmBreakpoints,
     CollectStacks,
+    ControlConnection,
     ControlMessage,
-    ControlStream,
     HubClosing,
     Identify,
     LogpointOutput,
@@ -85,7 +85,7 @@ class MemoryHub:
             self.refusals.put(str(error))
             return
         sock.sendall(shake.send())
-        stream = ControlStream()
+        stream = ControlConnection()
         if leftover := shake.take_buffered():  # (b"" would say end of stream)
             stream.receive_data(leftover)
         try:

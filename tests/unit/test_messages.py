@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from raydebug.errors import RemoteProtocolError
 from raydebug.protocol import DapConnection, Event, Request, Response, frame, parse_message
 from raydebug.protocol.control import (
-    ControlStream,
+    ControlConnection,
     SessionStarted,
     decode_control,
     encode_control,
@@ -86,7 +86,7 @@ def test_fuzz_json_values_parse_or_raise_remote_errors(value: object):
 
 
 def test_worker_messages_round_trip_and_validate():
-    stream = ControlStream()
+    stream = ControlConnection()
     stream.receive_data(encode_control(SessionStarted(session={"id": "abc"})))
     assert stream.next_event() == SessionStarted(session={"id": "abc"})
     with pytest.raises(RemoteProtocolError, match="unknown control message type"):
@@ -104,7 +104,7 @@ def test_worker_messages_round_trip_and_validate():
 def test_hub_closing_round_trips():
     from raydebug.protocol.control import HubClosing
 
-    stream = ControlStream()
+    stream = ControlConnection()
     stream.receive_data(encode_control(HubClosing(reason="its Ray node is stopping")))
     assert stream.next_event() == HubClosing(reason="its Ray node is stopping")
     assert decode_control(b'{"type": "hub_closing"}') == HubClosing()

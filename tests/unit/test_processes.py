@@ -15,8 +15,8 @@ from raydebug.hub.registry import Registry
 from raydebug.process_record import ProcessRecord
 from raydebug.protocol.control import (
     CollectStacks,
+    ControlConnection,
     ControlMessage,
-    ControlStream,
     Pause,
     Paused,
     Stacks,
@@ -41,7 +41,7 @@ class Answering:
 
     def __call__(self, message: ControlMessage | bytes) -> None:
         if isinstance(message, bytes):  # encoded once, for many processes
-            stream = ControlStream()
+            stream = ControlConnection()
             stream.receive_data(message)
             decoded = stream.next_event()
             assert isinstance(decoded, ControlMessage)

@@ -36,7 +36,7 @@ def test_requests_and_answers_pass_and_most_answers_are_not_parsed():
 def test_a_body_that_concerns_no_rule_passes_even_when_it_is_not_json():
     # The proof that the fast path does not parse: the hub would refuse this if it looked.
     pair = ProxyPair()
-    assert pair.policy.from_worker(b"not json at all") is PASS
+    assert pair.policy.from_debugger(b"not json at all") is PASS
     with pytest.raises(RemoteProtocolError):
         pair.worker_sends_bytes(frame(b'{"type": "request" broken'))
 
@@ -144,7 +144,7 @@ def test_terminated_is_said_once_and_a_closing_channel_is_answered_by_the_hub():
             if isinstance(m, Event)] == ["terminated"]
     assert pair.channel_closes().to_client == []
     closing = ProxyPair()
-    closing.channel_open = False
+    closing.data_connection_open = False
     answered = closing.client_sends(Request(seq=1, command="next"),
                                     Request(seq=2, command="scopes"))
     assert answered.to_worker == []

@@ -57,8 +57,8 @@ from .control import (
     ROLE_CONTROL,
     ROLE_DATA,
     Challenge,
+    ControlConnection,
     ControlMessage,
-    ControlStream,
     Hello,
     Refused,
     Welcome,
@@ -112,7 +112,7 @@ class _Side:
 
     def __init__(self, token: str, state: HandshakeState) -> None:
         self._token = token
-        self._stream = ControlStream()
+        self._stream = ControlConnection()
         self.state = state
 
     def receive_data(self, data: bytes) -> None:

@@ -19,17 +19,17 @@ client on one side, the debugger (pydevd) on the other. Most messages pass uncha
   withdrawn after :data:`CLIENT_PAUSE_WAIT` seconds if nothing has stopped. pydevd's own
   answer to ``pause`` says nothing more than success (DAP: the response first, then
   ``stopped`` as threads stop), and the hub gives that one answer;
-- when the data connection closes (:meth:`ProxyPolicy.channel_closed`), every request
+- when the data connection closes (:meth:`ProxyPolicy.data_connection_closed`), every request
   pydevd had not answered gets its answer from the hub (see :mod:`.outstanding`) and the
   client gets ``terminated`` (once); requests sent after that are answered by the hub too.
   A request that only lets the process run on (:data:`RESUMING`) succeeds: the process did
   run on, then ended (it often ends before pydevd's answer leaves it); one whose result the
   client needs fails with :data:`PROCESS_ENDED`.
 
-Decisions are lists of actions (:class:`ToClient`, :class:`ToWorker`, :class:`TellAgentReady`,
+Decisions are lists of actions (:class:`ToClient`, :class:`ToDebugger`, :class:`TellAgentReady`,
 :class:`TellAgentPause`, :class:`ThreadsResumed`), in the order they must happen. The fast
 path stays fast: a body from pydevd is parsed only when it may concern the policy
-(:func:`~.connection.mentions`); otherwise :meth:`ProxyPolicy.from_worker` returns
+(:func:`~.connection.mentions`); otherwise :meth:`ProxyPolicy.from_debugger` returns
 :data:`PASS` and its bytes go on as they are.
 """
 
@@ -46,7 +46,7 @@ INJECTED_SEQ = 1_000_000_000  # requests the hub sends pydevd itself count from 
 
 # Only pydevd's messages containing one of these are parsed; the rest pass as bytes. (The
 # client's are all parsed: few, and each request is noted until its answer.)
-WORKER_WORDS = (b'"request"', b'"configurationDone"', b'"terminated"')
+DEBUGGER_WORDS = (b'"request"', b'"configurationDone"', b'"terminated"')
 PROCESS_ENDED = ("the debugged process has ended (it exited, was killed, or its data connection "
                  "closed)")
 # Requests that ask only that the process run on (or that it be left): one the process could
@@ -115,7 +115,7 @@ class ToClient:
 
 
 @dataclass(frozen=True)
-class ToWorker:
+class ToDebugger:
     """Send ``message`` to pydevd as it is (its ``seq`` included)."""
 
     message: Message
@@ -143,7 +143,7 @@ class ThreadsResumed:
     sessions as of now end with the client (not a moment later, when the agent says so)."""
 
 
-Action = ToClient | ToWorker | TellAgentReady | TellAgentPause | ThreadsResumed
+Action = ToClient | ToDebugger | TellAgentReady | TellAgentPause | ThreadsResumed
 
 
 class _Pass:
@@ -151,7 +151,7 @@ class _Pass:
         return "PASS"
 
 
-PASS: Final = _Pass()  # from_worker: forward the body unchanged
+PASS: Final = _Pass()  # from_debugger: forward the body unchanged
 
 
 class ProxyPolicy:
@@ -171,13 +171,13 @@ class ProxyPolicy:
 
     # -- client -> pydevd -------------------------------------------------------------------
 
-    def from_client(self, message: Message, *, channel_open: bool = True) -> list[Action]:
-        """What to do with a message from the client. ``channel_open`` False: pydevd can
+    def from_client(self, message: Message, *, data_connection_open: bool = True) -> list[Action]:
+        """What to do with a message from the client. ``data_connection_open`` False: pydevd can
         no longer be reached (its data connection is closing), so the hub answers."""
-        if self.ended or not channel_open:
+        if self.ended or not data_connection_open:
             return self.answer_after_end(message)
         if not isinstance(message, Request):
-            return [ToWorker(message)]
+            return [ToDebugger(message)]
         if not self._allow_terminate:
             if message.command == "terminate":
                 return [ToClient(failure(message, "this hub does not terminate debuggees "
@@ -196,35 +196,35 @@ class ProxyPolicy:
         elif message.command == "disconnect":
             actions.append(ThreadsResumed())
         self._outstanding.forwarded(message)
-        actions.append(ToWorker(message))
+        actions.append(ToDebugger(message))
         return actions
 
-    def inject(self, requests: list[Request]) -> list[ToWorker]:
+    def inject(self, requests: list[Request]) -> list[ToDebugger]:
         """Requests the hub sends pydevd itself (the breakpoint set's), renumbered
         so that their answers are recognised and swallowed."""
         actions = []
         for request in requests:
             seq, self._next_injected = self._next_injected, self._next_injected + 1
             self._injected.add(seq)
-            actions.append(ToWorker(Request(seq=seq, command=request.command,
+            actions.append(ToDebugger(Request(seq=seq, command=request.command,
                                             arguments=request.arguments)))
         return actions
 
     # -- pydevd -> client -------------------------------------------------------------------
 
-    def from_worker(self, body: bytes) -> _Pass | list[Action]:
+    def from_debugger(self, body: bytes) -> _Pass | list[Action]:
         """What to do with a message body from pydevd: :data:`PASS` (forward its bytes), or
         actions. Raises :class:`~raydebug.errors.RemoteProtocolError` when a body it must
         read is not DAP."""
         self._outstanding.answered(body)
-        if not self._injected and not mentions(body, WORKER_WORDS):
+        if not self._injected and not mentions(body, DEBUGGER_WORDS):
             return PASS
         message = parse_message(body)
         if isinstance(message, Response) and message.request_seq in self._injected:
             self._injected.discard(message.request_seq)
             return []
         if isinstance(message, Request):
-            return [ToWorker(Response(seq=0, request_seq=message.seq, command=message.command,
+            return [ToDebugger(Response(seq=0, request_seq=message.seq, command=message.command,
                                       success=False, message=REFUSED))]
         if isinstance(message, Event) and message.event == "terminated":
             self._terminated_sent = True
@@ -236,7 +236,7 @@ class ProxyPolicy:
 
     # -- the end ----------------------------------------------------------------------------
 
-    def channel_closed(self) -> list[Action]:
+    def data_connection_closed(self) -> list[Action]:
         """The data connection has closed: answer every request pydevd left unanswered and say
         ``terminated`` (once; pydevd may have said it already). Afterwards the hub answers
         every request itself. In the order things happened: the resumes the process carried

@@ -1,6 +1,6 @@
 """The data connections the link opens for clients, and the one pydevd is serving.
 
-When the hub asks (``OpenChannel``), the link dials a data connection, authenticates it, and
+When the hub asks (``OpenDataConnection``), the link dials a data connection, authenticates it, and
 hands the socket to pydevd: DAP then flows between the hub and pydevd with no copy in this
 process (over TLS, through a relay thread: :mod:`.relay`). pydevd serves one client at a
 time: opening a new data connection ends the client of the one before. Everything here runs
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeGuard
 
 from ...errors import RaydebugError
-from ...protocol.control import ChannelFailed, ClientGone, ClientReady, ControlMessage
+from ...protocol.control import ClientGone, ClientReady, ControlMessage, DataConnectionFailed
 
 if TYPE_CHECKING:
     import ssl
@@ -51,7 +51,7 @@ class DataConnections:
 
         pydevd is made ready first (on a first pause it may still be starting on the pausing
         thread: this waits for it, bounded by the start itself), so that a failure reaches
-        the hub as ``ChannelFailed`` with its reason before any data connection exists.
+        the hub as ``DataConnectionFailed`` with its reason before any data connection exists.
         """
         self.client_gone()  # pydevd serves one client at a time; the hub enforces it too
         try:
@@ -94,4 +94,4 @@ class DataConnections:
             self._owner.on_client_detached()
 
     def _fail(self, connection: int, reason: str) -> None:
-        self._answer(ChannelFailed(channel=connection, reason=reason))
+        self._answer(DataConnectionFailed(channel=connection, reason=reason))

@@ -20,7 +20,7 @@ from ...protocol.control import (
     CollectStacks,
     ControlMessage,
     HubClosing,
-    OpenChannel,
+    OpenDataConnection,
     Pause,
     Refused,
 )
@@ -43,7 +43,7 @@ class ControlDispatch:
                  on_refused: Callable[[Refused], None],
                  on_hub_closing: Callable[[HubClosing], None]) -> None:
         self._table: dict[type[ControlMessage], Callable[[Any], None]] = {
-            OpenChannel: lambda m: data.open(m.channel),
+            OpenDataConnection: lambda m: data.open(m.channel),
             ClientReady: data.on_client_ready,
             ClientGone: data.on_client_gone,
             Refused: on_refused,

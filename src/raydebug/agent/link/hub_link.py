@@ -30,8 +30,8 @@ from ...protocol.control import (
     ROLE_CONTROL,
     ROLE_DATA,
     ArmBreakpoints,
+    ControlConnection,
     ControlMessage,
-    ControlStream,
     HubClosing,
     Refused,
     encode_control,
@@ -89,7 +89,7 @@ class HubLink:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._control: socket.socket | None = None
-        self._control_stream = ControlStream()
+        self._control_stream = ControlConnection()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
         self._thread: threading.Thread | None = None
@@ -231,7 +231,7 @@ class HubLink:
             say(f"connected to the hub at {self.hub_address}")
         self.last_error = None
         self._control = sock
-        self._control_stream = ControlStream()
+        self._control_stream = ControlConnection()
         if leftover:
             self._control_stream.receive_data(leftover)
         self._selector.register(sock, selectors.EVENT_READ, "control")

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ...errors import RaydebugError
-from ...protocol.control import ControlMessage, ControlStream
+from ...protocol.control import ControlConnection, ControlMessage
 from ...protocol.framing import NeedData
 
 log = logging.getLogger("raydebug.hub")
@@ -45,7 +45,7 @@ class ControlReader(asyncio.Protocol):
     returns once the connection is closed and the message being handled, if any, is done.
     """
 
-    def __init__(self, transport: asyncio.Transport, stream: ControlStream,
+    def __init__(self, transport: asyncio.Transport, stream: ControlConnection,
                  handler: HandleMessage, peer: str) -> None:
         self._transport = transport
         self._stream = stream

@@ -1,10 +1,10 @@
 """Data connections a client asked for, from its request until its client has set one up.
 
 Theory of operation. A client connection asks a process for a data connection with a fresh
-id (:meth:`PendingDataConnections.expect`, then ``OpenChannel`` on the process's control
+id (:meth:`PendingDataConnections.expect`, then ``OpenDataConnection`` on the process's control
 connection); the agent dials the hub, and the listener hands the authenticated connection
 to the future of that id (:meth:`PendingDataConnections.deliver`). The agent reports a
-failure with ``ChannelFailed`` on its control connection (:meth:`PendingDataConnections.fail`):
+failure with a ``DataConnectionFailed`` control message (:meth:`PendingDataConnections.fail`):
 before the data connection arrives that fails the wait for it; after (pydevd refused the
 socket, so the agent closed it), the client sees the data connection close first and asks
 :meth:`PendingDataConnections.wait_failure` for the reason.

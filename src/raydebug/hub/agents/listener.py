@@ -38,9 +38,9 @@ from ...protocol.control import (
     ROLE_CONTROL,
     ArmBreakpoints,
     BreakpointsLoaded,
-    ChannelFailed,
+    ControlConnection,
     ControlMessage,
-    ControlStream,
+    DataConnectionFailed,
     Hello,
     Identify,
     LogpointOutput,
@@ -146,7 +146,8 @@ class AgentListener:
                 process, PausedThread.from_dict(m.session)),
             SessionEnded: lambda process, m: self._registry.end_session(
                 process, m.session_id, m.reason, m.returned),
-            ChannelFailed: lambda process, m: self._data_connections.fail(m.channel, m.reason),
+            DataConnectionFailed: lambda process, m: self._data_connections.fail(
+                m.channel, m.reason),
             Register: lambda process, m: self._registry.register_process(
                 process, ProcessRecord.from_dict(m.process)),
             BreakpointsLoaded: lambda process, m: self._breakpoints.loaded(m.paths),
@@ -180,7 +181,7 @@ class AgentListener:
             # Proven: the per-address limit is for connections that have not (a node with
             # hundreds of attached processes holds two authenticated connections each).
             vouch_for_this_connection()
-            stream = ControlStream()
+            stream = ControlConnection()
             if leftover := handshake.take_buffered():  # (b"" would say end of stream)
                 stream.receive_data(leftover)
             if hello.role == ROLE_CONTROL:
@@ -216,7 +217,7 @@ class AgentListener:
         writer.write(handshake.send())  # the Welcome, with the hub's own proof
         return hello
 
-    async def _serve_control(self, writer: asyncio.StreamWriter, stream: ControlStream,
+    async def _serve_control(self, writer: asyncio.StreamWriter, stream: ControlConnection,
                              peer: str) -> None:
         """Serve a control connection through a :class:`ControlReader` (a protocol, not
         this task: the answers to a listing's 10,000 questions are handled as they arrive);
@@ -304,7 +305,7 @@ class AgentListener:
             log.warning("agent %s: session %s refused: %s", process.peer, record.id, error)
             process.send(Refused(reason=f"session {record.id}: {error}"))
 
-    async def _serve_data(self, writer: asyncio.StreamWriter, stream: ControlStream,
+    async def _serve_data(self, writer: asyncio.StreamWriter, stream: ControlConnection,
                           hello: Hello) -> None:
         """Hand the data connection to the client that asked for it, received by a
         :class:`DataReceiver` from now on. Called right after the Welcome was written,

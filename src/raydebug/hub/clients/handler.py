@@ -26,7 +26,7 @@ differs each time, the answers swallowed
 (:class:`~raydebug.hub.cluster_breakpoints.DapSessionBreakpoints`).
 
 When the data connection closes while it is being set up, the attach fails with the reason
-the agent gave (``ChannelFailed``), the session stays waiting and the client may attach
+the agent gave (``DataConnectionFailed``), the session stays waiting and the client may attach
 again. However the connection ends, :meth:`ClientHandler.run` releases the process and the
 data connection.
 """
@@ -47,7 +47,7 @@ from ...errors import (
 )
 from ...protocol import Event, Request, Response
 from ...protocol.control import ClientGone as ClientGoneMessage
-from ...protocol.control import OpenChannel
+from ...protocol.control import OpenDataConnection
 from ...protocol.paths import PathTranslator
 from ...protocol.proxy_policy import ProxyPolicy, adapter_capabilities
 from ..agents.data_connections import PendingDataConnections
@@ -68,7 +68,7 @@ log = logging.getLogger("raydebug.hub")
 # would leave the IDE without that process.
 SET_UP_TIMEOUT = 30.0
 # How long a data connection that closed while being set up waits for the agent's
-# ChannelFailed, which the agent posts on its control connection just after closing it.
+# DataConnectionFailed, which the agent posts on its control connection just after closing it.
 FAILED_GRACE = 1.0
 TOKEN_NEEDED = ('this hub requires its client token: add "raydebug": {"token": "<token>"} '
                 "to the attach configuration")
@@ -92,7 +92,7 @@ class ClientHandler:
         self._process: Process | None = None
         self._session_root: str | None = None  # where the session's code lives (Ray)
         self._debugger: DataStream | None = None  # the data connection to pydevd
-        self._data_id = 0  # its number (the agent's OpenChannel)
+        self._data_id = 0  # its number (the agent's OpenDataConnection)
         self._relay: Relay | None = None  # once the data connection is open
         self._vouched = False  # no longer counted toward its address's connection limit
         self._parent: str | None = None  # a child session's cluster session (its key)
@@ -247,7 +247,7 @@ class ClientHandler:
         """
         assert self._process is not None
         self._data_id, future = self._data_connections.expect()
-        self._process.send(OpenChannel(channel=self._data_id))
+        self._process.send(OpenDataConnection(channel=self._data_id))
         try:
             debugger = DataStream(await asyncio.wait_for(future, SET_UP_TIMEOUT))
         except TimeoutError:

@@ -38,7 +38,7 @@ from ...protocol.proxy_policy import (
     TellAgentReady,
     ThreadsResumed,
     ToClient,
-    ToWorker,
+    ToDebugger,
 )
 from ..agents.data_stream import DataStream
 from ..entries import Process
@@ -72,7 +72,7 @@ class Relay:
         for action in actions:
             if isinstance(action, ToClient):
                 self._client.send(action.message, forwarded=action.forwarded)
-            elif isinstance(action, ToWorker):
+            elif isinstance(action, ToDebugger):
                 self._debugger.send(action.message)
             elif isinstance(action, TellAgentReady):
                 self._process.send(ClientReady(channel=self._data_id))
@@ -99,7 +99,7 @@ class Relay:
                                          return_when=asyncio.FIRST_COMPLETED)
             if from_debugger in done and not from_client.done():
                 # The debuggee is gone: answer what it did not, and the client's goodbye.
-                self.carry_out(self._policy.channel_closed())
+                self.carry_out(self._policy.data_connection_closed())
                 await self._client.drain_quietly()
                 await asyncio.wait({from_client}, timeout=AFTER_END_TIMEOUT)
             for task in done:
@@ -117,9 +117,10 @@ class Relay:
                 return
             if self._paths is not None:
                 message = self._paths.request_to_remote(message)
-            actions = self._policy.from_client(message, channel_open=not self._debugger.closing)
+            actions = self._policy.from_client(
+                message, data_connection_open=not self._debugger.closing)
             self.carry_out(actions)
-            if any(isinstance(action, ToWorker) for action in actions):
+            if any(isinstance(action, ToDebugger) for action in actions):
                 if (self._breakpoints_sent is not None and isinstance(message, Request)
                         and message.command in BREAKPOINT_REQUESTS):
                     self._breakpoints_sent(message)
@@ -137,7 +138,7 @@ class Relay:
     def _from_debugger(self, body: bytes) -> None:
         if self._paths is not None:
             body = self._paths.to_local(body)  # the same bytes unless a path is mapped
-        actions = self._policy.from_worker(body)
+        actions = self._policy.from_debugger(body)
         if actions is PASS:
             self._client.send_body(body)  # the fast path
             return
