@@ -6,8 +6,10 @@ import asyncio
 import json
 import os
 import selectors
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import urllib.request
@@ -89,7 +91,9 @@ def stop(proc: subprocess.Popen[Any]) -> None:
 
 @dataclass
 class HubProcess:
-    """A real ``raydebug hub`` subprocess on free loopback ports."""
+    """A real ``raydebug hub`` subprocess on free loopback ports. ``state``: its
+    ``XDG_STATE_HOME``, which what runs through it shares (its state file names it to them,
+    not to a user's or another test's commands); removed at :meth:`close` if ``removes_state``."""
 
     proc: subprocess.Popen[str]
     client: tuple[str, int]
@@ -97,6 +101,8 @@ class HubProcess:
     token: str
     workers: list[subprocess.Popen[str]] = field(default_factory=list)
     cert: str | None = None  # the fingerprint a hub started with --tls printed
+    state: Path | None = None
+    removes_state: bool = False
 
     @property
     def client_address(self) -> str:
@@ -114,6 +120,8 @@ class HubProcess:
                    PYTHONUNBUFFERED="1")
         if self.cert:
             env["RAYDEBUG_HUB_CERT"] = self.cert
+        if self.state:
+            env["XDG_STATE_HOME"] = str(self.state)
         env.update(extra)
         return env
 
@@ -255,6 +263,8 @@ class HubProcess:
             except subprocess.TimeoutExpired:
                 pass
         stop(self.proc)
+        if self.state and self.removes_state:
+            shutil.rmtree(self.state, ignore_errors=True)
 
 
 def wait_processes(client_address: str, what: str,
@@ -294,10 +304,11 @@ def wait_listing(client_address: str, path: str, what: str, check: Callable[[Any
 
 def raydebug(hub: HubProcess, *args: str) -> subprocess.CompletedProcess[str]:
     """``raydebug ARGS --hub HUB`` as a user runs it against ``hub`` (colours off, 160
-    columns); what it printed and its exit code, within :data:`TIMEOUT`."""
+    columns, its state directory); what it printed and its exit code, within :data:`TIMEOUT`."""
+    state = {"XDG_STATE_HOME": str(hub.state)} if hub.state else {}
     return subprocess.run([sys.executable, "-m", "raydebug", *args, "--hub", hub.client_address],
                           capture_output=True, text=True, timeout=TIMEOUT,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "160"})
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "160", **state})
 
 
 def ask_until(what: str, check: Callable[[], Any], timeout: float = 180) -> Any:
@@ -315,10 +326,16 @@ def ask_until(what: str, check: Callable[[], Any], timeout: float = 180) -> Any:
         time.sleep(0.25)  # asked, not pushed: see the docstring
 
 
-def start_hub(*args: str, token: str = "test-token") -> HubProcess:
+def start_hub(*args: str, token: str = "test-token", state: Path | None = None) -> HubProcess:
+    """A ``raydebug hub ARGS`` on free loopback ports; ``RuntimeError`` with its stderr if
+    it does not start. Its state directory is ``state`` (hubs that share one on purpose)
+    or, by default, a temporary one of its own, removed at its close (:class:`HubProcess`)."""
+    removes_state = state is None
+    state = state or Path(tempfile.mkdtemp(prefix="raydebug-hub-state-"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--agent-port", "0",
          "--token", token, *args],
+        env={**os.environ, "XDG_STATE_HOME": str(state)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         banner = read_line(proc)
@@ -331,11 +348,14 @@ def start_hub(*args: str, token: str = "test-token") -> HubProcess:
         cert = proc.stdout.readline().split()[-1] if "--tls" in args else None
     except (TimeoutError, IndexError):
         stop(proc)
+        if removes_state:
+            shutil.rmtree(state, ignore_errors=True)
         error = proc.stderr.read() if proc.stderr else ""
         raise RuntimeError(f"the hub did not start: {error}") from None
     host, port = client.rsplit(":", 1)
     whost, wport = worker.rsplit(":", 1)
-    return HubProcess(proc, (host, int(port)), (whost, int(wport)), token, cert=cert)
+    return HubProcess(proc, (host, int(port)), (whost, int(wport)), token, cert=cert,
+                      state=state, removes_state=removes_state)
 
 
 def write_script(directory: Path, name: str, source: str) -> Path:

@@ -186,7 +186,7 @@ def test_a_restarted_hub_gets_every_process_back(tmp_path):
         first.proc.kill()
         first.proc.wait(timeout=10)
         restarted = time.monotonic()
-        second = start_hub_on(port)
+        second = start_hub_on(port, tmp_path / "state")
         try:
             back = wait_processes(second, lambda ps: len(ps) == 4, timeout=15)
             assert sorted(p["pid"] for p in back) == sorted(p.pid for p in procs)
@@ -199,19 +199,21 @@ def test_a_restarted_hub_gets_every_process_back(tmp_path):
         first.close()
 
 
-def start_hub_on(agent_port: int) -> HubProcess:
-    """A hub on a given agent port (the one a killed hub had), retried while it is freed."""
+def start_hub_on(agent_port: int, state: Path) -> HubProcess:
+    """A hub on a given agent port (the one a killed hub had), retried while it is freed,
+    with ``state`` as its state directory."""
     deadline = time.monotonic() + 10
     while True:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "raydebug", "hub", "--port", "0", "--agent-port",
                  str(agent_port), "--token", "test-token"],
+                env={**os.environ, "XDG_STATE_HOME": str(state)},
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             words = read_line(proc, timeout=10).split()
             host, port = words[4].rsplit(":", 1)
             return HubProcess(proc, (host, int(port)), ("127.0.0.1", agent_port),
-                              "test-token")
+                              "test-token", state=state)
         except (IndexError, TimeoutError):
             proc.kill()
             proc.wait()
@@ -300,7 +302,7 @@ def test_a_process_started_before_its_hub_says_so_once_and_links_when_it_comes(t
     try:
         assert read_line(proc).strip() == "up"
         time.sleep(1.5)  # a few retries with the hub down
-        hub = start_hub_on(port)
+        hub = start_hub_on(port, tmp_path / "state")
         (listed,) = wait_processes(hub, lambda ps: len(ps) == 1, timeout=15)
         assert listed["pid"] == proc.pid
         _, err = proc.communicate("\n", timeout=30)

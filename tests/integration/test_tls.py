@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import PAUSING_WORKER, HubProcess, finish, start_hub, write_script
-from raydebug import state_file, tls
+from raydebug import tls
 
 pytestmark = pytest.mark.integration
 
@@ -33,10 +33,11 @@ def test_a_worker_pinning_the_certificate_is_debugged_over_tls(tls_hub: HubProce
 
 
 def test_the_certificate_is_private_and_reused(tls_hub: HubProcess):
-    directory = state_file.directory()
+    assert tls_hub.state is not None
+    directory = tls_hub.state / "raydebug"
     for name in (tls.CERT_FILE, tls.KEY_FILE):
         assert os.stat(directory / name).st_mode & 0o777 == 0o600
-    with start_hub("--tls") as again:
+    with start_hub("--tls", state=tls_hub.state) as again:
         assert again.cert == tls_hub.cert
 
 
@@ -75,7 +76,8 @@ def test_pins_are_read_as_fingerprints_or_pem_files(tls_hub: HubProcess):
     bare = tls_hub.cert.removeprefix("sha256:").upper()
     colons = ":".join(bare[i:i + 2] for i in range(0, len(bare), 2))
     assert tls.parse_pin(colons, "X") == tls_hub.cert
-    pem = state_file.directory() / tls.CERT_FILE
+    assert tls_hub.state is not None
+    pem = tls_hub.state / "raydebug" / tls.CERT_FILE
     assert tls.parse_pin(str(pem), "X") == tls_hub.cert
     with pytest.raises(tls.ConfigurationError, match="RAYDEBUG_HUB_CERT='nope'"):
         tls.parse_pin("nope", "RAYDEBUG_HUB_CERT")

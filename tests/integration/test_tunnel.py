@@ -68,15 +68,18 @@ def sshd(tmp_path: Path) -> Iterator[list[str]]:
         stop(daemon)
 
 
-def start_tunnel(sshd_options: list[str], local_port: int) -> subprocess.Popen[str]:
-    """`raydebug tunnel` to the test sshd. The remote side finds the hub through the state
-    file the hub wrote (conftest gives the whole test session one state directory)."""
-    remote = (f"env XDG_STATE_HOME={os.environ['XDG_STATE_HOME']} "
+def start_tunnel(sshd_options: list[str], local_port: int,
+                 hub: HubProcess) -> subprocess.Popen[str]:
+    """`raydebug tunnel` to the test sshd, both sides in ``hub``'s state directory (one
+    machine here): the remote side finds the hub through the state file it wrote there, and
+    the tunnel's record is beside it, for a `raydebug web` run in it."""
+    remote = (f"env XDG_STATE_HOME={hub.state} "
               f"{Path(sys.executable).parent / 'raydebug'}")
     options = [arg for option in sshd_options for arg in ("--ssh-option", option)]
     return subprocess.Popen(
         [sys.executable, "-m", "raydebug", "tunnel", "root@127.0.0.1", *options,
          "--local-port", str(local_port), "--remote-raydebug", remote],
+        env={**os.environ, "XDG_STATE_HOME": str(hub.state)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -100,7 +103,7 @@ def test_one_tunnel_reaches_every_session_and_survives_ssh_dying(hub: HubProcess
     procs = [hub.spawn(script, tag) for tag in ("one", "two")]
     hub.wait_sessions(2)
     local_port = free_port()
-    tunnel = start_tunnel(sshd, local_port)
+    tunnel = start_tunnel(sshd, local_port, hub)
     try:
         assert read_line(tunnel, timeout=60).startswith(
             f"raydebug tunnel ready: 127.0.0.1:{local_port}")
@@ -110,7 +113,8 @@ def test_one_tunnel_reaches_every_session_and_survives_ssh_dying(hub: HubProcess
         sessions = json.loads(listed.stdout)
         assert {s["pid"] for s in sessions} == {p.pid for p in procs}
         web = [sys.executable, "-m", "raydebug", "web"]
-        page = subprocess.run(web, capture_output=True, text=True, timeout=60)
+        page = subprocess.run(web, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "XDG_STATE_HOME": str(hub.state)})
         assert page.stdout.startswith(f"http://127.0.0.1:{local_port}/\n"), page  # the tunnel
 
         [ssh] = ssh_children(tunnel.pid)
@@ -136,7 +140,8 @@ def test_one_tunnel_reaches_every_session_and_survives_ssh_dying(hub: HubProcess
         tunnel.send_signal(signal.SIGINT)  # Ctrl-C
         assert tunnel.wait(timeout=30) == 0
         assert not Path(f"/proc/{ssh}").exists()  # no ssh left behind
-        page = subprocess.run(web, capture_output=True, text=True, timeout=60)
+        page = subprocess.run(web, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "XDG_STATE_HOME": str(hub.state)})
         assert page.stdout.startswith(f"http://{hub.client_address}/\n"), page  # tunnel gone
     finally:
         stop(tunnel)
@@ -170,7 +175,7 @@ def test_the_unix_socket_is_private_and_the_tunnel_prefers_it(sshd: list[str], t
             assert client.recv(65536).startswith(b"HTTP/1.1 200")
 
         local_port = free_port()
-        tunnel = start_tunnel(sshd, local_port)
+        tunnel = start_tunnel(sshd, local_port, hub)
         assert read_line(tunnel, timeout=60).startswith("raydebug tunnel ready")
         [ssh] = ssh_children(tunnel.pid)
         forward = Path(f"/proc/{ssh}/cmdline").read_bytes().split(b"\0")
