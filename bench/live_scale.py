@@ -4,7 +4,7 @@ hub's memory, the registration rate, and ``pause`` of one among them until its s
 listed.
 
 A load generator (this file run with ``--generate``: one process, asyncio) opens real TCP
-connections to a real hub subprocess's worker listener and speaks the real link protocol
+connections to a real hub subprocess's agent listener and speaks the real link protocol
 on each, as a live agent does: the agent's side of the real mutual handshake, ``Identify``,
 ``Register`` with a Ray worker's record (its own pid, node, rank), then it answers the hub's
 questions on that connection: ``CollectStacks`` with ``Stacks`` (threads read once, at the

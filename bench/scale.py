@@ -2,7 +2,7 @@
 session leaves the list.
 
 A load generator (this file run with ``--generate``: one process, asyncio) opens N real TCP
-connections to a real hub subprocess's worker listener and speaks the real link protocol
+connections to a real hub subprocess's agent listener and speaks the real link protocol
 on each: the agent's side of the real mutual handshake (protocol/handshake.py: it answers
 the Challenge and checks the hub's proof), then Identify and a SessionStarted with a session
 like the agent sends from a Ray task. Among those sessions,

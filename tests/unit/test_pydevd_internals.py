@@ -134,7 +134,7 @@ py_db = start_pydevd()
 waiter = getattr(py_db, "_waiting_for_connection_thread", None)
 make_private(py_db)
 ours, theirs = socket.socketpair()
-py_db.initialize_network(theirs, terminate_on_socket_close=False)  # as agent/debugger/clients.py serve()s
+py_db.initialize_network(theirs, terminate_on_socket_close=False)  # as debugger/clients.py does
 from _pydevd_bundle.pydevd_additional_thread_info import set_additional_thread_info
 
 live = {"PyDB": py_db, "waiter": waiter, "writer": py_db.writer, "reader": py_db.reader,

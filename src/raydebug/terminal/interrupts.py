@@ -12,9 +12,10 @@ looks for signals only when that ``select()`` fails with ``EINTR`` (``Modules/re
   kernel hands to another thread, is recorded by Python's handler but interrupts no
   ``select()``: nothing looks at it until the line is done.
 
-(How often that happened, and the probe: docs/design.md#prompt-interrupt.) So while a prompt waits for a line, :class:`PromptInterrupts` keeps the terminal from
-flushing at Ctrl-C (``NOFLSH``: readline reads every key it was told of, and discards the
-line itself), and has Python's signal handler also write each signal's number to a pipe
+(How often that happened, and the probe: docs/design.md#prompt-interrupt.) So while a
+prompt waits for a line, :class:`PromptInterrupts` keeps the terminal from flushing at
+Ctrl-C (``NOFLSH``: readline reads every key it was told of, and discards the line itself),
+and has Python's signal handler also write each signal's number to a pipe
 (``signal.set_wakeup_fd``). A watcher thread that reads SIGINT (or SIGTERM, which
 ``raydebug attach`` turns into a quiet exit) from it nudges the main
 thread with :data:`NUDGE`, whose handler does nothing, until the prompt has taken the
