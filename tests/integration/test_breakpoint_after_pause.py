@@ -216,3 +216,25 @@ def test_a_raydebug_break_logpoint_made_while_attached_prints_in_the_terminal(
     finally:
         term.close()
         raydebug_break(hub, "--clear")
+
+
+def test_a_tbreak_in_a_file_with_a_raydebug_break_is_deleted_when_hit(hub: HubProcess,
+                                                                      tmp_path: Path):
+    """pydevd renumbers the file's breakpoints when the hub adds the set's beside the
+    terminal's: the stop is still known as the ``tbreak``'s, which goes, as in pdb."""
+    script, proc, _ = start(hub, tmp_path, "3.11")
+    raydebug_break(hub, f"{script}:{line_of(script, 'print(')}")
+    term = Attach(hub)
+    try:
+        term.expect(PROMPT)
+        made = term.do(f"tbreak {script}:{line_of(script, 'breakpoint here')}")
+        number = made.split("Temporary breakpoint ", 1)[1].split()[0]
+        stop = term.do("c")
+        assert f"Deleted breakpoint {number} at" in stop, stop
+        assert " del " not in term.do("b")
+        term.do("c")  # to the raydebug break's line
+        term.do_and_end("c", ["the process runs on", "has ended"])
+        finish(proc)
+    finally:
+        term.close()
+        raydebug_break(hub, "--clear")

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import CommandError, DapRequestError, RaydebugError
 from . import render, sources
-from .breakpoints import BreakpointTable
+from .breakpoints import Breakpoint, BreakpointTable
 from .commands import Command
 from .remote import Debuggee, Stop
 
@@ -83,13 +83,28 @@ class DebuggerContext:
 
     def _on_stop(self, stop: Stop) -> None:
         self.thread_id = stop.thread_id
-        for point in self.breakpoints.hit(list(stop.hit_ids)):
+        for point in self._breakpoints_hit(stop):
             if point.temporary or point.hidden:
                 self.breakpoints.remove(point)
                 self._send_breakpoints(point.file)
                 if not point.hidden:
                     self.write(f"Deleted breakpoint {point.number} at {point.where()}")
         self._show_stop()
+
+    def _breakpoints_hit(self, stop: Stop) -> list[Breakpoint]:
+        """Our breakpoints that ``stop`` hit: by its ids, else by where it stopped (pydevd
+        renumbers a file's breakpoints each time the hub adds the breakpoint set's to them,
+        so a stop may carry ids we were never told)."""
+        hit = self.breakpoints.hit(list(stop.hit_ids))
+        if hit or stop.reason != "breakpoint":
+            return hit
+        self._refresh_stack()
+        if not self.frames:
+            return []
+        top = self.frames[0]
+        return [point for point in self.breakpoints.at(sources.frame_path(top),
+                                                       int(top.get("line", 0)))
+                if not point.cluster]
 
     def _show_stop(self, context: int = 0) -> None:
         self._refresh_stack()
