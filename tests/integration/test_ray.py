@@ -199,8 +199,8 @@ def test_an_explicit_hub_takes_precedence_and_a_killed_job_ends_its_session(
     hub_proc = subprocess.Popen(
         [sys.executable, "-m", "raydebug", "hub", "--ray-address", cluster.address,
          "--port", "0", "--agent-port", "0", "--token", "explicit-token"],
-        env={**os.environ, **LOOPBACK}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        env={**os.environ, **LOOPBACK, "XDG_STATE_HOME": str(tmp_path / "state")},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     driver = None
     try:
         words = read_line(hub_proc, timeout=60).split()
