@@ -8,7 +8,8 @@ such method fails ("attach to a session first"). ``attach`` names a session
 (``"raydebug": {"session": id}``) or takes the oldest waiting one, waiting for the next
 breakpoint if there is none; or, from a client that can open child sessions and names none,
 it becomes a cluster attach (:mod:`.cluster_attach`) served on this connection until it
-leaves.
+leaves. An attach with ``"raydebug": {"group": ...}`` is a group session
+(:mod:`.group_session`), served likewise.
 
 Attaching binds the connection to the session's process (one client per process: pydevd
 serves one) and opens a data connection: the hub asks the agent for it, replays the client's
@@ -42,6 +43,7 @@ from ...errors import (
     ChannelFailedError,
     PeerClosed,
     RaydebugError,
+    SelectorError,
     SessionBusyError,
     SessionNotFoundError,
 )
@@ -58,6 +60,7 @@ from ..net import revoke_this_connection, vouch_for_this_connection
 from ..registry import Registry
 from .cluster_attach import ClusterAttach
 from .cluster_sessions import ClusterSessions
+from .group_session import GroupSession, group_selector, wants_group
 from .relay import Relay
 from .stream import ClientStream
 
@@ -146,6 +149,16 @@ class ClientHandler:
         again (its attach failed: the error is its answer)."""
         if not self._token_ok(request):
             self._client.fail(request, TOKEN_NEEDED)
+            return True
+        if wants_group(request):
+            try:
+                selector = group_selector(request)
+            except SelectorError as error:
+                self._client.fail(request, str(error))
+                return False
+            await GroupSession(self._client, self._registry, self._data_connections,
+                               self._cluster_sessions, self._allow_terminate, self._initialize,
+                               request, selector).run()
             return True
         if self._wants_cluster_attach(request):
             await ClusterAttach(self._client, self._registry, self._cluster_sessions,

@@ -1,0 +1,283 @@
+"""A group session: one DAP session whose threads are those of every paused process of a group.
+
+Theory of operation. An attach with ``"raydebug": {"group": true}`` (every process the hub
+knows) or ``{"group": "<selector>"}`` (the CLI's syntax, :mod:`raydebug.selectors`) is served
+on the client's connection by :class:`GroupSession` until the client leaves; no
+``startDebugging`` is sent. Where each message goes and how it is rewritten is decided by
+:class:`~raydebug.protocol.group_policy.GroupPolicy`; this module carries its decisions out
+(:meth:`GroupSession.carry_out`) and holds the sockets.
+
+The hub answers the session's own requests (``initialize``, ``attach``: answered and
+followed by ``initialized``; the breakpoint requests: the cluster's breakpoint set, as a
+cluster session's; ``configurationDone``; ``terminate``, which ends the group session only).
+Once the client's ``configurationDone`` is answered, each paused process of the group (now,
+and each that pauses later) is bound to this session as a child session's process would be
+(one client per process), a data connection to its debugger is opened, and the policy
+``join``\\ s it: the hub sends it the client's ``initialize`` and ``attach``, the breakpoint
+set, ``configurationDone``, then tells its agent ``ClientReady``. A process busy with another
+client is left out. Each body its debugger sends goes to ``from_process``; when its data
+connection ends (the process exited or was cut off), ``left``.
+
+Ends. When the client disconnects or its connection drops, :meth:`GroupSession.run` cancels
+every joining and reading task and awaits them, then for each bound process tells its agent
+``ClientGone``, detaches it, and hands back its data connection; after the client's
+``disconnect`` (every process resumed), that process's sessions end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import PeerClosed, RaydebugError, SessionBusyError, SessionNotFoundError
+from ...protocol import Event, Request, Response
+from ...protocol.control import ClientGone, ClientReady, OpenDataConnection, Pause
+from ...protocol.group_policy import (
+    Action,
+    GroupPolicy,
+    HubAnswers,
+    PauseProcess,
+    ProcessReady,
+    ToClient,
+    ToProcess,
+)
+from ...protocol.group_rewrite import Member
+from ...protocol.proxy_policy import adapter_capabilities
+from ...selectors import Selector, parse
+from ...session import SessionState
+from ..agents.data_connections import PendingDataConnections
+from ..agents.data_stream import DataStream
+from ..cluster_breakpoints import DapSessionBreakpoints
+from ..entries import HubSession, Process
+from ..registry import Registry
+from .cluster_sessions import ClusterSessions, local_root_of
+from .stream import ClientStream
+
+log = logging.getLogger("raydebug.hub")
+
+# How long a process's agent has to open its data connection (as a child session's attach).
+SET_UP_TIMEOUT = 30.0
+
+
+def wants_group(attach: Request) -> bool:
+    """Whether an attach asks for a group session: ``"raydebug": {"group": ...}`` set, and
+    not false."""
+    settings = attach.arguments.get("raydebug")
+    group = settings.get("group") if isinstance(settings, dict) else None
+    return group is not None and group is not False
+
+
+def group_selector(attach: Request) -> Selector | None:
+    """The processes a group attach wants: None for ``true`` (every process), else its
+    selector. Raises :class:`~raydebug.errors.SelectorError` for one that does not parse."""
+    group = attach.arguments["raydebug"]["group"]
+    if group is True or not str(group).strip():
+        return None
+    return parse(str(group).split())
+
+
+def member_of(process: Process) -> Member:
+    """The process as the group's client is shown it: pid, rank label, task."""
+    record = process.record
+    labels = record.labels or {}
+    rank = labels.get("RANK", labels.get("rank"))
+    return Member(process.id, record.pid, None if rank is None else str(rank),
+                  record.task_name)
+
+
+@dataclass
+class _Bound:
+    """A process bound to the group session: its data connection, once open."""
+
+    process: Process
+    data_id: int = 0
+    debugger: DataStream | None = None
+    on_lost: Any = None  # its callback in the process's on_lost
+
+
+class GroupSession:
+    """Serves a group attach on an existing client connection, until the client leaves."""
+
+    def __init__(self, client: ClientStream, registry: Registry,
+                 data_connections: PendingDataConnections, parents: ClusterSessions,
+                 allow_terminate: bool, initialize: Request | None, attach: Request,
+                 selector: Selector | None) -> None:
+        self._client = client
+        self._registry = registry
+        self._data_connections = data_connections
+        self._parents = parents
+        self._allow_terminate = allow_terminate
+        self._initialize = initialize.arguments if initialize else {"adapterID": "raydebug"}
+        self._attach = attach
+        self._selector = selector
+        self._policy = GroupPolicy(allow_terminate)
+        self._key = parents.add(client.peer_host, client.say_now, client.send_event)
+        self._bound: dict[str, _Bound] = {}  # by process id
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._disconnected = asyncio.Event()  # the client's disconnect was answered
+
+    async def run(self) -> None:
+        """Serve the group session (see the module docstring); always lets every process go."""
+        self.carry_out([HubAnswers(self._attach)])
+        reading = asyncio.ensure_future(self._read_client())
+        disconnected = asyncio.ensure_future(self._disconnected.wait())
+        try:
+            await asyncio.wait({reading, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+            if reading.done():
+                reading.result()  # re-raise a protocol error
+        finally:
+            for waiting in (reading, disconnected):
+                waiting.cancel()
+            await asyncio.gather(reading, disconnected, return_exceptions=True)
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._parents.remove(self._key)
+            for bound in list(self._bound.values()):
+                await self._let_go(bound)
+            await self._client.drain_quietly()
+
+    async def _read_client(self) -> None:
+        while True:
+            try:
+                message = await self._client.next_client_message()
+            except PeerClosed:
+                return
+            self.carry_out(self._policy.from_client(message))
+
+    def carry_out(self, actions: list[Action]) -> None:
+        """Do what the policy decided, in order (writes only: nothing here waits)."""
+        for action in actions:
+            if isinstance(action, ToClient):
+                self._client.send(action.message)  # renumbered on the client's connection
+                if (isinstance(action.message, Response)
+                        and action.message.command == "disconnect"):
+                    self._disconnected.set()
+            elif isinstance(action, ToProcess):
+                bound = self._bound.get(action.key)
+                if bound is not None and bound.debugger is not None:
+                    bound.debugger.send(action.message)
+            elif isinstance(action, PauseProcess):
+                bound = self._bound.get(action.key)
+                if bound is not None:
+                    bound.process.send(Pause(request_id=0, expire_ms=action.expire_ms,
+                                             by_client=True))
+            elif isinstance(action, ProcessReady):
+                bound = self._bound.get(action.key)
+                if bound is not None:
+                    bound.process.send(ClientReady(channel=bound.data_id))
+            else:
+                self._answer(action.request)
+
+    # -- the session's own requests -----------------------------------------------------------
+
+    def _answer(self, request: Request) -> None:
+        """Answer one request of the session itself, once (:class:`HubAnswers`)."""
+        command = request.command
+        if command == "initialize":
+            self._client.respond(request, adapter_capabilities(self._allow_terminate))
+        elif command == "attach":
+            self._client.respond(request)
+            self._client.send_event(Event(seq=0, event="initialized"))
+        elif command == "configurationDone":
+            self._client.respond(request)
+            if not any(task.get_name() == "group-joining" for task in self._tasks):
+                self._start(self._join_paused(), "group-joining")
+        elif command == "terminate":
+            # Ends the group session only, as a cluster session's; the client then disconnects.
+            self._client.respond(request)
+            self._client.send_event(Event(seq=0, event="terminated"))
+        else:
+            self._parents.answer_edit(self._client, self._key, request,
+                                      local_root_of(self._attach))
+
+    # -- processes joining and leaving ----------------------------------------------------------
+
+    def _start(self, coroutine: Any, name: str) -> None:
+        task = asyncio.ensure_future(coroutine)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _wanted(self, session: HubSession) -> bool:
+        if session.state is not SessionState.WAITING or session.process.id in self._bound:
+            return False
+        return self._selector is None or self._selector.matches(
+            self._registry.process_view(session.process))
+
+    async def _join_paused(self) -> None:
+        """Join every paused process of the group, now and as they pause."""
+        while True:
+            for session in self._registry.all_sessions():
+                if self._wanted(session):
+                    try:
+                        await self._registry.attach(session, self)
+                    except (SessionBusyError, SessionNotFoundError):
+                        continue  # another client's, or gone: not in the group session
+                    bound = self._bound[session.process.id] = _Bound(session.process)
+                    bound.on_lost = self._lost_callback(bound)
+                    session.process.on_lost.append(bound.on_lost)
+                    self._start(self._serve(bound, session), f"group-{session.process.id}")
+            await self._registry.wait_for_change()
+
+    def _lost_callback(self, bound: _Bound) -> Any:
+        def lost() -> None:
+            self._data_connections.fail(bound.data_id, "the process has ended")
+            if bound.debugger is not None:
+                bound.debugger.close()
+        return lost
+
+    async def _serve(self, bound: _Bound, session: HubSession) -> None:
+        """Open ``bound``'s data connection, join it, and pass on what its debugger says
+        until the connection ends; then it leaves."""
+        process = bound.process
+        try:
+            bound.data_id, future = self._data_connections.expect()
+            process.send(OpenDataConnection(channel=bound.data_id))
+            try:
+                bound.debugger = DataStream(await asyncio.wait_for(future, SET_UP_TIMEOUT))
+            finally:
+                self._data_connections.forget(bound.data_id)
+        except (RaydebugError, TimeoutError, OSError) as error:
+            log.warning("group session: cannot reach session %s (pid %s): %s",
+                        session.record.id, session.record.pid, str(error) or type(error))
+            self._client.say_now(f"raydebug: pid {session.record.pid} left out of the group "
+                                 f"session: {error or type(error).__name__}")
+            await self._let_go(bound)
+            return
+        breakpoints = DapSessionBreakpoints(session.record.remote_root)
+        self.carry_out(self._policy.join(
+            member_of(process), self._initialize, self._attach.arguments,
+            breakpoints.bring_up_to(self._parents.cluster)))
+        try:
+            await bound.debugger.relay(self._from_process(process.id), self._client.backed_up,
+                                       self._client.drain)
+        except (RaydebugError, OSError) as error:
+            log.warning("group session: pid %s: %s", session.record.pid, error)
+        self.carry_out(self._policy.left(process.id))
+        await self._let_go(bound)
+
+    def _from_process(self, key: str) -> Any:
+        def take(body: bytes) -> None:
+            self.carry_out(self._policy.from_process(key, body))
+        return take
+
+    async def _let_go(self, bound: _Bound) -> None:
+        """Unbind a process: its agent is told the client has gone, its data connection is
+        handed back, and after the client's ``disconnect`` its sessions end."""
+        if self._bound.get(bound.process.id) is not bound:
+            return
+        del self._bound[bound.process.id]
+        process = bound.process
+        if bound.on_lost in process.on_lost:
+            process.on_lost.remove(bound.on_lost)
+        if bound.debugger is not None:
+            process.send(ClientGone(channel=bound.data_id))
+        await self._registry.detach(process, self)
+        if self._disconnected.is_set():
+            for session_id in list(process.sessions):
+                await self._registry.end_session(process, session_id)
+        if bound.debugger is not None:
+            bound.debugger.finish()
