@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +95,7 @@ class _Bound:
     process: Process
     data_id: int = 0
     debugger: DataStream | None = None
-    on_lost: Any = None  # its callback in the process's on_lost
+    on_lost: Callable[[], None] | None = None  # its callback in the process's on_lost
 
 
 class GroupSession:
@@ -195,7 +196,7 @@ class GroupSession:
 
     # -- processes joining and leaving ----------------------------------------------------------
 
-    def _start(self, coroutine: Any, name: str) -> None:
+    def _start(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.ensure_future(coroutine)
         task.set_name(name)
         self._tasks.add(task)
@@ -222,7 +223,7 @@ class GroupSession:
                     self._start(self._serve(bound, session), f"group-{session.process.id}")
             await self._registry.wait_for_change()
 
-    def _lost_callback(self, bound: _Bound) -> Any:
+    def _lost_callback(self, bound: _Bound) -> Callable[[], None]:
         def lost() -> None:
             self._data_connections.fail(bound.data_id, "the process has ended")
             if bound.debugger is not None:
@@ -259,7 +260,7 @@ class GroupSession:
         self.carry_out(self._policy.left(process.id))
         await self._let_go(bound)
 
-    def _from_process(self, key: str) -> Any:
+    def _from_process(self, key: str) -> Callable[[bytes], None]:
         def take(body: bytes) -> None:
             self.carry_out(self._policy.from_process(key, body))
         return take
@@ -273,7 +274,9 @@ class GroupSession:
         process = bound.process
         if bound.on_lost in process.on_lost:
             process.on_lost.remove(bound.on_lost)
-        if bound.debugger is not None:
+        if bound.data_id:
+            # Also when the set-up failed: the agent may have handed the data connection to
+            # pydevd already, and the process would stay traced for nobody.
             process.send(ClientGone(channel=bound.data_id))
         await self._registry.detach(process, self)
         if self._disconnected.is_set():
