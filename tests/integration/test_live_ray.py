@@ -80,8 +80,13 @@ def test_a_straggler_is_found_paused_and_continued(cluster: Any, tmp_path: Path)
         assert line[0] == "children", (line, driver.stderr.read() if not line else "")
         children = [int(line[1]), int(line[2])]
         port = hub_port(cluster.address)
-        processes = wait_processes(f"127.0.0.1:{port}", "the children are linked", lambda ps: (
-            all(pid in {p["pid"] for p in ps} for pid in children) and ps),
+        # Linked, and their worker too: a child's parent is the linked process of its
+        # parent's pid, so it is known only once that worker's link registered (a fresh-clone
+        # run read the children first).
+        processes = wait_processes(
+            f"127.0.0.1:{port}", "the children and their worker are linked", lambda ps: (
+                all(p["parent"] for p in ps if p["pid"] in children)
+                and all(pid in {p["pid"] for p in ps} for pid in children) and ps),
             timeout=180, query="now=1")
         by_pid = {p["pid"]: p for p in processes}
         worker = next(p for p in processes if p["pid"] not in children

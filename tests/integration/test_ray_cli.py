@@ -64,12 +64,14 @@ def raydebug(*args: str, timeout: float = 120, **env: str) -> subprocess.Complet
 
 def test_a_fresh_cluster_gets_its_hub_and_wins_over_the_local_one(head: Head, hub: HubProcess,
                                                                   tmp_path: Path):
-    # `hub` is a hub started on this machine: it is in the state file.
-    local = raydebug("hub-address")
+    # `hub` is a hub started on this machine: it is in the state file (its own directory,
+    # which every command here reads, as a user's would read theirs).
+    state = {"XDG_STATE_HOME": str(hub.state)}
+    local = raydebug("hub-address", **state)
     assert local.stdout.strip() == hub.client_address, local.stderr
 
     started = time.monotonic()
-    listed = raydebug("list", RAY_ADDRESS=head.gcs)
+    listed = raydebug("list", RAY_ADDRESS=head.gcs, **state)
     took = time.monotonic() - started
     assert listed.returncode == 0, listed.stderr
     text = " ".join(listed.stdout.split())  # as one line, however the terminal wrapped it
@@ -79,20 +81,20 @@ def test_a_fresh_cluster_gets_its_hub_and_wins_over_the_local_one(head: Head, hu
     assert took < 60, took
     cluster_hub = re.search(r"on the hub at (\S+)", text)
     assert cluster_hub is not None
-    address = raydebug("hub-address", "--ray-address", head.gcs)
+    address = raydebug("hub-address", "--ray-address", head.gcs, **state)
     assert address.stdout.strip() == cluster_hub.group(1), address.stderr
 
     # Start the debugger first, then the job.
     child = pexpect.spawn(RAYDEBUG[0], [*RAYDEBUG[1:], "attach", "--follow"],
                           env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs,
-                               "TERM": "xterm", "NO_COLOR": "1"},
+                               "TERM": "xterm", "NO_COLOR": "1", **state},
                           encoding="utf-8", timeout=90, dimensions=(24, 80))
     job = None
     try:
         child.expect_exact(f"waiting for a breakpoint... (hub {cluster_hub.group(1)}")
         script = write_script(tmp_path, "job.py", JOB)
         job = subprocess.Popen([*RAYDEBUG, "run", "--", sys.executable, str(script)],
-                               env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs},
+                               env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs, **state},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         child.expect_exact("(raydebug) ")
         child.sendline("p y")
