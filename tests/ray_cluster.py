@@ -141,9 +141,6 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
         else:
             pytest.fail(f"ray start --head did not start: {output[-2000:]}")
         yield Head(proc, f"127.0.0.1:{gcs_port}", output)
-        if proc.poll() is not None:  # `--block` ends when a part of the head died: say which
-            pytest.fail(f"the Ray head at 127.0.0.1:{gcs_port} exited during the tests "
-                        f"({proc.returncode}): {(output + proc.stdout.read())[-3000:]}")
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
