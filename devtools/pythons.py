@@ -82,7 +82,9 @@ def _built_once(directory: Path, base: str | Path, requirements: list[str],
     subprocess.CalledProcessError/TimeoutExpired when pip fails."""
     python = directory / "bin" / "python"
     source = [f"raydebug from {ROOT}"] if editable else []
-    pins = "\n".join([*requirements, *source, str(base)]) + "\n"
+    # The base by its real path: python3 and python3.12 are one interpreter, and a venv
+    # built again (--clear) while tests run from it loses their debugpy under them.
+    pins = "\n".join([*requirements, *source, str(Path(base).resolve())]) + "\n"
     stamp = directory / ".pins"
     directory.parent.mkdir(parents=True, exist_ok=True)
     with open(directory.parent / f".{directory.name}.lock", "w") as lock:

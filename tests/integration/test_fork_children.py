@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from devtools.pythons import python_for
 from helpers import (
     HubProcess,
     attach,
     evaluate_and_continue,
     finish,
     run,
-    venv_with_debugpy,
     write_script,
 )
 
@@ -57,13 +57,12 @@ async def debug(hub: HubProcess, session: dict[str, object], expression: str) ->
 @pytest.fixture(scope="module", params=["this", "3.12", "3.13"])
 def python(request: pytest.FixtureRequest) -> str:
     """This interpreter, 3.12 and 3.13 (pydevd traces with sys.monitoring there: its fork reset
-    differs) in a venv with only debugpy; raydebug comes from the source tree."""
+    differs) in a venv with only debugpy; raydebug comes from the source tree. The venv is
+    the one every test of that version uses (devtools.pythons.python_for): a base of another
+    name (``python3`` beside ``python3.12``) made it be built again under the running tests."""
     if request.param == "this":
         return sys.executable
-    found = sorted(Path("/root/.pyenv/versions").glob(f"{request.param}.*/bin/python3*"))
-    if not found:
-        pytest.skip(f"Python {request.param} is not installed")
-    return venv_with_debugpy(found[0])
+    return python_for(request.param)
 
 
 def test_a_fork_child_of_a_debugged_process_is_its_own_session(hub: HubProcess, python: str,
