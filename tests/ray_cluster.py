@@ -93,6 +93,24 @@ def post(port: int, path: str, body: Any) -> tuple[int, Any]:
         return error.code, json.loads(error.read())
 
 
+def process_running(port: int, function: str) -> dict[str, Any] | None:
+    """The record of a process of the hub at ``port`` one of whose threads is in
+    ``function`` now (its stacks, read without pausing it), or None."""
+    for entry in get(port, "/api/stacks?timeout=5")["processes"]:
+        for thread in entry["threads"]:
+            if any(frame["function"] == function for frame in thread["frames"]):
+                return dict(entry["process"])
+    return None
+
+
+def session_in(address: str, process_id: str, function: str) -> dict[str, Any] | None:
+    """The session ``raydebug list`` shows for ``process_id`` stopped in ``function`` (the
+    Ray cluster at ``address``), or None."""
+    listed = json.loads(raydebug_cli("list", "--json", "--ray-address", address).stdout)
+    return next((s for s in listed if s["process"] == process_id
+                 and s["function"] == function), None)
+
+
 def free_port() -> int:
     """A TCP port free on loopback now (for Ray's options that take no 0)."""
     with socket.socket() as probe:

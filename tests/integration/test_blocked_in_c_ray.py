@@ -5,14 +5,13 @@ session, continues, and the job completes."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers import ask_until, run, wait_processes
-from ray_cluster import get, hub_port, raydebug_cli, start_job
+from ray_cluster import get, hub_port, process_running, raydebug_cli, session_in, start_job
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -55,26 +54,13 @@ def test_a_threaded_actors_blocked_method_is_debugged(cluster: Any, tmp_path: Pa
         assert driver.stdout.readline() == "ready pong\n", driver.stderr
         port = hub_port(cluster.address)
 
-        def holding() -> dict[str, Any] | None:
-            for entry in get(port, "/api/stacks?timeout=5")["processes"]:
-                for thread in entry["threads"]:
-                    if any(frame["function"] == "hold" for frame in thread["frames"]):
-                        return dict(entry["process"])
-            return None
-
-        actor = ask_until("the actor's method waits", holding)
+        actor = ask_until("the actor's method waits", lambda: process_running(port, "hold"))
         paused = raydebug_cli("pause", f"pid={actor['pid']}", "--ray-address",
                               cluster.address)
         assert paused.returncode == 0, paused.stderr
 
-        def blocked_session() -> dict[str, Any] | None:
-            listed = json.loads(raydebug_cli("list", "--json", "--ray-address",
-                                             cluster.address).stdout)
-            return next((s for s in listed if s["process"] == actor["id"]
-                         and s["function"] == "hold"), None)
-
-        session = wait_processes(f"127.0.0.1:{port}", "the method's session",
-                                 lambda _: blocked_session(), timeout=180)
+        session = wait_processes(f"127.0.0.1:{port}", "the method's session", lambda _: session_in(
+            cluster.address, actor["id"], "hold"), timeout=180)
         assert session["blocked_in_c"] is True and session["line"] == waits, session
         assert session["reason"] == "pause" and session["actor_class"] == "Holder"
 

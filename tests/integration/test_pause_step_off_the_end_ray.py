@@ -4,7 +4,6 @@ breakpoint()'s does, instead of stopping in the worker's next task; the job comp
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from devtools.terminal import PROMPT
 from helpers import ask_until, wait_processes
-from ray_cluster import LOOPBACK, get, hub_port, raydebug_cli, start_job
+from ray_cluster import LOOPBACK, hub_port, process_running, raydebug_cli, session_in, start_job
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -58,26 +57,13 @@ def test_next_off_the_end_of_a_paused_ray_task_ends_its_session(cluster: Any,
         assert driver.stdout.readline() == "ready\n", driver.stderr
         port = hub_port(cluster.address)
 
-        def holding() -> dict[str, Any] | None:
-            for entry in get(port, "/api/stacks?timeout=5")["processes"]:
-                for thread in entry["threads"]:
-                    if any(frame["function"] == "hold" for frame in thread["frames"]):
-                        return dict(entry["process"])
-            return None
-
-        worker = ask_until("the task waits", holding)
+        worker = ask_until("the task waits", lambda: process_running(port, "hold"))
         paused = raydebug_cli("pause", f"pid={worker['pid']}", "--ray-address",
                               cluster.address)
         assert paused.returncode == 0, paused.stderr
 
-        def task_session() -> dict[str, Any] | None:
-            listed = json.loads(raydebug_cli("list", "--json", "--ray-address",
-                                             cluster.address).stdout)
-            return next((s for s in listed if s["process"] == worker["id"]
-                         and s["function"] == "hold"), None)
-
-        session = wait_processes(f"127.0.0.1:{port}", "the task's session",
-                                 lambda _: task_session(), timeout=180)
+        session = wait_processes(f"127.0.0.1:{port}", "the task's session", lambda _: session_in(
+            cluster.address, worker["id"], "hold"), timeout=180)
         # (The task runs on the worker's main thread: raydebug's signal brings its wait back
         # to Python, so it is not blocked in C.)
         assert session["reason"] == "pause", session
