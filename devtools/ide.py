@@ -43,9 +43,11 @@ class IdeLikeClient:
         assert (await attach).success
         assert (await self.parent.request("threads"))["threads"] == []
 
-    async def next_child(self) -> tuple[DapClient, dict[str, Any], int]:
+    async def next_child(self, timeout: float = 30) -> tuple[DapClient, dict[str, Any], int]:
+        """The next child session the hub offers (``startDebugging``), attached; waits up to
+        ``timeout`` for the offer (a Ray worker's first pause can take minutes under load)."""
         assert self.parent is not None
-        request = await self.parent.wait_reverse_request("startDebugging")
+        request = await self.parent.wait_reverse_request("startDebugging", timeout)
         configuration = request.arguments["configuration"]
         assert request.arguments["request"] == "attach"
         assert configuration["connect"] == {"host": self.hub.client[0], "port": self.hub.client[1]}

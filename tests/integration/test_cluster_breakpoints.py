@@ -68,7 +68,7 @@ def test_ide_breakpoints_reach_processes_started_later(hub: HubProcess, tmp_path
         verified = await parent.wait_event("breakpoint", timeout=30)
         assert verified.body["breakpoint"]["verified"] is True
         try:
-            child, _configuration, thread_id = await asyncio.wait_for(ide.next_child(), 60)
+            child, _configuration, thread_id = await ide.next_child(60)
         except TimeoutError:
             sessions = hub.get("/api/sessions")
             for proc in procs:

@@ -111,8 +111,7 @@ def test_the_raised_filter_stops_once_per_raise(hub: HubProcess, tmp_path: Path,
         proc.stdin.flush()
         try:
             for odd in (1, 3):
-                child, _configuration, thread_id = await asyncio.wait_for(
-                    ide.next_child(), 60)
+                child, _configuration, thread_id = await ide.next_child(60)
                 [session] = await asyncio.to_thread(hub.get, "/api/sessions")
                 assert (session["reason"], session["line"], session["exception"]) == (
                     "exception", raise_line, f"ValueError: odd {odd}"), session

@@ -107,8 +107,7 @@ def test_a_ray_task_stops_once_per_raise(hub: HubProcess, tmp_path: Path, python
                                 start_new_session=True)
         try:
             for odd in (1, 3):
-                child, _configuration, thread_id = await asyncio.wait_for(
-                    ide.next_child(), 240)
+                child, _configuration, thread_id = await ide.next_child(240)
                 sessions = await asyncio.to_thread(hub.get, "/api/sessions")
                 [session] = [s for s in sessions if s["state"] != "gone"]
                 assert (session["reason"], session["function"], session["line"],

@@ -23,7 +23,9 @@ import ray
 import raydebug
 from raydebug.integrations import ray as ray_integration
 
-ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
+# a cluster of its own: a plain ray.init() joins the one an earlier test's Cluster left named
+# in ray_current_cluster (CI: "When connecting to an existing cluster, num_cpus ... must not")
+ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False,
          _node_ip_address="127.0.0.1", runtime_env=raydebug.runtime_env())
 
 @ray.remote
