@@ -1,0 +1,12 @@
+"""Snapshots: a failure's or a snapshot point's frames and locals, captured without pausing.
+
+``format`` is the one shape a snapshot has everywhere (the agent that captures it, the
+control message that carries it as a dict, the hub that keeps it in memory and as a JSON
+file, the read-only session that serves it): frozen dataclasses turned to and from plain JSON
+dicts, never pickle.
+
+Plain data and the standard library only: the agent imports it in every process, the hub
+and the clients read it.
+
+May import: nothing outside itself.
+"""
