@@ -179,6 +179,31 @@ def describe_session(session: dict[str, Any]) -> str:
     return f"{_what(session)} at {short_path(_where(session), 40)} ({_reason(session)})"
 
 
+def continued_lines(answer: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """``raydebug continue``'s report (the hub's ``POST /api/continue`` answer): a line per
+    session resumed and the count, for stdout; a line per session not resumed and why,
+    for stderr."""
+    def brief(session: dict[str, Any]) -> str:
+        labels = {str(k).lower(): v for k, v in (session.get("labels") or {}).items()}
+        rank = f"rank {labels['rank']}  " if "rank" in labels else ""
+        return (f"{session.get('id')}  {rank}pid {session.get('pid')}  {_what(session)} "
+                f"at {short_path(_where(session), 40)}")
+
+    resumed = answer.get("resumed") or []
+    missed = answer.get("not_resumed") or []
+    processes = len({(s.get("host"), s.get("pid")) for s in resumed})
+    count = (f"continued {_plural(len(resumed), 'session')} in "
+             f"{_plural(processes, 'process', 'processes')}")
+    if missed:
+        count += f"; {len(missed)} not"
+    out = [f"continued {brief(s)}" for s in resumed] + [count]
+    return out, [f"not continued {brief(s)}: {s.get('reason')}" for s in missed]
+
+
+def _plural(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def sessions_table(sessions: list[dict[str, Any]], now: float | None = None,
                    width: int = 120, hub: str = "", found_by: str = "") -> RenderableType:
     """The ``raydebug list`` table, oldest session first, one line per session at

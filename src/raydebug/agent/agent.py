@@ -44,6 +44,8 @@ from ..protocol.control import (
     ControlMessage,
     LogpointOutput,
     Register,
+    Resume,
+    Resumed,
     SessionStarted,
     Stacks,
 )
@@ -212,7 +214,7 @@ class Agent(PauseAll):
                 f"debugger (hub: {self.config.hub_address}){limit}")
         started = time.monotonic()
         if session.released.wait(timeout):
-            if session.hub_closed:
+            if session.run_on:
                 self._end_thread_sessions(ident)
                 return None
             return False
@@ -244,6 +246,13 @@ class Agent(PauseAll):
         threads = collect_threads(request.locals, raised_in) if request.frames else []
         return Stacks(request_id=request.request_id, threads=threads,
                       now=live.current_activity())
+
+    def resume(self, request: Resume) -> ControlMessage:
+        try:
+            ended = self.resume_sessions()
+        except RuntimeError as error:  # a client attached meanwhile: it holds the stops
+            return Resumed(request_id=request.request_id, error=str(error))
+        return Resumed(request_id=request.request_id, sessions=ended)
 
     def prepare_client(self) -> None:
         self.debugger.ensure_started()

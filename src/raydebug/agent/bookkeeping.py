@@ -35,7 +35,7 @@ class ParkedThread:
     thread_ident: int
     released: threading.Event = field(default_factory=threading.Event)
     has_stopped: bool = False  # suspended in pydevd at least once since release
-    hub_closed: bool = False  # released because the hub went away for good: run on
+    run_on: bool = False  # released to run on: the hub went away for good, or said Resume
 
 
 class Bookkeeping:
@@ -183,7 +183,7 @@ class Bookkeeping:
             self._hub_closed = reason or "closing"
             waiting = [s for s in self._sessions.values() if not s.released.is_set()]
             for session in waiting:
-                session.hub_closed = True
+                session.run_on = True
                 session.released.set()
             requested = bool(self._pause_requests)
             self._pause_requests.clear()  # never listed; the resume below cancels them
@@ -193,6 +193,31 @@ class Bookkeeping:
                 "continuing")
         if suspended or requested:
             self.debugger.resume_all()
+
+    def resume_sessions(self) -> list[str]:
+        """``raydebug continue`` (the hub's ``Resume``, on the link thread): every paused
+        thread runs on, the waiting ones released as if their wait had timed out, those
+        suspended in pydevd resumed; each session is ended here, so its ``SessionEnded``
+        is posted before the answer. Returns their ids. Raises ``RuntimeError`` when a
+        client is attached (its stops are its to resume; the hub does not ask then)."""
+        with self._lock:
+            if self._client_attached:
+                raise RuntimeError("a client is attached to this process")
+            ended = list(self._sessions)
+            waiting = [s for s in self._sessions.values() if not s.released.is_set()]
+            for session in waiting:
+                session.run_on = True
+                session.released.set()
+        if len(waiting) < len(ended):
+            self.debugger.resume_all()
+        with self._lock:
+            for session_id in ended:
+                self._end_session_locked(session_id)
+            self._forget_abandoned_pauses_locked()  # the resume cancelled those not met
+        if ended:
+            say(f"{len(ended)} paused thread{'s' if len(ended) != 1 else ''} continued "
+                "(raydebug continue)")
+        return ended
 
     def _on_returned(self, session_id: str, returned: str) -> None:
         self._end_session(session_id, END_RETURNED, returned)

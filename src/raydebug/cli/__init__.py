@@ -3,8 +3,8 @@ work, and hands plain data to :mod:`raydebug.views` to render.
 
 Commands by module: ``hub_command`` (hub), ``run_command`` (run),
 ``sessions`` (list, attach), ``vscode_command`` (vscode), ``live_commands`` (ps, stacks,
-pause), ``breakpoints`` (break, logs), ``web_command`` (web), ``tunnel_command`` (tunnel,
-hub-address).
+pause, continue), ``breakpoints`` (break, logs), ``web_command`` (web), ``tunnel_command``
+(tunnel, hub-address).
 Shared: ``locate`` (which hub), ``options`` (common options), ``output`` (errors and
 colour).
 
@@ -35,6 +35,7 @@ COMMANDS = {
     "ps": ("live_commands", "ps"),
     "stacks": ("live_commands", "stacks"),
     "pause": ("live_commands", "pause"),
+    "continue": ("live_commands", "continue_command"),
     "hub-address": ("tunnel_command", "hub_address"),
     "tunnel": ("tunnel_command", "tunnel"),
     "web": ("web_command", "web"),

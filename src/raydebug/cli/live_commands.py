@@ -1,6 +1,7 @@
-"""The commands about live processes: ``ps``, ``stacks`` and ``pause``.
+"""The commands about live processes: ``ps``, ``stacks``, ``pause`` and ``continue``.
 
-They parse, ask the hub (``/api/processes``, ``/api/stacks``, ``/api/pause``) and hand
+They parse, ask the hub (``/api/processes``, ``/api/stacks``, ``/api/pause``,
+``/api/continue``) and hand
 plain data to :mod:`raydebug.views_processes`. A selector that matches nothing is one red
 line, then what there is, and exit status 1.
 """
@@ -254,6 +255,46 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
     for process, reason in failed.items():
         error(f"could not pause {process}: {reason}")
     if failed:
+        sys.exit(1)
+
+
+@click.command("continue", epilog=_epilog(
+    "raydebug continue rank=0-7       every paused thread of ranks 0 to 7 runs on",
+    "raydebug continue job=02000000   the whole job",
+    "raydebug continue --all          every paused process of the hub"))
+@HUB_OPTION
+@RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
+@click.option("--all", "everything", is_flag=True,
+              help="Every paused process of the hub (no SELECTOR).")
+@SELECTOR
+def continue_command(hub: str | None, ray_address: str | None, client_token: str | None,
+                     everything: bool, selector: tuple[str, ...]) -> None:
+    """Let every paused thread of the selected processes run on, as a debugger's
+    `continue` would: one line per session continued, then the count. A process a
+    debugger is attached to is left to it (said, with the others continued)."""
+    if not selector and not everything:
+        raise click.UsageError("continue needs a SELECTOR (e.g. rank=0-7, job=02000000) "
+                               "or --all; `raydebug list` lists the paused sessions")
+    _check_terms(selector)
+    location = locate_hub(hub, ray_address)
+    try:
+        with saying_how_to_get_a_hub(location):
+            answer = hub_api.continue_sessions(location.address, selector, client_token)
+    except NoProcessMatchError as failure:
+        error(f"{failure} on the hub at {location.describe()}")
+        sys.exit(1)
+    from ..views import continued_lines
+
+    if not answer["resumed"] and not answer.get("not_resumed"):
+        error(f"no paused session in the processes matching {' '.join(selector) or '--all'} "
+              f"on the hub at {location.describe()} (they run)")
+        sys.exit(1)
+    out, missed = continued_lines(answer)
+    click.echo("\n".join(out))
+    for line in missed:
+        error(line)
+    if not answer["resumed"]:
         sys.exit(1)
 
 

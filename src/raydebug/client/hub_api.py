@@ -200,3 +200,14 @@ def pause(hub: str, selector: Sequence[str], token: str | None = None,
     if not isinstance(answer, dict):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/pause")
     return answer
+
+
+def continue_sessions(hub: str, selector: Sequence[str], token: str | None = None,
+                      timeout: float = 15.0) -> dict[str, Any]:
+    """Let every paused thread of the processes ``selector`` matches run on: ``{"resumed":
+    [session], "not_resumed": [session with "reason"]}`` (a process a client is attached
+    to is left to it). Raises :class:`NoProcessMatchError` when no process matches."""
+    answer = post_json(hub, "/api/continue", {"selector": list(selector)}, timeout, token)
+    if not isinstance(answer, dict) or not isinstance(answer.get("resumed"), list):
+        raise RemoteProtocolError(f"unexpected answer from {hub}/api/continue")
+    return answer

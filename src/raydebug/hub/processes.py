@@ -31,6 +31,8 @@ from ..protocol.control import (
     Pause,
     PauseCancelled,
     Paused,
+    Resume,
+    Resumed,
     Stacks,
     encode_control,
 )
@@ -49,6 +51,7 @@ ASK_CHUNK = 256  # listing questions written per loop turn (the answers are read
 REASK_AFTER = 5.0  # seconds: a listing question unanswered this long is asked again
 MAX_TIMEOUT = 30.0
 KNOWN_SHOWN = 20  # processes named in a "matches nothing" answer
+ATTACHED = "a client is attached to its process (continue it there)"
 
 
 class ProcessQueries:
@@ -68,7 +71,8 @@ class ProcessQueries:
         self.last_round_writing = 0.0
         self.last_round_asked = 0
 
-    def answer(self, process: Process, message: Stacks | Paused | PauseCancelled) -> None:
+    def answer(self, process: Process,
+               message: Stacks | Paused | PauseCancelled | Resumed) -> None:
         """``process``'s answer; nothing when its question timed out already (or was not
         asked of that process)."""
         round_ = self._rounds.get(message.request_id)
@@ -220,6 +224,32 @@ class ProcessQueries:
             else:
                 failed[process.id] = str(answer)
         return {"cancelled": cancelled, "failed": failed}
+
+    async def resume(self, processes: list[Process],
+                     timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """``raydebug continue``: every paused thread of each of ``processes`` runs on; a
+        process a client is attached to is left to that client. Returns ``{"resumed":
+        [session], "not_resumed": [session with its "reason"]}``, each session's record
+        as listed when asked (``GET /api/sessions``' shape); a session that ended meanwhile
+        or whose process is gone is in ``not_resumed``, and the others are resumed all the
+        same. Running processes are not in the answer."""
+        paused = [p for p in processes if p.sessions]
+        listed = {p: [s.to_dict() for s in p.sessions.values()] for p in paused}
+        asked = [p for p in paused if p.client is None]
+        answers = await self._ask_all(asked, lambda rid: Resume(request_id=rid), timeout)
+        why = {p: ATTACHED for p in paused if p.client is not None}
+        resumed: list[dict[str, Any]] = []
+        for process, answer in zip(asked, answers, strict=True):
+            if isinstance(answer, Resumed) and not answer.error:
+                ended = set(answer.sessions)
+                resumed += [s for s in listed[process] if s["id"] in ended]
+                why[process] = "it ended meanwhile"
+            else:
+                why[process] = answer.error if isinstance(answer, Resumed) else str(answer)
+        taken = {s["id"] for s in resumed}
+        not_resumed = [{**s, "reason": why[p]} for p in paused for s in listed[p]
+                       if s["id"] not in taken]
+        return {"resumed": resumed, "not_resumed": not_resumed}
 
     async def _ask_all(self, processes: list[Process], question: Any,
                        timeout: float) -> list[ControlMessage | str]:

@@ -35,6 +35,8 @@ the hub's questions on the same connection::
     hub   -> agent   CancelPause(request_id)    withdraw every pause asked and not met
     agent -> hub     PauseCancelled(request_id, threads)   how many were withdrawn
     agent -> hub     PausePending(threads, since_ms)   threads asked that have not stopped
+    hub   -> agent   Resume(request_id)         every paused thread runs on (raydebug continue)
+    agent -> hub     Resumed(request_id, sessions, error)   the sessions that ended so
 
 A *data connection* (``Hello.role == "data"``, one per attached client) is answered with
 ``Welcome``; the agent then hands the socket itself to the debugger, so it carries DAP between
@@ -60,7 +62,8 @@ from .framing import NEED_DATA, Framer, NeedData, frame
 # (Pause.expire_ms, CancelPause/PauseCancelled, PausePending). An older peer would drop the
 # connection at its first new message, so the handshake refuses it up front.
 # 5: open_data_connection and data_connection_failed (were open_channel, channel_failed).
-PROTOCOL_VERSION = 5
+# 6: Resume/Resumed (raydebug continue).
+PROTOCOL_VERSION = 6
 MAX_CONTROL_MESSAGE = 1024 * 1024
 
 ROLE_CONTROL = "control"
@@ -305,12 +308,34 @@ class PausePending(ControlMessage):
     since_ms: int = 0
 
 
+@dataclass(frozen=True)
+class Resume(ControlMessage):
+    """Hub -> agent (``raydebug continue``): every paused thread of the process runs on, as
+    a client's ``continue`` of all would let it; asked only of a process no client is
+    attached to (a client's stops are the client's to resume)."""
+
+    TYPE: ClassVar[str] = "resume"
+    request_id: int
+
+
+@dataclass(frozen=True)
+class Resumed(ControlMessage):
+    """Agent -> hub: the answer to :class:`Resume`: the ids of the sessions it ended so
+    (each one's ``SessionEnded`` was sent before this), or why none (``error``)."""
+
+    TYPE: ClassVar[str] = "resumed"
+    request_id: int
+    sessions: list[str] = field(default_factory=list)
+    error: str = ""
+
+
 _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
                 OpenDataConnection, ClientReady, ClientGone, DataConnectionFailed, HubClosing,
                 ArmBreakpoints, BreakpointsLoaded, LogpointOutput, Register, CollectStacks,
-                Stacks, Pause, Paused, CancelPause, PauseCancelled, PausePending)
+                Stacks, Pause, Paused, CancelPause, PauseCancelled, PausePending, Resume,
+                Resumed)
 }
 # A field's annotation -> the JSON type its value must have.
 _JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,

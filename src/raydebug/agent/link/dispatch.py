@@ -23,6 +23,7 @@ from ...protocol.control import (
     OpenDataConnection,
     Pause,
     Refused,
+    Resume,
 )
 from ..report import say
 
@@ -50,6 +51,7 @@ class ControlDispatch:
             CollectStacks: lambda m: answer(owner.collect_stacks(m)),
             Pause: lambda m: answer(owner.pause(m)),
             CancelPause: lambda m: answer(owner.cancel_pause(m)),
+            Resume: lambda m: answer(owner.resume(m)),
             HubClosing: on_hub_closing,
             ArmBreakpoints: lambda m: owner.arm_breakpoints(m.breakpoints),
         }

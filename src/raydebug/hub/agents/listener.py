@@ -49,6 +49,7 @@ from ...protocol.control import (
     PausePending,
     Refused,
     Register,
+    Resumed,
     SessionEnded,
     SessionStarted,
     Stacks,
@@ -141,6 +142,7 @@ class AgentListener:
             Stacks: self.queries.answer,
             Paused: self.queries.answer,
             PauseCancelled: self.queries.answer,
+            Resumed: self.queries.answer,
             PausePending: _pause_pending,
             SessionStarted: lambda process, m: self._session_started(
                 process, PausedThread.from_dict(m.session)),

@@ -19,6 +19,7 @@ from ...selectors import parse as parse_selector
 from ...session import SessionState
 from ...stack_tree import merge_stacks
 from ..clients.cluster_sessions import ClusterSessions
+from ..entries import Process
 from ..net import RECV_SIZE
 from ..processes import DEFAULT_TIMEOUT, ProcessQueries
 from ..registry import Registry
@@ -55,6 +56,7 @@ class HubRoutes:
                           "/api/breakpoints": self.breakpoints,
                           "/api/logpoints": self.logpoints,
                           "POST /api/pause": self.pause,
+                          "POST /api/continue": self.continue_sessions,
                           "POST /api/breakpoints": self.edit_breakpoints,
                           "WEBSOCKET /dap": self.dap_websocket}
         routes.update({path: self._page_file(path) for path in web.page_files()})
@@ -117,19 +119,31 @@ class HubRoutes:
         """``{"selector": ["rank=1"]}``: pause every matching running process; with
         ``"expire": SECONDS``, a thread not stopped by then is no longer asked; with
         ``"cancel": true``, withdraw the pauses of those processes not met yet."""
-        terms = body.get("selector") if isinstance(body, dict) else None
-        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
-            raise ValueError('the body must be {"selector": ["KEY=VALUE", ...]}')
+        processes = await self._selected(body)
         expire = body.get("expire", 0)
         if not isinstance(expire, (int, float)) or isinstance(expire, bool) or expire < 0:
             raise ValueError('"expire" must be a number of seconds >= 0')
+        if body.get("cancel") is True:
+            return await self.queries.cancel_pauses(processes)
+        return await self.queries.pause(processes, expire=float(expire))
+
+    async def continue_sessions(self, query: Query, body: Any) -> dict[str, Any]:
+        """``{"selector": ["rank=1"]}``: every paused thread of the matching processes runs
+        on (``raydebug continue``, the page's *Continue all*), but in those a client is
+        attached to; see :meth:`.ProcessQueries.resume` for the answer."""
+        return await self.queries.resume(await self._selected(body))
+
+    async def _selected(self, body: Any) -> list[Process]:
+        """The processes a POST's ``{"selector": [...]}`` matches; raises ``ValueError``
+        for another body, :class:`NoProcessMatchError` when none matches."""
+        terms = body.get("selector") if isinstance(body, dict) else None
+        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
+            raise ValueError('the body must be {"selector": ["KEY=VALUE", ...]}')
         selector = parse_selector(terms)
         processes = await self.queries.select(selector)
         if not processes:
             raise self.queries.no_match(selector)
-        if body.get("cancel") is True:
-            return await self.queries.cancel_pauses(processes)
-        return await self.queries.pause(processes, expire=float(expire))
+        return processes
 
     async def logpoints(self, query: Query) -> dict[str, Any]:
         """Logpoint lines numbered after ``after`` (``raydebug logs``); ``timeout`` long-polls."""

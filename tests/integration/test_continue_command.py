@@ -1,0 +1,73 @@
+"""`raydebug continue SELECTOR` against a real hub and four real linked processes: ranks 0
+and 1 wait in `breakpoint()` (no debugger has come: the agent's wait), rank 2 was stopped by
+`raydebug pause` (suspended in pydevd), rank 3 is debugged by a DAP client. One command lets
+the first three run on and leaves the fourth to its client, saying so."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from helpers import finish, raydebug, run, start_hub, write_script
+
+pytestmark = pytest.mark.integration
+
+RANKED = """
+import os, time
+
+def step(rank):
+    breakpoint()
+    return rank
+
+if os.environ["RANK"] == "2":
+    while True:  # paused by raydebug pause
+        time.sleep(0.01)
+print("ran on", step(int(os.environ["RANK"])), flush=True)
+"""
+
+
+def test_continue_resumes_every_matching_session_and_leaves_an_attached_one(tmp_path: Path):
+    with start_hub() as hub:
+        script = write_script(tmp_path, "ranked.py", RANKED)
+        procs = [hub.spawn(script, RAYDEBUG_LIVE="1", RANK=str(rank)) for rank in range(4)]
+        hub.wait_linked(4)
+        hub.wait_sessions(3)
+        paused = raydebug(hub, "pause", "rank=2")
+        assert paused.returncode == 0, paused.stderr
+        sessions = {s["labels"]["RANK"]: s for s in hub.wait_sessions(4)}
+
+        async def continue_while_rank_3_is_attached() -> tuple[str, str, int]:
+            client = await hub.dap()
+            await client.attach(sessions["3"]["id"])
+            done = await asyncio.to_thread(raydebug, hub, "continue", "rank=0-3")
+            await client.request("disconnect", {})
+            await client.close()
+            return done.stdout, done.stderr, done.returncode
+
+        out, err, code = run(continue_while_rank_3_is_attached())
+
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[-1] == "continued 3 sessions in 3 processes; 1 not", out
+        assert sorted(lines[:-1]) == sorted(
+            f"continued {sessions[r]['id']}  rank {r}  pid {procs[int(r)].pid}  "
+            f"{sessions[r]['function']} at …/ranked.py"
+            f":{sessions[r]['line']}" for r in "012"), out
+        assert err == (f"raydebug: not continued {sessions['3']['id']}  rank 3  "
+                       f"pid {procs[3].pid}  step at …/ranked.py:{sessions['3']['line']}: a "
+                       "client is attached to its process (continue it there)\n"), err
+        for rank in (0, 1, 3):  # rank 3: its client's disconnect let it go
+            code, out, err = finish(procs[rank])
+            assert (code, out) == (0, f"ran on {rank}\n"), err
+        hub.wait_processes("rank 2 runs on", lambda ps: [
+            p for p in ps if p["pid"] == procs[2].pid and p["state"] == "running"])
+
+        running = raydebug(hub, "continue", "rank=2")
+        assert running.returncode == 1 and running.stdout == ""
+        assert "no paused session in the processes matching rank=2" in running.stderr
+        nothing = raydebug(hub, "continue", "rank=9")
+        assert nothing.returncode == 1 and nothing.stdout == ""
+        assert nothing.stderr.startswith("raydebug: no process matches rank=9 on the hub at")
+        assert len(nothing.stderr.splitlines()) == 1, nothing.stderr
