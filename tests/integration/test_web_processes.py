@@ -1,6 +1,7 @@
 """The page's processes and merged-stacks views in a real headless Chromium, against a real
 hub and four live ranks (plain processes: Ray adds nothing to what is shown here): the
-ranks grouped, the odd rank's group highlighted, its locals on click, Pause group."""
+ranks grouped, the odd rank's group highlighted, its locals on click, Pause group and
+Continue group."""
 
 from __future__ import annotations
 
@@ -94,3 +95,17 @@ def test_processes_are_grouped_and_the_odd_stack_stands_out(hub: HubProcess, tmp
         browser.find_element(By.CSS_SELECTOR, "nav a[data-view=sessions]").click()
         wait_for(browser, lambda: "wait_for_peer" in browser.find_element(
             By.ID, "sessions-table").text, 30, "the paused rank in the session list")
+
+        # Continue group: the filtered group's paused thread runs on.
+        browser.find_element(By.CSS_SELECTOR, "nav a[data-view=processes]").click()
+        box = browser.find_element(By.ID, "filter-input")
+        box.clear()
+        box.send_keys("rank=3\n")
+        wait_for(browser, lambda: len(browser.find_elements(
+            By.CSS_SELECTOR, "#processes tbody tr")) == 1, 30, "rank 3 only")
+        browser.find_element(By.ID, "btn-continue-group").click()
+        wait_for(browser, lambda: "Continued 1 session in 1 process." in browser.find_element(
+            By.ID, "group-detail").text, 30, "the continue said")
+        hub.wait_sessions(0)
+        wait_for(browser, lambda: "running" in browser.find_element(
+            By.CSS_SELECTOR, "#processes tbody tr").text, 30, "rank 3 running again")

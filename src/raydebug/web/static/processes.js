@@ -1,4 +1,5 @@
-// Processes and their merged stacks (GET /api/processes, GET /api/stacks, POST /api/pause).
+// Processes and their merged stacks (GET /api/processes, GET /api/stacks), paused and
+// continued by group (POST /api/pause, POST /api/continue).
 // The filter takes the CLI's selectors (`rank=0-3 actor=Trainer`); the stacks are drawn as
 // an icicle: outermost frame on top, each box as wide as the threads that share it.
 
@@ -42,6 +43,7 @@ export class Processes {
       this.refresh(true);
     });
     this.$("btn-pause-group").addEventListener("click", () => this.pauseGroup());
+    this.$("btn-continue-group").addEventListener("click", () => this.continueGroup());
   }
 
   get selector() {
@@ -212,33 +214,70 @@ export class Processes {
             values.map((v) => `${v.value} (${v.threads})`).join(", "))))) : null));
   }
 
-  async pauseGroup() {
-    // The clicked group's processes, else every process the filter selects (a filter is
-    // needed: pausing a whole cluster by accident would stop every job).
+  // The selectors of the group to pause or continue: one per process of the clicked group,
+  // else the filter's (a filter is needed: pausing a whole cluster by accident would stop
+  // every job). None (and said why) when there is neither.
+  groupSelectors(verb) {
     const targets = this.selected
       ? (this.selected.processes || []).map((id) => this.records.get(id)).filter(Boolean)
         .map((process) => [`pid=${process.pid}`, `host=${process.host}`])
       : (this.selector.length ? [this.selector] : []);
     if (!targets.length) {
       this.$("processes-error").textContent =
-        "Select a group in the stacks, or filter the processes, to pause them.";
-      return;
+        `Select a group in the stacks, or filter the processes, to ${verb} them.`;
+      return null;
     }
+    return targets;
+  }
+
+  said(text) {
+    this.$("processes-error").textContent = "";
+    this.$("group-detail").prepend(el("p", { role: "status" }, text));
+    this.refresh(false);
+  }
+
+  async pauseGroup() {
+    const targets = this.groupSelectors("pause");
+    if (!targets) return;
     try {
-      const paused = [];
-      for (const selector of targets) {
-        const answer = await postJson("/api/pause", { selector });
-        paused.push(...(answer.paused || []), ...(answer.already_paused || []));
-      }
-      this.$("processes-error").textContent = "";
-      this.$("group-detail").prepend(el("p", { role: "status" },
-        `Paused ${paused.length} processes: each thread is in the Sessions list once it ` +
-        "has stopped (a thread blocked in C stops when it returns to Python)."));
-      this.refresh(false);
+      const paused = (await postEach("/api/pause", targets)).flatMap((answer) =>
+        [...(answer.paused || []), ...(answer.already_paused || [])]);
+      this.said(`Paused ${paused.length} processes: each thread is in the Sessions list ` +
+        "once it has stopped (a thread blocked in C stops when it returns to Python).");
     } catch (error) {
       this.showError(error);
     }
   }
+
+  // Every paused thread of the group runs on (as `raydebug continue`); a process a
+  // debugger is attached to is left to it, and said.
+  async continueGroup() {
+    const targets = this.groupSelectors("continue");
+    if (!targets) return;
+    try {
+      const answers = await postEach("/api/continue", targets);
+      const resumed = answers.flatMap((answer) => answer.resumed || []);
+      const missed = answers.flatMap((answer) => answer.not_resumed || []);
+      const processes = new Set(resumed.map((session) => session.process)).size;
+      this.said(`Continued ${plural(resumed.length, "session")} in ` +
+        `${plural(processes, "process", "processes")}.` +
+        missed.map((session) => ` Not ${session.id} (pid ${session.pid}): ` +
+          `${session.reason}.`).join(""));
+    } catch (error) {
+      this.showError(error);
+    }
+  }
+}
+
+// Each selector POSTed to `path` in turn (one process each, for a clicked group); the answers.
+async function postEach(path, targets) {
+  const answers = [];
+  for (const selector of targets) answers.push(await postJson(path, { selector }));
+  return answers;
+}
+
+function plural(count, one, many = `${one}s`) {
+  return `${count} ${count === 1 ? one : many}`;
 }
 
 // Numbers are right-aligned (class num), and so are their columns' headers.
