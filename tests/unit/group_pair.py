@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from raydebug.protocol import NEED_DATA, DapConnection, Event, Message, Request, Response
-from raydebug.protocol.group_policy import (
+from raydebug.protocol.group_actions import (
     Action,
-    GroupPolicy,
+    AskThreads,
     HubAnswers,
     PauseProcess,
+    PauseRunning,
     ProcessReady,
     ToClient,
     ToProcess,
 )
+from raydebug.protocol.group_policy import GroupPolicy
 from raydebug.protocol.group_rewrite import Member
 
 
@@ -31,6 +33,8 @@ class Delivered:
     to_client: list[Message] = field(default_factory=list)
     to_process: dict[str, list[Message]] = field(default_factory=dict)
     paused: list[str] = field(default_factory=list)  # PauseProcess's keys
+    paused_running: list[str] = field(default_factory=list)  # PauseRunning's keys
+    asked_threads: list[str] = field(default_factory=list)  # AskThreads' keys
     ready: list[str] = field(default_factory=list)  # ProcessReady's keys
     hub_answers: list[Request] = field(default_factory=list)
 
@@ -49,13 +53,14 @@ class Delivered:
 class GroupPair:
     """``client`` and each member's ``pydevd[key]`` are the ends' own connections."""
 
-    def __init__(self, allow_terminate: bool = False) -> None:
-        self.policy = GroupPolicy(allow_terminate)
+    def __init__(self, allow_terminate: bool = False, step_together: bool = False) -> None:
+        self.policy = GroupPolicy(allow_terminate, step_together)
         self.client = DapConnection()
         self._hub_client = DapConnection()
         self.pydevd: dict[str, DapConnection] = {}
         self._hub_process: dict[str, DapConnection] = {}
         self._client_seq = 0
+        self._idents: dict[str, int] = {}  # a running thread's name -> its ident
 
     # -- the client -------------------------------------------------------------------------
 
@@ -99,6 +104,27 @@ class GroupPair:
                 self._carry_out(self.policy.from_process(key, body), delivered)
         return delivered
 
+    def runs(self, member: Member) -> Delivered:
+        """``member`` is a running live process of the group (no debugger connection)."""
+        delivered = Delivered()
+        self._carry_out(self.policy.runs(member), delivered)
+        return delivered
+
+    def agent_reports(self, key: str, *names: str) -> Delivered:
+        """Running ``key``'s agent reports its threads: ``names`` (a name's ident is the
+        same each time: 100, 101... as first named)."""
+        delivered = Delivered()
+        threads = [{"id": self._idents.setdefault(name, 100 + len(self._idents)),
+                    "name": name, "frames": []} for name in names]
+        self._carry_out(self.policy.running_threads(key, threads), delivered)
+        return delivered
+
+    def configure(self, key: str, *requests: Request) -> Delivered:
+        """The breakpoint set changed: ``requests`` are what ``key``'s debugger lacks."""
+        delivered = Delivered()
+        self._carry_out(self.policy.configure(key, requests), delivered)
+        return delivered
+
     def process_leaves(self, key: str) -> Delivered:
         delivered = Delivered()
         self._carry_out(self.policy.left(key), delivered)
@@ -126,7 +152,32 @@ class GroupPair:
                     delivered.to_process.setdefault(action.key, []).append(received)
             elif isinstance(action, PauseProcess):
                 delivered.paused.append(action.key)
+            elif isinstance(action, PauseRunning):
+                delivered.paused_running.append(action.key)
+            elif isinstance(action, AskThreads):
+                delivered.asked_threads.extend(action.keys)
             elif isinstance(action, ProcessReady):
                 delivered.ready.append(action.key)
             elif isinstance(action, HubAnswers):
                 delivered.hub_answers.append(action.request)
+
+
+def stopped(thread: int = 1, **body: object) -> Event:
+    return Event(5, "stopped", {"reason": "breakpoint", "threadId": thread, **body})
+
+
+def group(*members: Member, step_together: bool = False) -> GroupPair:
+    """A group whose members are set up and paused (thread 1 of each stopped)."""
+    pair = GroupPair(step_together=step_together)
+    pair.join_set_up(*members)
+    for member in members:
+        pair.process_sends(member.key, stopped())
+    return pair
+
+
+def client_thread_ids(pair: GroupPair) -> dict[str, int]:
+    """The client's id of each process's thread 1, by a ``threads`` round."""
+    sent = pair.client_sends(pair.request("threads"))
+    for key, (request,) in ((k, sent.requests_to(k)) for k in sent.to_process):
+        pair.process_sends(key, pair.answer(request, threads=[{"id": 1, "name": "MainThread"}]))
+    return {key: pair.policy.ids.thread_to_client(key, 1) for key in sent.to_process}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from group_pair import GroupPair
+from group_pair import GroupPair, client_thread_ids, group, stopped
 
 from raydebug.protocol import Event, Request, Response
 from raydebug.protocol.group_policy import PROCESS_LEFT
@@ -16,27 +16,6 @@ from raydebug.protocol.proxy_policy import CLIENT_PAUSE_WAIT
 RANK_1 = Member("p1", pid=4201, rank="1", task="train_step")
 RANK_0 = Member("p0", pid=4300, rank="0", task="train_step")
 UNRANKED = Member("px", pid=77)
-
-
-def stopped(thread: int = 1, **body: object) -> Event:
-    return Event(5, "stopped", {"reason": "breakpoint", "threadId": thread, **body})
-
-
-def group(*members: Member) -> GroupPair:
-    """A group whose members are set up and paused (thread 1 of each stopped)."""
-    pair = GroupPair()
-    pair.join_set_up(*members)
-    for member in members:
-        pair.process_sends(member.key, stopped())
-    return pair
-
-
-def client_thread_ids(pair: GroupPair) -> dict[str, int]:
-    """The client's id of each process's thread 1, by a ``threads`` round."""
-    sent = pair.client_sends(pair.request("threads"))
-    for key, (request,) in ((k, sent.requests_to(k)) for k in sent.to_process):
-        pair.process_sends(key, pair.answer(request, threads=[{"id": 1, "name": "MainThread"}]))
-    return {key: pair.policy.ids.thread_to_client(key, 1) for key in sent.to_process}
 
 
 def test_a_joining_process_is_set_up_by_the_hub_and_its_agent_told_when_configured():

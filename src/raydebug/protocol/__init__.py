@@ -7,9 +7,10 @@ messages into bytes, so that the blocking agent and the asyncio hub share one im
 the hub forwards, rewrites, answers or refuses between a client and the debugger) with
 ``outstanding`` (the requests pydevd has not answered yet), ``paths`` (a client's localRoot
 <-> the process's paths), ``group_policy`` (a group session: one client, every process's
-threads; where each message goes) with ``group_ids`` (every process's ids, unique for its
-one client) and ``group_rewrite`` (a process's messages as that client reads them);
-``snapshot_session`` (a snapshot served as a read-only DAP session).
+threads; where each message goes, its decisions ``group_actions``) with ``group_ids`` (every
+process's ids, unique for its one client), ``group_rewrite`` (a process's messages as that
+client reads them), ``group_running`` (its running processes' threads) and ``group_steps``
+(step together); ``snapshot_session`` (a snapshot served as a read-only DAP session).
 """
 
 from typing import TYPE_CHECKING

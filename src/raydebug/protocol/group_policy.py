@@ -15,8 +15,17 @@ threads as debugpy treats one process:
 - ``continue`` resumes every paused process and is answered once, ``allThreadsContinued:
   true`` (DAP "Continue Request": without ``singleThread`` it resumes all threads); with
   ``singleThread`` it goes to that thread's process only and answers ``false``;
-- ``pause`` is answered by the hub and carried out by the thread's process's agent
-  (:class:`PauseProcess`), as in a one-process session; the group's "pause all" is the hub's;
+- ``pause`` is answered by the hub and pauses the thread's process only, all its threads
+  (the group's pause rule: DAP's ``pause`` names one thread, a toolbar sends the selected
+  one's, and pausing a whole job on one click would surprise; "pause all" is ``raydebug
+  pause SELECTOR``'s): a joined process through its agent (:class:`PauseProcess`), as in a
+  one-process session, a running one through its live link (:class:`PauseRunning`);
+- running live processes of the group (:mod:`.group_running`) have no debugger: their
+  threads are their agents' reports (:class:`AskThreads`), listed by ``threads`` as
+  running threads; when one pauses it joins, and its running thread ids exit;
+- step together (opt-in, :mod:`.group_steps`): a step also steps, in every other joined
+  process, the thread stopped in the same function;
+- breakpoint changes reach every joined process's debugger (:meth:`GroupPolicy.configure`);
 - ``threads`` asks every process and merges the answers into one (DAP "Threads Request":
   all threads), each named where it lives (:meth:`Member.thread_name`), sorted by rank then
   pid; ``disconnect`` goes to every process (each resumes its threads) and is answered once;
@@ -49,8 +58,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UnknownIdError
+from .group_actions import (
+    Action,
+    AskThreads,
+    HubAnswers,
+    PauseProcess,
+    PauseRunning,
+    ProcessReady,
+    ToClient,
+    ToProcess,
+)
 from .group_ids import FRAME, SOURCE, THREAD, VARIABLES, GroupIds
 from .group_rewrite import Member, ProcessAnswer, client_body, output_body
+from .group_running import RunningMembers
+from .group_steps import StepTogether
 from .messages import Event, Message, Request, Response, parse_message
 from .proxy_policy import CLIENT_PAUSE_WAIT, REFUSED, RESUMING, failure, success
 
@@ -63,48 +84,7 @@ HUBS = frozenset({"initialize", "attach", "configurationDone", "setBreakpoints",
                   "setExceptionBreakpoints", "setFunctionBreakpoints", "terminate"})
 STEPS = frozenset({"next", "stepIn", "stepOut"})
 PROCESS_LEFT = "the process left the group session (it exited, was killed, or was cut off)"
-
-
-@dataclass(frozen=True)
-class ToClient:
-    """Send ``message`` to the client, numbered by the hub's connection to it."""
-
-    message: Message
-
-
-@dataclass(frozen=True)
-class ToProcess:
-    """Send ``message`` to the debugger of process ``key`` as it is: numbered already."""
-
-    key: str
-    message: Message
-
-
-@dataclass(frozen=True)
-class PauseProcess:
-    """Tell process ``key``'s agent to pause every thread (``Pause``, ``by_client``), for at
-    most ``expire_ms``, as a one-process session's client pause does."""
-
-    key: str
-    expire_ms: int
-
-
-@dataclass(frozen=True)
-class ProcessReady:
-    """Process ``key``'s debugger has its configuration: tell its agent (``ClientReady``),
-    which releases the paused threads or replays their stops."""
-
-    key: str
-
-
-@dataclass(frozen=True)
-class HubAnswers:
-    """A request of the group session itself: the hub answers it, once."""
-
-    request: Request
-
-
-Action = ToClient | ToProcess | PauseProcess | ProcessReady | HubAnswers
+RUNS = "runs: pause it first (its process has no debugger until it pauses)"
 
 
 @dataclass
@@ -136,16 +116,21 @@ class _Joined:
     next_seq: int = 1
     asked: dict[int, _Asked] = field(default_factory=dict)  # by the hub's seq
     stopped: set[int] = field(default_factory=set)  # its threads stopped, its ids
+    attached: bool = False  # its debugger answered the hub's attach
     mid_line: set[str] = field(default_factory=set)  # output categories not at a line start
 
 
 class GroupPolicy:
     """The rules of one group session, from the client's ``attach`` to its ``disconnect``."""
 
-    def __init__(self, allow_terminate: bool = False) -> None:
+    def __init__(self, allow_terminate: bool = False, step_together: bool = False) -> None:
         self._allow_terminate = allow_terminate
         self.ids = GroupIds()
         self._joined: dict[str, _Joined] = {}
+        self.running = RunningMembers(self.ids)
+        self._steps = StepTogether() if step_together else None
+        # ``threads`` requests that wait for a running process's report, oldest first
+        self._reports_owed: list[_Gather] = []
 
     # -- processes joining and leaving --------------------------------------------------------
 
@@ -155,9 +140,63 @@ class GroupPolicy:
         (``initialize``, ``attach``, then once attached the ``configuration`` requests, such
         as the cluster's breakpoints, and ``configurationDone``). Their answers are the
         hub's; the last brings :class:`ProcessReady`."""
+        actions = self.not_running(member.key)
         joined = self._joined[member.key] = _Joined(member, list(configuration))
-        return [self._ask(joined, Request(0, "initialize", initialize), _Asked("initialize", None)),
+        return [*actions,
+                self._ask(joined, Request(0, "initialize", initialize), _Asked("initialize", None)),
                 self._ask(joined, Request(0, "attach", attach), _Asked("attach", None))]
+
+    def configure(self, key: str, requests: Sequence[Request]) -> list[Action]:
+        """Send ``requests`` (the breakpoint set's changes) to ``key``'s debugger as the
+        hub's own: now if it is attached, else after its attach, before its
+        ``configurationDone``."""
+        joined = self._joined.get(key)
+        if joined is None:
+            return []
+        if not joined.attached:
+            joined.configuration.extend(requests)
+            return []
+        return [self._ask(joined, request, _Asked(request.command, None))
+                for request in requests]
+
+    def runs(self, member: Member) -> list[Action]:
+        """``member`` is a running live process of the group, with no debugger connection:
+        its threads are asked of its agent (:class:`AskThreads`), then shown as running
+        threads (:mod:`.group_running`)."""
+        if member.key in self._joined or not self.running.add(member):
+            return []
+        return [AskThreads((member.key,))]
+
+    def running_threads(self, key: str, threads: Sequence[dict[str, Any]] | None
+                        ) -> list[Action]:
+        """Running process ``key``'s agent reported its ``threads`` (None: it did not
+        answer in time; its last report stands)."""
+        if key not in self.running:
+            return []
+        actions: list[Action] = [ToClient(event) for event in
+                                 self.running.reported(key, threads)]
+        return actions + self._report_given(key)
+
+    def _report_given(self, key: str) -> list[Action]:
+        """``threads`` requests no longer wait for running process ``key``."""
+        actions: list[Action] = []
+        for gather in [g for g in self._reports_owed if key in g.owed]:
+            gather.owed.discard(key)
+            if key in self.running:
+                member = self.running.member(key)
+                gather.answers.append((member, success(gather.request, {
+                    "threads": self.running.client_threads(key)})))
+            actions.extend(self._complete(gather))
+        self._reports_owed = [g for g in self._reports_owed if g.owed]
+        return actions
+
+    def not_running(self, key: str) -> list[Action]:
+        """``key`` no longer runs in the group (it paused, exited, or another client took
+        it): the client is told its running threads exited."""
+        if key not in self.running:
+            return []
+        actions: list[Action] = [ToClient(event) for event in self.running.remove(key)]
+        return actions + self._report_given(key)
 
     def left(self, key: str) -> list[Action]:
         """Process ``key``'s data connection has closed: what it owed is answered (a
@@ -165,7 +204,9 @@ class GroupPolicy:
         exited."""
         joined = self._joined.pop(key, None)
         if joined is None:
-            return []
+            return self.not_running(key)
+        if self._steps is not None:
+            self._steps.moved(key)
         actions: list[Action] = []
         for asked in joined.asked.values():
             if asked.gather is not None:
@@ -188,7 +229,7 @@ class GroupPolicy:
         if command in HUBS:
             return [HubAnswers(message)]
         if command == "threads":
-            return self._gather(message, list(self._joined.values()))
+            return self._threads(message)
         if command == "disconnect":
             return self._disconnect(message)
         if command == "continue" and not message.arguments.get("singleThread"):
@@ -221,30 +262,85 @@ class GroupPolicy:
             arguments["source"] = source
         else:
             return [ToClient(failure(request, f"{command} is not served in a group session"))]
+        running = self.running.owner(owner.process)
+        if running is not None:
+            return self._to_running(request, running, owner.local)
         joined = self._joined.get(owner.process)
         if joined is None:  # the ids of a process that left go with it: not reached
             return [ToClient(failure(request, PROCESS_LEFT))]
         if command == "pause":
             return [ToClient(success(request)),
                     PauseProcess(owner.process, round(CLIENT_PAUSE_WAIT * 1000))]
+        actions: list[Action] = []
+        if command in STEPS and self._steps is not None:  # before it forgets where it is
+            actions = self._step_companions(command, arguments, joined, owner.local)
         if command in STEPS or command == "continue":
-            joined.stopped.discard(owner.local)
-            self.ids.resumed(owner.process, owner.local)
+            self._moved(joined, owner.local)
         return [self._ask(joined, Request(0, command, arguments),
-                          _Asked(command, request, thread=owner.thread))]
+                          _Asked(command, request, thread=owner.thread)), *actions]
+
+    def _to_running(self, request: Request, key: str, local: int) -> list[Action]:
+        """A request about a thread of running process ``key`` (no debugger yet): ``pause``
+        pauses that process (the group's pause rule: the thread's process only), a
+        ``continue`` of it succeeds (it runs), anything else needs it paused first."""
+        if request.command == "pause":
+            return [ToClient(success(request)), PauseRunning(key)]
+        if request.command == "continue":
+            return [ToClient(success(request, {"allThreadsContinued": False}))]
+        member = self.running.member(key)
+        return [ToClient(failure(request, f"thread {request.arguments.get('threadId')} "
+                                          f"({member.thread_name(str(local))}) {RUNS}"))]
+
+    def _moved(self, joined: _Joined, local: int | None) -> None:
+        """``local`` of ``joined`` (None: every thread) runs on: its stop and ids go."""
+        if local is None:
+            joined.stopped.clear()
+        else:
+            joined.stopped.discard(local)
+        self.ids.resumed(joined.member.key, local)
+        if self._steps is not None:
+            self._steps.moved(joined.member.key, local)
+
+    def _step_companions(self, command: str, arguments: dict[str, Any], stepping: _Joined,
+                         local: int) -> list[Action]:
+        """Step together: the same step for the thread of every other paused process stopped
+        in the same function (:mod:`.group_steps`), as the hub's own; the client is told
+        those threads ran on (``continued``), their ``stopped`` follows as any."""
+        assert self._steps is not None
+        stopped = {key: joined.stopped for key, joined in self._joined.items()}
+        actions: list[Action] = []
+        for key, thread in self._steps.companions(stepping.member.key, local, stopped):
+            joined = self._joined[key]
+            self._moved(joined, thread)
+            actions.append(self._ask(joined, Request(0, command, {**arguments,
+                                                                  "threadId": thread}),
+                                     _Asked(command, None, thread=thread)))
+            actions.append(ToClient(Event(0, "continued", {
+                "threadId": self.ids.thread_to_client(key, thread),
+                "allThreadsContinued": False})))
+        return actions
+
+    def _threads(self, request: Request) -> list[Action]:
+        """Every joined process's debugger is asked, every running process's agent too
+        (:class:`AskThreads`); one answer once all have answered or left."""
+        gather = _Gather(request, set(self._joined) | set(self.running))
+        actions: list[Action] = []
+        for joined in self._joined.values():
+            actions.append(self._ask(joined, Request(0, "threads", request.arguments),
+                                     _Asked("threads", request, gather)))
+        if self.running:
+            self._reports_owed.append(gather)
+            actions.append(AskThreads(tuple(self.running)))
+        return actions or self._complete(gather)
 
     def _continue_all(self, request: Request) -> list[Action]:
         paused = [joined for joined in self._joined.values() if joined.stopped]
-        for joined in paused:
-            self.ids.resumed(joined.member.key)
         return self._gather(request, paused, lambda joined: {"threadId": min(joined.stopped)},
                             clear_stopped=True)
 
     def _disconnect(self, request: Request) -> list[Action]:
         arguments = {"terminateDebuggee": bool(self._allow_terminate and request.arguments.get(
             "terminateDebuggee"))}
-        for joined in self._joined.values():
-            self.ids.resumed(joined.member.key)
         return self._gather(request, list(self._joined.values()), lambda _: arguments,
                             clear_stopped=True)
 
@@ -260,7 +356,7 @@ class GroupPolicy:
             actions.append(self._ask(joined, Request(0, request.command, sent),
                                      _Asked(request.command, request, gather)))
             if clear_stopped:
-                joined.stopped.clear()
+                self._moved(joined, None)
         return actions or self._complete(gather)
 
     # -- processes -> client ------------------------------------------------------------------
@@ -282,6 +378,9 @@ class GroupPolicy:
             return []
         if asked.request is None:
             return self._set_up(joined, asked, message)
+        if (self._steps is not None and asked.command == "stackTrace" and message.success
+                and asked.thread is not None and not asked.request.arguments.get("startFrame")):
+            self._steps.stopped_in(key, asked.thread, message.body.get("stackFrames", []))
         if not message.success:
             answer = Response(0, asked.request.seq, asked.request.command, success=False,
                               message=message.message, body=message.body)
@@ -297,12 +396,19 @@ class GroupPolicy:
         return [ToClient(answer)]
 
     def _set_up(self, joined: _Joined, asked: _Asked, answer: Response) -> list[Action]:
-        """The answer to the hub's own set-up request: attached, configure; configured,
-        the process's agent may go on. A refusal is told on the client's console."""
+        """The answer to the hub's own request: attached, configure; configured, the
+        process's agent may go on; a stopped thread's top frame, step together knows where it
+        is. A refusal is told on the client's console."""
+        if asked.command == "stackTrace":
+            if answer.success and self._steps is not None and asked.thread is not None:
+                self._steps.stopped_in(joined.member.key, asked.thread,
+                                       answer.body.get("stackFrames", []))
+            return []
         if not answer.success:
             text = f"{joined.member.prefix}{asked.command} failed: {answer.message}\n"
             return [ToClient(Event(0, "output", {"category": "console", "output": text}))]
         if asked.command == "attach":
+            joined.attached = True
             return [self._ask(joined, request, _Asked(request.command, None))
                     for request in [*joined.configuration, Request(0, "configurationDone")]]
         if asked.command == "configurationDone":
@@ -321,17 +427,18 @@ class GroupPolicy:
         joined.stopped.add(body["threadId"])
         everywhere = body.get("allThreadsStopped") and all(
             other.stopped for other in self._joined.values())
-        return self._thread_event(joined, "stopped", {**body,
-                                                      "allThreadsStopped": bool(everywhere)})
+        actions = self._thread_event(joined, "stopped", {**body,
+                                                         "allThreadsStopped": bool(everywhere)})
+        if self._steps is not None:  # where it stopped, for step together
+            actions.append(self._ask(joined, Request(0, "stackTrace", {
+                "threadId": body["threadId"], "levels": 1}),
+                _Asked("stackTrace", None, thread=body["threadId"])))
+        return actions
 
     def continued_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
         local = body["threadId"]
         every_thread = body.get("allThreadsContinued", True)  # DAP: omitted means true
-        if every_thread:
-            joined.stopped.clear()
-        else:
-            joined.stopped.discard(local)
-        self.ids.resumed(joined.member.key, None if every_thread else local)
+        self._moved(joined, None if every_thread else local)
         everywhere = not any(other.stopped for other in self._joined.values())
         return self._thread_event(joined, "continued", {**body,
                                                         "allThreadsContinued": everywhere})
@@ -339,7 +446,7 @@ class GroupPolicy:
     def thread_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
         if body.get("reason") != "exited":
             return self._thread_event(joined, "thread", body)
-        joined.stopped.discard(body["threadId"])
+        self._moved(joined, body["threadId"])
         client = self.ids.thread_exited(joined.member.key, body["threadId"])
         return [] if client is None else [ToClient(Event(0, "thread", {**body,
                                                                       "threadId": client}))]
@@ -368,7 +475,8 @@ class GroupPolicy:
         if request.command == "threads":
             # A process that left after answering has had its threads' exits told.
             threads = [thread for member, answer in sorted(answers, key=lambda a: a[0].order())
-                       if answer.success and member.key in self._joined
+                       if answer.success and (member.key in self._joined
+                                              or member.key in self.running)
                        for thread in answer.body["threads"]]
             return [ToClient(success(request, {"threads": threads}))]
         if request.command == "continue" and answers and not any(
