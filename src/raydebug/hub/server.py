@@ -338,5 +338,6 @@ class Hub:
         were read, until it leaves; with ``client_token``, its ``attach`` must carry it."""
         handler = ClientHandler(self.registry, self.data_connections,
                                 self.config.allow_terminate, reader, writer, first,
-                                peer_name(writer), self.cluster_sessions, client_token)
+                                peer_name(writer), self.cluster_sessions, client_token,
+                                self.queries)
         await handler.run()

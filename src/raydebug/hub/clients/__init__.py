@@ -9,7 +9,7 @@ group attach, one DAP session whose threads are every paused process's of a grou
 ``cluster_sessions`` holds the live cluster sessions and changes the hub's one breakpoint
 set, which every linked process arms and every attached DAP session's pydevd is sent.
 
-May import: ``raydebug.hub.registry``, ``raydebug.hub.entries``,
+May import: ``raydebug.hub.registry``, ``raydebug.hub.entries``, ``raydebug.hub.processes``,
 ``raydebug.hub.cluster_breakpoints``, ``raydebug.hub.net``, ``raydebug.hub.agents``,
 ``raydebug.protocol``, ``raydebug.session``, ``raydebug.selectors``, ``raydebug.errors``.
 """

@@ -16,7 +16,12 @@ and each that pauses later) is bound to this session as a child session's proces
 ``join``\\ s it: the hub sends it the client's ``initialize`` and ``attach``, the breakpoint
 set, ``configurationDone``, then tells its agent ``ClientReady``. A process busy with another
 client is left out. Each body its debugger sends goes to ``from_process``; when its data
-connection ends (the process exited or was cut off), ``left``.
+connection ends (the process exited or was cut off), ``left``. Each running live process of
+the group (no client, no thread paused) is shown too (``runs``): its threads are asked of
+its agent through the hub's :class:`~raydebug.hub.processes.ProcessQueries` (``stacks``,
+bounded by :data:`RUNNING_THREADS_TIMEOUT`), and a ``pause`` of one is that class's
+``pause``, as ``raydebug pause``'s. The session follows the cluster's breakpoint set: each
+change reaches every joined process's debugger. A group with no process yet says so once.
 
 Ends. When the client disconnects or its connection drops, :meth:`GroupSession.run` cancels
 every joining and reading task and awaits them, then for each bound process tells its agent
@@ -35,23 +40,26 @@ from typing import Any
 from ...errors import PeerClosed, RaydebugError, SessionBusyError, SessionNotFoundError
 from ...protocol import Event, Request, Response
 from ...protocol.control import ClientGone, ClientReady, OpenDataConnection, Pause
-from ...protocol.group_policy import (
+from ...protocol.group_actions import (
     Action,
-    GroupPolicy,
+    AskThreads,
     HubAnswers,
     PauseProcess,
+    PauseRunning,
     ProcessReady,
     ToClient,
     ToProcess,
 )
+from ...protocol.group_policy import GroupPolicy
 from ...protocol.group_rewrite import Member
-from ...protocol.proxy_policy import adapter_capabilities
+from ...protocol.proxy_policy import CLIENT_PAUSE_WAIT, adapter_capabilities
 from ...selectors import Selector, parse
-from ...session import SessionState
+from ...session import ProcessState, SessionState
 from ..agents.data_connections import PendingDataConnections
 from ..agents.data_stream import DataStream
 from ..cluster_breakpoints import DapSessionBreakpoints
 from ..entries import HubSession, Process
+from ..processes import ProcessQueries
 from ..registry import Registry
 from .cluster_sessions import ClusterSessions, local_root_of
 from .stream import ClientStream
@@ -60,6 +68,9 @@ log = logging.getLogger("raydebug.hub")
 
 # How long a process's agent has to open its data connection (as a child session's attach).
 SET_UP_TIMEOUT = 30.0
+# How long a ``threads`` answer waits for a running process's agent to report its threads
+# (one that has not answered by then is listed with its last report).
+RUNNING_THREADS_TIMEOUT = 1.0
 
 
 def wants_group(attach: Request) -> bool:
@@ -79,10 +90,24 @@ def group_selector(attach: Request) -> Selector | None:
     return parse(str(group).split())
 
 
+def steps_together(attach: Request) -> bool:
+    """Whether a group attach asks for step together (``"stepTogether": true``)."""
+    return attach.arguments["raydebug"].get("stepTogether") is True
+
+
+def labels_of(process: Process) -> dict[str, str]:
+    """A process's labels: its record's, and its sessions' (a process that is not live
+    has them in its sessions' records only)."""
+    labels = dict(process.record.labels or {})
+    for session in process.sessions.values():
+        labels = {**(session.record.labels or {}), **labels}
+    return labels
+
+
 def member_of(process: Process) -> Member:
     """The process as the group's client is shown it: pid, rank label, task."""
     record = process.record
-    labels = record.labels or {}
+    labels = labels_of(process)
     rank = labels.get("RANK", labels.get("rank"))
     return Member(process.id, record.pid, None if rank is None else str(rank),
                   record.task_name)
@@ -95,6 +120,7 @@ class _Bound:
     process: Process
     data_id: int = 0
     debugger: DataStream | None = None
+    breakpoints: DapSessionBreakpoints | None = None  # what its debugger was sent
     on_lost: Callable[[], None] | None = None  # its callback in the process's on_lost
 
 
@@ -104,7 +130,7 @@ class GroupSession:
     def __init__(self, client: ClientStream, registry: Registry,
                  data_connections: PendingDataConnections, parents: ClusterSessions,
                  allow_terminate: bool, initialize: Request | None, attach: Request,
-                 selector: Selector | None) -> None:
+                 selector: Selector | None, queries: ProcessQueries | None = None) -> None:
         self._client = client
         self._registry = registry
         self._data_connections = data_connections
@@ -113,9 +139,11 @@ class GroupSession:
         self._initialize = initialize.arguments if initialize else {"adapterID": "raydebug"}
         self._attach = attach
         self._selector = selector
-        self._policy = GroupPolicy(allow_terminate)
+        self._queries = queries  # None: running processes are not shown
+        self._policy = GroupPolicy(allow_terminate, steps_together(attach))
         self._key = parents.add(client.peer_host, client.say_now, client.send_event)
         self._bound: dict[str, _Bound] = {}  # by process id
+        self._running: dict[str, Process] = {}  # running live processes shown, by id
         self._tasks: set[asyncio.Task[None]] = set()
         self._disconnected = asyncio.Event()  # the client's disconnect was answered
 
@@ -124,11 +152,13 @@ class GroupSession:
         self.carry_out([HubAnswers(self._attach)])
         reading = asyncio.ensure_future(self._read_client())
         disconnected = asyncio.ensure_future(self._disconnected.wait())
+        unfollow = self._parents.follow(self._bring_breakpoints_up)
         try:
             await asyncio.wait({reading, disconnected}, return_when=asyncio.FIRST_COMPLETED)
             if reading.done():
                 reading.result()  # re-raise a protocol error
         finally:
+            unfollow()
             for waiting in (reading, disconnected):
                 waiting.cancel()
             await asyncio.gather(reading, disconnected, return_exceptions=True)
@@ -169,6 +199,10 @@ class GroupSession:
                 bound = self._bound.get(action.key)
                 if bound is not None:
                     bound.process.send(ClientReady(channel=bound.data_id))
+            elif isinstance(action, AskThreads):
+                self._start(self._ask_threads(action.keys), "group-threads")
+            elif isinstance(action, PauseRunning):
+                self._start(self._pause_running(action.key), "group-pause")
             else:
                 self._answer(action.request)
 
@@ -202,14 +236,22 @@ class GroupSession:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _in_group(self, process: Process) -> bool:
+        if self._selector is None:
+            return True
+        view = self._registry.process_view(process)
+        view["labels"] = labels_of(process)  # a process that is not live: its sessions'
+        return self._selector.matches(view)
+
     def _wanted(self, session: HubSession) -> bool:
         if session.state is not SessionState.WAITING or session.process.id in self._bound:
             return False
-        return self._selector is None or self._selector.matches(
-            self._registry.process_view(session.process))
+        return self._in_group(session.process)
 
     async def _join_paused(self) -> None:
-        """Join every paused process of the group, now and as they pause."""
+        """Join every paused process of the group, now and as they pause; show every
+        running live process of it; say once when the group has no process yet."""
+        told_empty = False
         while True:
             for session in self._registry.all_sessions():
                 if self._wanted(session):
@@ -221,7 +263,60 @@ class GroupSession:
                     bound.on_lost = self._lost_callback(bound)
                     session.process.on_lost.append(bound.on_lost)
                     self._start(self._serve(bound, session), f"group-{session.process.id}")
+            self._show_running()
+            if not told_empty and not self._bound and not self._running:
+                told_empty = True
+                which = (f"matches {self._selector.text}" if self._selector is not None
+                         else "is linked or paused")
+                self._client.say_now(f"raydebug: no process {which} yet; each joins this "
+                                     "session as it links (running) or pauses")
             await self._registry.wait_for_change()
+
+    def _show_running(self) -> None:
+        """The group's running live processes (no client, no thread paused) are shown as
+        running threads; one that pauses, exits or is taken by another client no longer."""
+        if self._queries is None:
+            return
+        now = set()
+        for process in self._registry.all_processes():
+            if (process.live and process.state is ProcessState.RUNNING and process.client is None
+                    and process.id not in self._bound and self._in_group(process)):
+                now.add(process.id)
+                if process.id not in self._running:
+                    self._running[process.id] = process
+                    self.carry_out(self._policy.runs(member_of(process)))
+        for key in [key for key in self._running if key not in now]:
+            del self._running[key]
+            self.carry_out(self._policy.not_running(key))
+
+    async def _ask_threads(self, keys: tuple[str, ...]) -> None:
+        """Ask running processes ``keys`` their threads (their stacks), under one bound."""
+        processes = [self._running[key] for key in keys if key in self._running]
+        reports: dict[str, list[Any] | None] = {}
+        if processes and self._queries is not None:
+            stacks = await self._queries.stacks(processes, with_locals=False,
+                                                timeout=RUNNING_THREADS_TIMEOUT)
+            for process, entry in zip(processes, stacks, strict=True):
+                reports[process.id] = entry["threads"] if entry["answered"] else None
+        for key in keys:
+            self.carry_out(self._policy.running_threads(key, reports.get(key)))
+
+    async def _pause_running(self, key: str) -> None:
+        """Pause running process ``key`` as ``raydebug pause`` does; its stops join the
+        group as any pause's. A failure is said on the client's console."""
+        process = self._running.get(key)
+        if process is None or self._queries is None:
+            return
+        result = await self._queries.pause([process], expire=CLIENT_PAUSE_WAIT)
+        for reason in result["failed"].values():
+            self._client.say_now(f"raydebug: pid {process.record.pid} did not pause: {reason}")
+
+    def _bring_breakpoints_up(self) -> None:
+        """The cluster's breakpoint set changed: each joined process's debugger gets it."""
+        for bound in list(self._bound.values()):
+            if bound.breakpoints is not None:
+                self.carry_out(self._policy.configure(
+                    bound.process.id, bound.breakpoints.bring_up_to(self._parents.cluster)))
 
     def _lost_callback(self, bound: _Bound) -> Callable[[], None]:
         def lost() -> None:
@@ -248,10 +343,10 @@ class GroupSession:
                                  f"session: {error or type(error).__name__}")
             await self._let_go(bound)
             return
-        breakpoints = DapSessionBreakpoints(session.record.remote_root)
+        bound.breakpoints = DapSessionBreakpoints(session.record.remote_root)
         self.carry_out(self._policy.join(
             member_of(process), self._initialize, self._attach.arguments,
-            breakpoints.bring_up_to(self._parents.cluster)))
+            bound.breakpoints.bring_up_to(self._parents.cluster)))
         try:
             await bound.debugger.relay(self._from_process(process.id), self._client.backed_up,
                                        self._client.drain)

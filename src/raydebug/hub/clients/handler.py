@@ -57,6 +57,7 @@ from ..agents.data_stream import DataStream
 from ..cluster_breakpoints import DapSessionBreakpoints
 from ..entries import HubSession, Process
 from ..net import revoke_this_connection, vouch_for_this_connection
+from ..processes import ProcessQueries
 from ..registry import Registry
 from .cluster_attach import ClusterAttach
 from .cluster_sessions import ClusterSessions
@@ -83,8 +84,10 @@ class ClientHandler:
     def __init__(self, registry: Registry, data_connections: PendingDataConnections,
                  allow_terminate: bool, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter, first_bytes: bytes, peer: str,
-                 cluster_sessions: ClusterSessions, client_token: str | None = None) -> None:
+                 cluster_sessions: ClusterSessions, client_token: str | None = None,
+                 queries: ProcessQueries | None = None) -> None:
         self._client_token = client_token
+        self._queries = queries  # live processes' stacks and pauses (a group session's)
         self._registry = registry
         self._cluster_sessions = cluster_sessions
         self._data_connections = data_connections
@@ -158,7 +161,7 @@ class ClientHandler:
                 return False
             await GroupSession(self._client, self._registry, self._data_connections,
                                self._cluster_sessions, self._allow_terminate, self._initialize,
-                               request, selector).run()
+                               request, selector, self._queries).run()
             return True
         if self._wants_cluster_attach(request):
             await ClusterAttach(self._client, self._registry, self._cluster_sessions,
