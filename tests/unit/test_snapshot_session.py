@@ -94,7 +94,12 @@ def test_a_failure_stops_on_its_exception_with_exception_info():
     assert stopped.body["text"] == "ValueError: bad row"
     info = client.ask("exceptionInfo", threadId=THREAD_ID)
     assert info["exceptionId"] == "ValueError" and info["description"] == "bad row"
-    assert info["details"]["stackTrace"].endswith("ValueError: bad row\n")
+    # As pydevd writes it: newest first, each frame's line of code when it was captured.
+    assert info["details"]["stackTrace"] == (
+        '  File "/job/train.py", line 3, in train\n'
+        "    raise ValueError('bad row')\n"
+        '  File "/job/train.py", line 9, in <module>\n'
+        '  File "/usr/lib/runner.py", line 20, in run\n')
 
 
 def test_a_snapshot_points_hit_stops_with_reason_snapshot():
@@ -225,6 +230,7 @@ def test_continue_ends_the_view_and_disconnect_closes_it():
     assert not client.session.over
     client.ask("disconnect")
     assert client.session.over
+    assert "closed" in client.refused("threads")
 
 
 def test_unknown_commands_and_bad_arguments_get_one_error_each():

@@ -70,6 +70,7 @@ REFUSED = {
 }
 BREAKPOINTS_DO_NOT_APPLY = "a snapshot does not run: breakpoints do not apply to it"
 ENDED = "the snapshot's view has ended (continue): disconnect"
+CLOSED = "the snapshot's view is closed (disconnect)"
 
 
 class SnapshotSession:
@@ -90,6 +91,8 @@ class SnapshotSession:
 
     def handle(self, request: Request) -> list[Message]:
         """The answer to ``request`` (exactly one response, first) and the events after it."""
+        if self.over:
+            return [failure(request, CLOSED)]
         if self._ended and request.command != "disconnect":
             return [failure(request, ENDED)]
         if request.command in REFUSED:
@@ -221,7 +224,18 @@ class SnapshotSession:
             "breakMode": "unhandled",
             "details": {"message": exception.message, "typeName": exception.type_name,
                         "fullTypeName": exception.type_name,
-                        "stackTrace": exception.traceback_text}})]
+                        "stackTrace": self._stack_text()}})]
+
+    def _stack_text(self) -> str:
+        """The captured frames as pydevd writes an exception's stack (newest first, each
+        ``File`` line and its code), which clients show and ``raydebug attach`` reorders."""
+        lines = []
+        for frame in self.snapshot.frames:
+            lines.append(f'  File "{frame.path}", line {frame.line}, in {frame.function}\n')
+            source = (frame.source or "").splitlines()
+            if 0 < frame.line <= len(source) and source[frame.line - 1].strip():
+                lines.append(f"    {source[frame.line - 1].strip()}\n")
+        return "".join(lines)
 
     def _thread(self, request: Request) -> None:
         thread = request.arguments.get("threadId", THREAD_ID)

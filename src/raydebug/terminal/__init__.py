@@ -10,7 +10,8 @@
 - ``inspect_commands``: the stack, the source, values; ``breakpoint_commands``: break,
   clear...; ``running``: the commands that let the debuggee run, and the wait while it runs;
   ``session_commands``: the start, threads, quit, kill, help;
-- ``debugger``: ``TerminalDebugger``, all of them behind ``execute``;
+- ``debugger``: ``TerminalDebugger``, all of them behind ``execute``; ``snapshot_rules``: what
+  it does differently on a snapshot (read-only: the looking commands only);
 - ``attach``: choosing sessions, the prompt, ``--follow``, a lost hub; ``console``: reading
   commands and printing, on a terminal or on pipes; ``interrupts``: Ctrl-C at the prompt is
   never lost.

@@ -36,7 +36,7 @@ from ..errors import (
 )
 from ..session import SessionState
 from ..shell_command import raydebug_command
-from . import commands, render
+from . import commands, render, snapshot_rules
 from .console import PROMPT, Terminal, line_buffer
 from .debugger import Outcome, TerminalDebugger
 from .remote import Remote
@@ -196,6 +196,9 @@ class AttachCommand:
                                 if str(s.get("id", "")).startswith(session_id)]
             if len(matches) == 1:
                 return matches[0]
+            snapshot = None if matches else self._snapshot(session_id)
+            if snapshot is not None:
+                return snapshot
             known = ", ".join(f"{s['id']} ({s.get('state')}, pid {s.get('pid')})"
                               for s in (matches or sessions)) or "none"
             if matches:
@@ -241,6 +244,19 @@ class AttachCommand:
                 self._sessions(f"{WAITING_ONLY}&min={len(waiting_now) + 1}&timeout="
                                f"{min(remaining, STALE_POLL if stale else POLL_SECONDS):.1f}")
 
+    def _snapshot(self, wanted: str) -> dict[str, Any] | None:
+        """The hub's snapshot whose id is ``wanted`` or, alone, starts with it (its listing
+        row, marked ``snapshot``); None when none is, or the hub keeps none (an older one)."""
+        try:
+            listing = get_json(self.hub, "/api/snapshots", token=self.client_token)
+        except RaydebugError:
+            return None
+        rows = listing.get("snapshots") if isinstance(listing, dict) else None
+        rows = [row for row in rows or [] if isinstance(row, dict)]
+        exact = [row for row in rows if row.get("id") == wanted]
+        matches = exact or [row for row in rows if str(row.get("id", "")).startswith(wanted)]
+        return {**matches[0], "snapshot": True} if len(matches) == 1 else None
+
     def _sessions(self, query: str = "") -> list[dict[str, Any]]:
         path = "/api/sessions" + (f"?{query}" if query else "")
         sessions = get_json(self.hub, path, timeout=POLL_SECONDS + 10, token=self.client_token)
@@ -284,7 +300,8 @@ class AttachCommand:
                                         find_session=lambda thread: self._session_of(
                                             session, thread),
                                         width=self.terminal.width,
-                                        cluster_breakpoints=self._cluster_breakpoints)
+                                        cluster_breakpoints=list if snapshot_rules.is_snapshot(
+                                            session) else self._cluster_breakpoints)
             self.terminal.completer = lambda word: complete(debugger, line_buffer(), word)
             debugger.start()
             try:

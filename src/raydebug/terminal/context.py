@@ -166,6 +166,17 @@ class DebuggerContext:
         return self._sources[path]
 
     def _fetch_source(self, frame: dict[str, Any], path: str) -> list[str] | None:
+        """The debuggee's text of ``path``: through DAP's ``source`` when the frame's source
+        has a ``sourceReference`` (DAP: then the client must read it so; a snapshot's
+        captured text, pydevd's for a file the client may not have), else by evaluating."""
+        reference = (frame.get("source") or {}).get("sourceReference")
+        if reference:
+            try:
+                body = self.remote.request("source", {"sourceReference": reference,
+                                                      "source": frame["source"]})
+                return str(body.get("content", "")).splitlines(keepends=True) or None
+            except DapRequestError:
+                pass  # read it as any other file
         try:
             answer = self._evaluate_in(frame, sources.fetch_expression(path), "clipboard")
         except (DapRequestError, CommandError):

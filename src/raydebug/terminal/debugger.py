@@ -11,7 +11,7 @@ are printed as pdb prints them, ``*** NameError: ...``). The commands live by id
 from __future__ import annotations
 
 from ..errors import CommandError, DapRequestError, RaydebugError
-from . import commands, render
+from . import commands, render, snapshot_rules
 from .breakpoint_commands import BreakpointCommands
 from .commands import STATEMENT, Command
 from .inspect_commands import InspectCommands
@@ -53,6 +53,12 @@ class TerminalDebugger(SessionCommands, InspectCommands, BreakpointCommands, Run
         return Outcome.STOPPED
 
     def _dispatch(self, command: Command) -> Outcome:
+        if snapshot_rules.is_snapshot(self.session):
+            refused = snapshot_rules.refusal(command.name, self.session)
+            if refused is not None:
+                raise CommandError(refused)
+            if command.name == "continue":  # nothing runs on: c ends the view, as q does
+                return self.do_quit("")
         handler = getattr(self, f"do_{command.name}" if command.name != STATEMENT
                           else "do_statement")
         result = handler(command.arg)

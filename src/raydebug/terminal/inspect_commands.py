@@ -7,7 +7,7 @@ and name completion. Each is pdb's, carried out with DAP requests on the selecte
 from __future__ import annotations
 
 from ..errors import CommandError
-from . import commands, render, sources
+from . import commands, render, snapshot_rules, sources
 from .context import DebuggerContext
 
 LIST_LINES = 11
@@ -88,6 +88,10 @@ class InspectCommands(DebuggerContext):
     def do_pp(self, arg: str) -> None:
         if not arg:
             raise CommandError("give an expression")
+        if snapshot_rules.is_snapshot(self.session):  # no pprint to call: the capture's repr
+            for line in snapshot_rules.pretty(self._evaluate(arg, "repl")):
+                self.write(line)
+            return
         text = self._evaluate(f"__import__('pprint').pformat(({arg}))", "clipboard")
         for line in sources.literal(text).splitlines():
             self.write(line)

@@ -6,7 +6,7 @@ is said of them before a prompt), leaving (``quit``, ``kill``) and ``help``.
 from __future__ import annotations
 
 from ..errors import CommandError
-from . import commands, render
+from . import commands, render, snapshot_rules
 from .context import DebuggerContext
 from .remote import Stop
 from .running import Outcome
@@ -30,7 +30,10 @@ class SessionCommands(DebuggerContext):
         elsewhere = self._select_session_thread(stop)
         self._refresh_stack()
         line = int(self.frames[0].get("line", 0)) if self.frames else None
-        for text in render.session_header(self.session, line):
+        header = (snapshot_rules.header(self.session, render.session_what(self.session))
+                  if snapshot_rules.is_snapshot(self.session)
+                  else render.session_header(self.session, line))
+        for text in header:
             self.write(text)
         if elsewhere:
             self.write(elsewhere)
@@ -121,7 +124,11 @@ class SessionCommands(DebuggerContext):
     # -- leaving, help ----------------------------------------------------------------------
 
     def do_quit(self, arg: str) -> Outcome:
-        self._detach("detached")
+        if snapshot_rules.is_snapshot(self.session):
+            self._detach(None)
+            self.write(f"snapshot {self.session.get('id')} closed")
+        else:
+            self._detach("detached")
         return Outcome.QUIT
 
     def leave_quietly(self) -> None:

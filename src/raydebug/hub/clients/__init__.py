@@ -7,9 +7,11 @@ loopback connection comes from); ``handler`` serves one DAP client (the adapter 
 process as a child session, seeing the client through ``peer``; ``group_session`` serves a
 group attach, one DAP session whose threads are every paused process's of a group;
 ``cluster_sessions`` holds the live cluster sessions and changes the hub's one breakpoint
-set, which every linked process arms and every attached DAP session's pydevd is sent.
+set, which every linked process arms and every attached DAP session's pydevd is sent;
+``snapshot_view`` serves a kept snapshot as a read-only session.
 
 May import: ``raydebug.hub.registry``, ``raydebug.hub.entries``, ``raydebug.hub.processes``,
 ``raydebug.hub.cluster_breakpoints``, ``raydebug.hub.net``, ``raydebug.hub.agents``,
-``raydebug.protocol``, ``raydebug.session``, ``raydebug.selectors``, ``raydebug.errors``.
+``raydebug.protocol``, ``raydebug.session``, ``raydebug.selectors``, ``raydebug.errors``,
+``raydebug.snapshots``.
 """

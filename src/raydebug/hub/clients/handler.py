@@ -9,7 +9,8 @@ such method fails ("attach to a session first"). ``attach`` names a session
 breakpoint if there is none; or, from a client that can open child sessions and names none,
 it becomes a cluster attach (:mod:`.cluster_attach`) served on this connection until it
 leaves. An attach with ``"raydebug": {"group": ...}`` is a group session
-(:mod:`.group_session`), served likewise.
+(:mod:`.group_session`), served likewise; one naming a kept snapshot's id is that snapshot's
+read-only session (:mod:`.snapshot_view`), with no process behind it.
 
 Attaching binds the connection to the session's process (one client per process: pydevd
 serves one) and opens a data connection: the hub asks the agent for it, replays the client's
@@ -52,6 +53,7 @@ from ...protocol.control import ClientGone as ClientGoneMessage
 from ...protocol.control import OpenDataConnection
 from ...protocol.paths import PathTranslator
 from ...protocol.proxy_policy import ProxyPolicy, adapter_capabilities
+from ...snapshots.format import Snapshot
 from ..agents.data_connections import PendingDataConnections
 from ..agents.data_stream import DataStream
 from ..cluster_breakpoints import DapSessionBreakpoints
@@ -63,6 +65,7 @@ from .cluster_attach import ClusterAttach
 from .cluster_sessions import ClusterSessions
 from .group_session import GroupSession, group_selector, wants_group
 from .relay import Relay
+from .snapshot_view import SnapshotView, wanted_id
 from .stream import ClientStream
 
 log = logging.getLogger("raydebug.hub")
@@ -85,8 +88,10 @@ class ClientHandler:
                  allow_terminate: bool, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter, first_bytes: bytes, peer: str,
                  cluster_sessions: ClusterSessions, client_token: str | None = None,
-                 queries: ProcessQueries | None = None) -> None:
+                 queries: ProcessQueries | None = None,
+                 find_snapshot: Callable[[str], Snapshot | None] = lambda wanted: None) -> None:
         self._client_token = client_token
+        self._find_snapshot = find_snapshot  # the hub's kept snapshots, by id
         self._queries = queries  # live processes' stacks and pauses (a group session's)
         self._registry = registry
         self._cluster_sessions = cluster_sessions
@@ -163,6 +168,10 @@ class ClientHandler:
                                self._cluster_sessions, self._allow_terminate, self._initialize,
                                request, selector, self._queries).run()
             return True
+        snapshot = self._wanted_snapshot(request)
+        if snapshot is not None:
+            await SnapshotView(self._client, snapshot).run(request)
+            return True
         if self._wants_cluster_attach(request):
             await ClusterAttach(self._client, self._registry, self._cluster_sessions,
                                 request).run()
@@ -187,6 +196,11 @@ class ClientHandler:
         given = key.get("token") if isinstance(key, dict) else None
         return isinstance(given, str) and hmac.compare_digest(given.encode(),
                                                               self._client_token.encode())
+
+    def _wanted_snapshot(self, attach: Request) -> Snapshot | None:
+        """The kept snapshot the attach names by id, if it names one."""
+        wanted = wanted_id(attach)
+        return None if wanted is None else self._find_snapshot(wanted)
 
     def _wants_cluster_attach(self, attach: Request) -> bool:
         """No session chosen, and a client that can open child sessions (see cluster_attach)."""
