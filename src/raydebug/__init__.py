@@ -9,9 +9,10 @@ Packages: ``protocol`` (sans-IO), ``agent`` (inside debugged processes), ``hub``
 are, their state tables), ``process_record`` (what a process says about itself),
 ``errors`` (every exception), ``selectors`` (KEY=VALUE process
 selectors), ``stack_tree`` (stacks merged across processes, odd among ``peer_groups``),
-``views`` and
-``views_processes`` (rendering for the terminal), ``state_file`` (this machine's hub and
-tunnel records), ``tls`` (certificates and pinning), ``tunnel`` (``raydebug tunnel``'s SSH),
+``views``,
+``views_processes`` and ``views_snapshots`` (rendering for the terminal), ``state_file``
+(this machine's hub and tunnel records), ``tls`` (certificates and pinning), ``tunnel``
+(``raydebug tunnel``'s SSH),
 ``hub_options`` (``RAYDEBUG_HUB_ARGS``), ``lazy_names`` (a package's names imported at first
 use), ``shell_command`` (how a hint names the command); ``__main__`` runs the command.
 """
@@ -37,13 +38,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
+def runtime_env(base: dict[str, Any] | None = None, snapshots: bool = False) -> dict[str, Any]:
     """A Ray ``runtime_env`` (``base``, kept) that sends every worker's ``breakpoint()``
-    and post-mortem to raydebug: ``ray.init(runtime_env=raydebug.runtime_env())``.
+    and post-mortem to raydebug: ``ray.init(runtime_env=raydebug.runtime_env())``;
+    ``snapshots=True``: a task that raises sends a snapshot and fails at once.
 
     Imports ray only when called, so ``import raydebug`` stays cheap without it.
     """
     from .integrations import ray as ray_integration
 
-    return ray_integration.runtime_env(base)
+    return ray_integration.runtime_env(base, snapshots=snapshots)
 __version__ = "0.1.0"

@@ -42,8 +42,9 @@ def test_live_messages_round_trip(message):
 def test_the_live_messages_are_a_new_protocol_version():
     # 3: a version-2 agent knows none of them; 4: a version-3 hub knows no pause_pending;
     # 5: a version-4 peer knows no open_data_connection; 6: a version-5 agent knows no
-    # resume (raydebug continue). Each refused at hello.
-    assert PROTOCOL_VERSION == 6
+    # resume (raydebug continue); 7: a version-6 hub knows no snapshot_taken. Each refused
+    # at hello.
+    assert PROTOCOL_VERSION == 7
 
 
 @pytest.mark.parametrize("body, complaint", [

@@ -125,7 +125,7 @@ print(json.dumps({name: [vars(kind)["__dataclass_params__"].frozen,
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
     found = json.loads(done.stdout)
-    assert len(found) == 26 and all(frozen for frozen, _ in found.values()), found
+    assert len(found) == 27 and all(frozen for frozen, _ in found.values()), found
     assert found["ControlMessage"] == [True, []]
     assert found["Challenge"] == [True, ["nonce", "version"]]
     assert found["Hello"] == [True, ["role", "mac", "version", "nonce", "channel"]]

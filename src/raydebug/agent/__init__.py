@@ -18,7 +18,8 @@ stacks, read without pausing; ``own_frames``: the frames of raydebug and pydevd 
 shows), ``metadata`` (what a session says about itself), ``pause_requests`` (a thread
 ``raydebug pause`` asked, until that ends) and ``pause_signal`` (a main thread blocked in C
 brought back to Python to pause), ``report`` (the one line on stderr), ``startup`` (hooks
-installed at interpreter start), ``local_pdb`` (a driver's own pdb, whose prompt other
+installed at interpreter start), ``snapshot_sender`` (snapshots captured and sent without
+pausing), ``local_pdb`` (a driver's own pdb, whose prompt other
 threads print around). Subpackages: ``link`` (the connection to the hub), ``debugger``
 (pydevd, reached only through its facade) and ``armed`` (the cluster's breakpoints armed
 without pydevd).
@@ -29,6 +30,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -193,7 +195,16 @@ def post_mortem(error: BaseException | TracebackType | None = None) -> None:
 def install_excepthook() -> None:
     """Freeze on uncaught exceptions, in the main thread and in threads (then report them
     as Python would). Installing twice changes nothing."""
-    if getattr(sys.excepthook, "raydebug", False):
+    chain_excepthooks(lambda error, thread: post_mortem(error), "raydebug")
+
+
+def chain_excepthooks(on_uncaught: Callable[[BaseException, threading.Thread | None], object],
+                      marker: str) -> None:
+    """Call ``on_uncaught(error, thread)`` for every uncaught exception (but
+    ``KeyboardInterrupt`` and ``SystemExit``), in the main thread (``thread`` None) and in
+    threads, then the hooks installed before, which report it as Python would. Installed
+    once per ``marker``."""
+    if getattr(sys.excepthook, marker, False):
         return
     previous_hook = sys.excepthook
     previous_thread_hook = threading.excepthook
@@ -201,15 +212,15 @@ def install_excepthook() -> None:
     def excepthook(kind: type[BaseException], value: BaseException,
                    tb: TracebackType | None) -> None:
         if not isinstance(value, (KeyboardInterrupt, SystemExit)):
-            post_mortem(value)
+            on_uncaught(value, None)
         previous_hook(kind, value, tb)
 
     def thread_excepthook(args: threading.ExceptHookArgs) -> None:
         if args.exc_value is not None and not isinstance(args.exc_value, SystemExit):
-            post_mortem(args.exc_value)
+            on_uncaught(args.exc_value, args.thread)
         previous_thread_hook(args)
 
-    excepthook.raydebug = True  # type: ignore[attr-defined]
+    setattr(excepthook, marker, True)
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
 

@@ -2,7 +2,7 @@
 work, and hands plain data to :mod:`raydebug.views` to render.
 
 Commands by module: ``hub_command`` (hub), ``run_command`` (run),
-``sessions`` (list, attach), ``vscode_command`` (vscode), ``live_commands`` (ps, stacks,
+``sessions`` (list, attach, snapshots), ``vscode_command`` (vscode), ``live_commands`` (ps, stacks,
 pause, continue), ``breakpoints`` (break, logs), ``web_command`` (web), ``tunnel_command``
 (tunnel, hub-address).
 Shared: ``locate`` (which hub), ``options`` (common options), ``output`` (errors and
@@ -32,6 +32,7 @@ COMMANDS = {
     "list": ("sessions", "list_command"),
     "vscode": ("vscode_command", "vscode"),
     "attach": ("sessions", "attach"),
+    "snapshots": ("sessions", "snapshots_command"),
     "ps": ("live_commands", "ps"),
     "stacks": ("live_commands", "stacks"),
     "pause": ("live_commands", "pause"),

@@ -64,13 +64,19 @@ from ..errors import ConfigurationError
               help="Seconds an agent's connection has to finish TLS and the token handshake.")
 @click.option("--client-idle-timeout", default=30.0, show_default=True,
               help="Seconds a client connection has to send its first bytes.")
+@click.option("--max-snapshots", default=1_000, show_default=True,
+              type=click.IntRange(min=1),
+              help="Snapshots kept (raydebug run --snapshots); the oldest are dropped.")
+@click.option("--snapshot-dir", default=None, type=click.Path(file_okay=False),
+              help="Also keep snapshots here as JSON files (mode 0600), read back when a "
+                   "hub starts with the same directory.")
 def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str | None,
         worker_port: int | None, token: str | None,
         allow_terminate: bool, max_sessions: int, client_token: str | None,
         unix_socket: str | None, log_level: str, ray_address: str | None, tls: bool,
         max_agent_connections: int, max_worker_connections: int | None,
         max_client_connections: int, handshake_timeout: float,
-        client_idle_timeout: float) -> None:
+        client_idle_timeout: float, max_snapshots: int, snapshot_dir: str | None) -> None:
     """Run the hub: list sessions and route debuggers to them."""
     import asyncio  # here: the other commands (`raydebug list`) need none of it
 
@@ -96,7 +102,9 @@ def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str
                        tls=tls, max_agent_connections=max_agent_connections,
                        max_client_connections=max_client_connections,
                        handshake_timeout=handshake_timeout,
-                       client_idle_timeout=client_idle_timeout)
+                       client_idle_timeout=client_idle_timeout,
+                       max_snapshots=max_snapshots,
+                       snapshot_dir=os.path.abspath(snapshot_dir) if snapshot_dir else None)
     if token:
         config.token = token
     elif agent_port and (saved := state_file.saved_token(f"{agent_host}:{agent_port}")):

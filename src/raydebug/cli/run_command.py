@@ -28,6 +28,10 @@ def never_fold(allow: str | None) -> str:
 @click.option("--post-mortem", is_flag=True,
               help="A task or actor method that raises freezes in the frame that raised, as "
                    "a session (RAYDEBUG_POST_MORTEM=1 for the driver and every worker).")
+@click.option("--snapshots", is_flag=True,
+              help="A task, actor method or thread that raises sends a snapshot of its "
+                   "frames and locals to the hub and fails at once, as without raydebug "
+                   "(RAYDEBUG_SNAPSHOTS=1 for the driver and every worker).")
 @click.option("--wait-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="A paused process nobody attached to continues after SECONDS "
                    "(RAYDEBUG_WAIT_TIMEOUT).")
@@ -40,8 +44,8 @@ def never_fold(allow: str | None) -> str:
                    "--hub-args=--allow-terminate (RAYDEBUG_HUB_ARGS; a hub already running "
                    "keeps its own).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(post_mortem: bool, wait_timeout: float | None, live: bool, hub_args: str | None,
-        command: tuple[str, ...]) -> None:
+def run(post_mortem: bool, snapshots: bool, wait_timeout: float | None, live: bool,
+        hub_args: str | None, command: tuple[str, ...]) -> None:
     """Run a Ray driver with raydebug on: `raydebug run -- python job.py`.
 
     No code change: every worker's breakpoint() and post-mortem go to the cluster's hub
@@ -59,6 +63,8 @@ def run(post_mortem: bool, wait_timeout: float | None, live: bool, hub_args: str
     env["RAY_DEDUP_LOGS_ALLOW_REGEX"] = never_fold(env.get("RAY_DEDUP_LOGS_ALLOW_REGEX"))
     if post_mortem:
         env["RAYDEBUG_POST_MORTEM"] = "1"
+    if snapshots:
+        env["RAYDEBUG_SNAPSHOTS"] = "1"
     if not live:
         env["RAYDEBUG_LIVE"] = "0"
     if wait_timeout is not None:

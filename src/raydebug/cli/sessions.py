@@ -1,18 +1,21 @@
-"""The commands about sessions: ``list`` and ``attach``; and the shell completion of
-session ids (``vscode_command`` completes them too)."""
+"""The commands about sessions: ``list``, ``attach`` and ``snapshots`` (the read-only ones
+the hub keeps); and the shell completion of session ids (``vscode_command`` completes them
+too)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import views
 from ..client.hub_api import (
+    clear_snapshots,
     get_json,
     list_sessions,
+    list_snapshots,
     not_a_hub,
     request_raw,
     sessions_path,
@@ -81,6 +84,7 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
         console = Console()
         console.print(views.sessions_table(sessions, width=console.width,
                                            hub=location.address, found_by=location.found_by))
+        _print_snapshots(console, location.address, client_token)
         try:
             health = get_json(location.address, "/api/health", token=client_token)
         except RaydebugError:
@@ -93,8 +97,55 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
         sys.exit(1)
 
 
+def _print_snapshots(console: Any, hub: str, client_token: str | None) -> None:
+    """The snapshots' table under the sessions', when the hub keeps any (a hub too old to
+    keep them: nothing)."""
+    from ..views_snapshots import snapshots_table
+
+    try:
+        rows = list_snapshots(hub, token=client_token)
+    except RaydebugError:
+        return
+    if rows:
+        console.print(snapshots_table(rows, width=console.width))
+
+
+@click.command("snapshots")
+@click.argument("selector", nargs=-1, metavar="[KEY=VALUE]...")
+@HUB_OPTION
+@RAY_ADDRESS_OPTION
+@CLIENT_TOKEN_OPTION
+@click.option("--clear", is_flag=True,
+              help="Drop the snapshots of the processes SELECTOR matches (all without one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the snapshots as JSON.")
+def snapshots_command(selector: tuple[str, ...], hub: str | None, ray_address: str | None,
+                      client_token: str | None, clear: bool, as_json: bool) -> None:
+    """List the snapshots the hub keeps (newest first), of the processes SELECTOR matches
+    (pid=, host=, node=, job=, task=, actor=, rank=, a label): what `raydebug run
+    --snapshots` and snapshot points captured, read with `raydebug attach ID`."""
+    from ..selectors import parse
+    from ..views_snapshots import cleared_line, snapshots_table
+
+    parse(selector)  # a malformed term is said here, before asking the hub
+    location = locate_hub(hub, ray_address, start=False)
+    with saying_how_to_get_a_hub(location):
+        if clear:
+            click.echo(cleared_line(clear_snapshots(location.address, selector,
+                                                    client_token)))
+            return
+        rows = list_snapshots(location.address, selector, client_token)
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    from rich.console import Console
+
+    console = Console()
+    console.print(snapshots_table(rows, width=console.width))
+
+
 @click.command()
-@click.argument("session", required=False, shell_complete=complete_session_ids)
+@click.argument("session", nargs=-1, shell_complete=complete_session_ids,
+                metavar="[SESSION | --group SELECTOR...]")
 @HUB_OPTION
 @RAY_ADDRESS_OPTION
 @CLIENT_TOKEN_OPTION
@@ -102,13 +153,34 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
               help="When a session ends, wait for the next breakpoint anywhere and attach.")
 @click.option("--timeout", default=None, type=float,
               help="Give up waiting for a breakpoint after this many seconds (default: wait).")
-def attach(session: str | None, hub: str | None, ray_address: str | None,
-           client_token: str | None, follow: bool, timeout: float | None) -> None:
+@click.option("--group", is_flag=True,
+              help="One prompt for every paused process the SELECTOR terms match (none: "
+                   "every process), each one's threads threads of the prompt: `threads` "
+                   "lists them, `thread N` switches, c continues all, c1 the current thread "
+                   "only, n/s/r step it only; processes that pause later join.")
+def attach(session: tuple[str, ...], hub: str | None, ray_address: str | None,
+           client_token: str | None, follow: bool, timeout: float | None,
+           group: bool) -> None:
     """A pdb-like debugger in this terminal for SESSION (default: the oldest waiting one,
-    or the next breakpoint)."""
+    or the next breakpoint), or with --group for every paused process of a group."""
+    if group and follow:
+        raise click.UsageError("--follow is for one session at a time; a group session "
+                               "takes each process of the group that pauses")
+    if group:
+        from ..selectors import parse
+
+        parse(session)  # a bad term: one line, before asking the hub
+    elif len(session) > 1:
+        raise click.UsageError("give one SESSION (or --group SELECTOR...)")
     from ..terminal.attach import AttachCommand
+    from ..terminal.group import GroupAttach
 
     location = locate_hub(hub, ray_address)
     with saying_how_to_get_a_hub(location):
-        status = AttachCommand(location.address, client_token, follow, timeout).run(session)
+        if group:
+            status = GroupAttach(location.address, client_token, False, timeout).run_group(
+                session)
+        else:
+            status = AttachCommand(location.address, client_token, follow, timeout).run(
+                session[0] if session else None)
     sys.exit(status)

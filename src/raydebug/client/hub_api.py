@@ -211,3 +211,24 @@ def continue_sessions(hub: str, selector: Sequence[str], token: str | None = Non
     if not isinstance(answer, dict) or not isinstance(answer.get("resumed"), list):
         raise RemoteProtocolError(f"unexpected answer from {hub}/api/continue")
     return answer
+
+
+def list_snapshots(hub: str, selector: Sequence[str] = (),
+                   token: str | None = None) -> list[dict[str, Any]]:
+    """The snapshots the hub keeps (of processes matching ``selector``), newest first."""
+    answer = get_json(hub, "/api/snapshots" + selector_query(selector), token=token)
+    rows = answer.get("snapshots") if isinstance(answer, dict) else None
+    if not isinstance(rows, list):
+        raise not_a_hub(hub, "it answered /api/snapshots with no list")
+    return rows
+
+
+def clear_snapshots(hub: str, selector: Sequence[str] = (),
+                    token: str | None = None) -> list[str]:
+    """Drop the snapshots of processes matching ``selector`` (all, without one); the ids
+    dropped."""
+    answer = post_json(hub, "/api/snapshots/clear", {"selector": list(selector)}, token=token)
+    removed = answer.get("removed") if isinstance(answer, dict) else None
+    if not isinstance(removed, list):
+        raise not_a_hub(hub, "it answered /api/snapshots/clear with no list")
+    return [str(snapshot_id) for snapshot_id in removed]

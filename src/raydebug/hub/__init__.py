@@ -3,7 +3,8 @@
 ``server`` holds all the hub's state on one :class:`Hub` and accepts connections;
 ``registry`` (processes and their sessions: their ``entries``, each with its JSON),
 ``processes`` (asking live processes for stacks and pauses) and ``cluster_breakpoints``
-(the breakpoints every process arms) hang off it;
+(the breakpoints every process arms) and ``snapshot_store`` (the snapshots processes sent,
+kept after them) hang off it;
 ``net`` and ``tls_server`` are the listeners' helpers. Subpackages: ``agents`` (the agents'
 links in: handshakes, control and data connections), ``clients`` (a DAP client from its
 first bytes to its relay) and ``http`` (HTTP and the page's WebSocket on the client port).

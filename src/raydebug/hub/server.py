@@ -53,6 +53,7 @@ from .net import (
 )
 from .processes import ProcessQueries
 from .registry import Registry
+from .snapshot_store import DEFAULT_CAPACITY, SnapshotStore
 from .tls_server import TlsServer
 
 log = logging.getLogger("raydebug.hub")
@@ -80,6 +81,8 @@ class HubConfig:
     max_client_connections: int = 64
     handshake_timeout: float = 10.0  # for an agent's TLS handshake and challenge answer
     client_idle_timeout: float = 30.0  # for a client's first bytes
+    max_snapshots: int = DEFAULT_CAPACITY  # kept in memory, the oldest dropped
+    snapshot_dir: str | None = None  # also kept there as JSON files, read back at start
 
 
 # The hub holds one small object graph per linked process, ~150 objects each: with
@@ -124,9 +127,12 @@ class Hub:
         # first task (the link comes later); nobody by default.
         self.publish_breakpoints: Callable[[dict[str, Any] | None], None] = lambda wire: None
         self.queries = ProcessQueries(self.registry)
+        self.snapshots = SnapshotStore(
+            self.config.max_snapshots,
+            Path(self.config.snapshot_dir) if self.config.snapshot_dir else None)
         self.agents = AgentListener(self.config.token, self.registry, self.data_connections,
                                     self.cluster_sessions, self.config.handshake_timeout,
-                                    self.queries)
+                                    self.queries, self.snapshots)
         self.agent_limit = PeerLimit(self.config.max_agent_connections, "agent",
                                      "--max-agent-connections")
         self.client_limit = PeerLimit(self.config.max_client_connections, "client",
@@ -136,7 +142,8 @@ class Hub:
         self.http_names = HubNames(self.config.host)
         self.routes = HubRoutes(self.registry, self.queries, self.cluster_sessions,
                                 client_token=self.config.client_token,
-                                statistics=self.statistics, serve_dap=self._serve_dap)
+                                statistics=self.statistics, serve_dap=self._serve_dap,
+                                snapshots=self.snapshots)
         self.certificate: tls.Certificate | None = None
         self._servers: list[asyncio.Server | TlsServer] = []
         self.client_address: tuple[str, int] = (self.config.host, self.config.port)
@@ -147,6 +154,9 @@ class Hub:
         """Bind both listeners; raises OSError when a port is taken, ConfigurationError
         when the TLS certificate can be neither loaded nor created."""
         raise_open_file_limit()
+        if self.snapshots.load():
+            log.info("%d snapshots read from %s", len(self.snapshots.all()),
+                     self.config.snapshot_dir)
         collect_garbage_seldom()
         if (blind := self.admission.blind_spot()) is not None:
             log.warning("%s", blind)
@@ -205,7 +215,9 @@ class Hub:
         return {**self.registry.statistics(), "refused_agents": self.agents.refused,
                 "refused_clients_over_limit": self.client_limit.refused,
                 "refused_clients_not_admitted": self.admission.refused,
-                "client_connections": self.client_limit.statistics()}
+                "client_connections": self.client_limit.statistics(),
+                "snapshots": len(self.snapshots.all()),
+                "snapshots_received": self.snapshots.received}
 
     def _track(self, handler: Any, limit: PeerLimit | None, refuse: Any) -> Any:
         """``handler`` for each connection that ``limit`` admits, else ``refuse`` (with the

@@ -22,6 +22,7 @@ The *control connection* (one per process) then carries session bookkeeping both
     hub   -> agent   ArmBreakpoints(breakpoints)   the cluster's breakpoint set (replaces it)
     agent -> hub     BreakpointsLoaded(paths)   code of these client paths is loaded here
     agent -> hub     LogpointOutput(text, path, line, task)   a logpoint's text (no pause)
+    agent -> hub     SnapshotTaken(snapshot)    frames and locals captured (no pause)
 
 A *live* process (``RAYDEBUG_LIVE``: linked from its start, see docs/design.md#live-link)
 also says, after Identify on every (re)connect, what the hub lists about it, and answers
@@ -62,8 +63,8 @@ from .framing import NEED_DATA, Framer, NeedData, frame
 # (Pause.expire_ms, CancelPause/PauseCancelled, PausePending). An older peer would drop the
 # connection at its first new message, so the handshake refuses it up front.
 # 5: open_data_connection and data_connection_failed (were open_channel, channel_failed).
-# 6: Resume/Resumed (raydebug continue).
-PROTOCOL_VERSION = 6
+# 6: Resume/Resumed (raydebug continue). 7: SnapshotTaken (snapshots kept by the hub).
+PROTOCOL_VERSION = 7
 MAX_CONTROL_MESSAGE = 1024 * 1024
 
 ROLE_CONTROL = "control"
@@ -223,6 +224,15 @@ class LogpointOutput(ControlMessage):
 
 
 @dataclass(frozen=True)
+class SnapshotTaken(ControlMessage):
+    """Agent -> hub: a failure's or a snapshot point's capture, kept by the hub after the
+    process is gone (``raydebug.snapshots.format.Snapshot`` wire form, read by the hub)."""
+
+    TYPE: ClassVar[str] = "snapshot_taken"
+    snapshot: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Register(ControlMessage):
     """A live process's record, sent after Identify on every (re)connect: the fields of a
     process the hub lists (``pid``, ``host``, ``argv``, ``labels``, ``since``,
@@ -333,9 +343,9 @@ _MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     cls.TYPE: cls
     for cls in (Challenge, Hello, Welcome, Identify, Refused, SessionStarted, SessionEnded,
                 OpenDataConnection, ClientReady, ClientGone, DataConnectionFailed, HubClosing,
-                ArmBreakpoints, BreakpointsLoaded, LogpointOutput, Register, CollectStacks,
-                Stacks, Pause, Paused, CancelPause, PauseCancelled, PausePending, Resume,
-                Resumed)
+                ArmBreakpoints, BreakpointsLoaded, LogpointOutput, SnapshotTaken, Register,
+                CollectStacks, Stacks, Pause, Paused, CancelPause, PauseCancelled,
+                PausePending, Resume, Resumed)
 }
 # A field's annotation -> the JSON type its value must have.
 _JSON_TYPES = {"str": str, "int": int, "bool": bool, "dict[str, Any]": dict,

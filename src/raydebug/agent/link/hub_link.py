@@ -134,11 +134,20 @@ class HubLink:
             atexit.register(self.wait_sent, SEND_AT_EXIT)
         self._run()
 
-    def post(self, message: ControlMessage) -> None:
+    def post(self, message: ControlMessage, keep: bool = False) -> None:
         """Queue a message for the hub; sent in order once connected, dropped while not
-        (the agent re-registers its live sessions after every reconnect)."""
-        self._outbox.put(message)
+        (the agent re-registers its live sessions after every reconnect), unless ``keep``
+        (a snapshot): then it waits for a connection (see :class:`.outbox.Outbox`)."""
+        self._outbox.put(message, keep)
         self._wake()
+
+    def wait_kept_sent(self, timeout: float) -> bool:
+        """Block until every kept message posted so far has been written (True), at most
+        ``timeout`` seconds, connected or not: a process that failed before its link
+        connected waits this long at its exit for its snapshot to leave."""
+        if threading.current_thread() is self._thread:
+            return False
+        return self._outbox.wait_sent(timeout, connected=self._outbox.waiting_kept)
 
     def wait_sent(self, timeout: float) -> bool:
         """Block until every message posted so far has been written to the hub's connection

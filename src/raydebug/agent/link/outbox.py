@@ -13,29 +13,55 @@ from collections.abc import Callable
 
 from ...protocol.control import ControlMessage, encode_control
 
+MAX_KEPT = 20  # messages waiting for a connection (snapshots: a rate limit bounds them too)
+
 
 class Outbox:
     """A queue of control messages for the hub. Thread-safe :meth:`put`."""
 
     def __init__(self) -> None:
         self._queue: collections.deque[ControlMessage] = collections.deque()
+        # Messages that wait for a connection instead of being dropped by clear() (a
+        # snapshot: nothing else has it), by id; at most MAX_KEPT, the oldest dropped.
+        self._kept: dict[int, ControlMessage] = {}
+        self._lock = threading.Lock()  # put() and clear() from different threads
         self._sent = threading.Condition()  # notified as the link thread empties the queue
         self._pid = os.getpid()  # a fork child's copy never waits on the parent's link
 
-    def put(self, message: ControlMessage) -> None:
-        """Queue ``message``, after every one queued before it."""
-        self._queue.append(message)
+    def put(self, message: ControlMessage, keep: bool = False) -> None:
+        """Queue ``message``, after every one queued before it; ``keep``: it survives
+        :meth:`clear` until written (at most :data:`MAX_KEPT` such, the oldest dropped)."""
+        with self._lock:
+            if keep:
+                if len(self._kept) >= MAX_KEPT:
+                    self._drop(self._kept.pop(next(iter(self._kept))))
+                self._kept[id(message)] = message
+            self._queue.append(message)
 
     def clear(self) -> None:
-        """Drop what is queued (a new connection: the agent registers its sessions anew)."""
-        self._queue.clear()
+        """Drop what is queued but kept messages (a new connection: the agent registers its
+        sessions anew)."""
+        with self._lock:
+            self._queue = collections.deque(message for message in self._queue
+                                            if id(message) in self._kept)
+
+    def _drop(self, message: ControlMessage) -> None:
+        try:
+            self._queue.remove(message)
+        except ValueError:  # written meanwhile
+            pass
+
+    def waiting_kept(self) -> bool:
+        """Whether a kept message is still queued."""
+        return bool(self._kept)
 
     def write_to(self, sock: socket.socket) -> None:
         """On the link thread: write the queued messages to ``sock``, in order; each leaves
         the queue once written. Raises ``OSError`` (what was not written stays queued)."""
         while self._queue:
             sock.sendall(encode_control(self._queue[0]))
-            self._queue.popleft()  # only once written (see wait_sent)
+            written = self._queue.popleft()  # only once written (see wait_sent)
+            self._kept.pop(id(written), None)
 
     def notify(self) -> None:
         """Wake :meth:`wait_sent`: the queue was written, or the connection is gone."""

@@ -52,6 +52,7 @@ from ...protocol.control import (
     Resumed,
     SessionEnded,
     SessionStarted,
+    SnapshotTaken,
     Stacks,
     encode_control,
 )
@@ -61,6 +62,7 @@ from ..entries import Process
 from ..net import peer_host, peer_name, read_next, set_nodelay, vouch_for_this_connection
 from ..processes import ProcessQueries
 from ..registry import Registry
+from ..snapshot_store import SnapshotStore
 from .control_reader import ControlReader
 from .data_connections import DataConnection, PendingDataConnections
 from .data_receiver import DataReceiver
@@ -127,8 +129,10 @@ class AgentListener:
 
     def __init__(self, token: str, registry: Registry, data_connections: PendingDataConnections,
                  breakpoints: BreakpointKeeper, handshake_timeout: float = 10.0,
-                 queries: ProcessQueries | None = None) -> None:
+                 queries: ProcessQueries | None = None,
+                 snapshots: SnapshotStore | None = None) -> None:
         self._token = token
+        self.snapshots = snapshots or SnapshotStore()
         self._registry = registry
         self._breakpoints = breakpoints
         self.queries = queries or ProcessQueries(registry)
@@ -154,6 +158,7 @@ class AgentListener:
                 process, ProcessRecord.from_dict(m.process)),
             BreakpointsLoaded: lambda process, m: self._breakpoints.loaded(m.paths),
             LogpointOutput: self._logpoint,
+            SnapshotTaken: self._snapshot_taken,
         }
 
     async def refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -297,6 +302,14 @@ class AgentListener:
         if message.task:
             view["task_name"] = message.task  # what it ran when it logged
         self._breakpoints.logpoint(view, message)
+
+    def _snapshot_taken(self, process: Process, message: SnapshotTaken) -> Awaitable[None]:
+        """Keep the snapshot (a malformed one raises :class:`RemoteProtocolError`); its
+        file, with ``--snapshot-dir``, is written before the process's next message."""
+        view = self._registry.process_view(process)
+        snapshot, dropped = self.snapshots.receive(message.snapshot, view)
+        log.info("agent %s: snapshot %s of process %s", process.peer, snapshot.id, process.id)
+        return self.snapshots.save(snapshot, dropped)
 
     async def _session_started(self, process: Process, record: PausedThread) -> None:
         """Add the session to the registry; one the hub cannot take is refused (the agent

@@ -8,6 +8,7 @@ long-poll through ``long_poll``. ``upgrade`` turns a request into a WebSocket, w
 ``websocket`` (wsproto) turns into the byte stream a DAP client connection reads.
 
 May import: ``raydebug.hub.net``, ``raydebug.hub.registry``, ``raydebug.hub.processes``,
-``raydebug.hub.clients.cluster_sessions``, ``raydebug.protocol``, ``raydebug.errors``,
-``raydebug.session``, ``raydebug.selectors``, ``raydebug.stack_tree``, ``raydebug.web``.
+``raydebug.hub.clients.cluster_sessions``, ``raydebug.hub.snapshot_store``,
+``raydebug.protocol``, ``raydebug.errors``, ``raydebug.session``, ``raydebug.selectors``,
+``raydebug.stack_tree``, ``raydebug.web``.
 """

@@ -2,8 +2,8 @@
 
 Each method is a handler of :mod:`.api`'s route table: it takes the query (and a POST's
 JSON body) and returns the payload, or a :class:`.api.Reply`. The listings that a client
-waits on (``/api/processes``, ``/api/sessions``, ``/api/breakpoints``) long-poll the same
-way (:mod:`.long_poll`).
+waits on (``/api/processes``, ``/api/sessions``, ``/api/breakpoints``, ``/api/snapshots``)
+long-poll the same way (:mod:`.long_poll`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..entries import Process
 from ..net import RECV_SIZE
 from ..processes import DEFAULT_TIMEOUT, ProcessQueries
 from ..registry import Registry
+from ..snapshot_store import SnapshotStore
 from .api import Reply, Routes
 from .exchange import Query
 from .login import is_client_token, token_cookie
@@ -39,8 +40,10 @@ class HubRoutes:
 
     def __init__(self, registry: Registry, queries: ProcessQueries,
                  cluster_sessions: ClusterSessions, *, client_token: str | None,
-                 statistics: Callable[[], dict[str, Any]], serve_dap: ServeDap) -> None:
+                 statistics: Callable[[], dict[str, Any]], serve_dap: ServeDap,
+                 snapshots: SnapshotStore | None = None) -> None:
         self.registry = registry
+        self.snapshots = snapshots or SnapshotStore()
         self.queries = queries
         self.cluster_sessions = cluster_sessions
         self.client_token = client_token
@@ -58,6 +61,9 @@ class HubRoutes:
                           "POST /api/pause": self.pause,
                           "POST /api/continue": self.continue_sessions,
                           "POST /api/breakpoints": self.edit_breakpoints,
+                          "/api/snapshots": self.list_snapshots,
+                          "/api/snapshot": self.snapshot,
+                          "POST /api/snapshots/clear": self.clear_snapshots,
                           "WEBSOCKET /dap": self.dap_websocket}
         routes.update({path: self._page_file(path) for path in web.page_files()})
         return routes
@@ -161,6 +167,44 @@ class HubRoutes:
         """Add a cluster breakpoint, remove one, or clear the terminal's (``raydebug
         break``)."""
         return self.cluster_sessions.set_from_terminal(body)
+
+    async def list_snapshots(self, query: Query) -> Reply:
+        """Every snapshot kept (``?KEY=VALUE`` selector terms filter them by their
+        process), newest first, one row each (:func:`.snapshot_store.summary`). Long-polls
+        with ``after=VERSION&timeout=S`` (:mod:`.long_poll`): a snapshot kept or dropped."""
+        version = await LongPoll.take(query).wait(self.snapshots)
+        selector = parse_selector(f"{k}={v}" for k, v in query.items())
+        rows = [row for row, snapshot in zip(self.snapshots.summaries(),
+                                             reversed(self.snapshots.all()), strict=True)
+                if selector.matches(snapshot.process)]
+        return Reply(payload={"snapshots": rows}, headers=(version,))
+
+    async def snapshot(self, query: Query) -> Reply:
+        """``?id=ID``: the whole snapshot (its JSON form); 404 for an id not kept."""
+        found = self.snapshots.get(query.get("id", ""))
+        if found is None:
+            return Reply(status=HTTPStatus.NOT_FOUND,
+                         payload={"error": f"no snapshot {query.get('id', '')!r} here: "
+                                           "`raydebug list` shows those kept"})
+        return Reply(payload=found.to_json())
+
+    async def clear_snapshots(self, query: Query, body: Any) -> dict[str, Any]:
+        """``{"selector": [...]}`` (``[]``: all) and/or ``{"ids": [...]}``: drop those
+        snapshots (their files too); ``{"removed": [ids]}``."""
+        body = body if isinstance(body, dict) else {}
+        terms, ids = body.get("selector", []), body.get("ids")
+        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms) or (
+                ids is not None and not (isinstance(ids, list)
+                                         and all(isinstance(i, str) for i in ids))):
+            raise ValueError('the body must be {"selector": ["KEY=VALUE", ...]} '
+                             'or {"ids": ["ID", ...]}')
+        selector = parse_selector(terms)
+        chosen = [snapshot.id for snapshot in self.snapshots.all()
+                  if selector.matches(snapshot.process)
+                  and (ids is None or snapshot.id in ids)]
+        removed = self.snapshots.remove(chosen)
+        await self.snapshots.delete(removed)
+        return {"removed": removed}
 
     async def dap_websocket(self, reader: asyncio.StreamReader, writer: Any,
                             token_proven: bool) -> None:

@@ -26,17 +26,20 @@ SETUP_HOOK = "raydebug.integrations.ray.setup_worker"
 RAY_DEBUGGER_SETTINGS = ("RAY_DEBUG", "RAY_DEBUGGER_HOST")
 
 
-def runtime_env(base: dict[str, Any] | None = None) -> dict[str, Any]:
+def runtime_env(base: dict[str, Any] | None = None, snapshots: bool = False) -> dict[str, Any]:
     """Return ``base`` (a runtime_env, possibly None) with raydebug enabled in every worker.
 
     The user's env_vars, working_dir, pip, and setup hook are kept; a setup hook of theirs
     runs first, then raydebug's. Called in a driver, it also routes the driver's own
-    ``breakpoint()`` (see :func:`install_driver_hook`).
+    ``breakpoint()`` (see :func:`install_driver_hook`). ``snapshots``: a failing task sends
+    a snapshot (``RAYDEBUG_SNAPSHOTS=1`` in every worker).
     """
     env = dict(base or {})
     env_vars = {str(k): str(v) for k, v in (env.get("env_vars") or {}).items()}
-    for name in ("RAYDEBUG_POST_MORTEM", "RAYDEBUG_WAIT_TIMEOUT", "RAYDEBUG_HUB",
-                 "RAYDEBUG_TOKEN", "RAYDEBUG_TOKEN_FILE", "RAYDEBUG_HUB_CERT",
+    if snapshots:
+        env_vars["RAYDEBUG_SNAPSHOTS"] = "1"
+    for name in ("RAYDEBUG_POST_MORTEM", "RAYDEBUG_SNAPSHOTS", "RAYDEBUG_WAIT_TIMEOUT",
+                 "RAYDEBUG_HUB", "RAYDEBUG_TOKEN", "RAYDEBUG_TOKEN_FILE", "RAYDEBUG_HUB_CERT",
                  "RAYDEBUG_HUB_TLS", "RAYDEBUG_HUB_ARGS", "RAYDEBUG_LABELS"):
         if name in os.environ:
             env_vars.setdefault(name, os.environ[name])

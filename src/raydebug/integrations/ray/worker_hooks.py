@@ -6,7 +6,8 @@ Theory of operation. In a worker, :func:`setup_worker` (the job's
 at Ray's debugger) makes ``breakpoint()`` call raydebug, and replaces Ray's post-mortem
 entry points (``ray.util.pdb._is_ray_debugger_post_mortem_enabled`` / ``_post_mortem``,
 which Ray's task executor calls on a task or actor exception) so that a failing task
-freezes as a raydebug session when ``RAYDEBUG_POST_MORTEM=1`` or ``RAY_DEBUG_POST_MORTEM=1``.
+sends a snapshot when ``RAYDEBUG_SNAPSHOTS=1`` and freezes as a raydebug session when
+``RAYDEBUG_POST_MORTEM=1`` or ``RAY_DEBUG_POST_MORTEM=1``.
 In a driver, :func:`install_driver_hook` routes ``breakpoint()``. Both install
 :class:`RayDiscovery`, through which the agent finds the cluster's hub and the task's
 identities without importing this package.
@@ -47,8 +48,8 @@ def setup_worker() -> None:
     # Inherited when `raydebug run`'s driver started the cluster; its children are no drivers.
     os.environ.pop("RAYDEBUG_RAY_DRIVER", None)
     ray_pdb = ray.util.pdb
-    ray_pdb._is_ray_debugger_post_mortem_enabled = post_mortem_enabled
-    ray_pdb._post_mortem = post_mortem
+    ray_pdb._is_ray_debugger_post_mortem_enabled = failure_hook_wanted
+    ray_pdb._post_mortem = on_task_failure
     discovery.install(RayDiscovery())
     watch_children()
     if sys.version_info < (3, 12):  # functions shipped by value get armed code (3.10/3.11)
@@ -86,9 +87,33 @@ def arm_published_breakpoints() -> None:
         arm_breakpoints(breakpoints)
 
 
+def snapshots_enabled() -> bool:
+    return is_on(os.environ.get("RAYDEBUG_SNAPSHOTS"))
+
+
 def post_mortem_enabled() -> bool:
     return any(is_on(os.environ.get(name))
                for name in ("RAYDEBUG_POST_MORTEM", "RAY_DEBUG_POST_MORTEM"))
+
+
+def failure_hook_wanted() -> bool:
+    """Whether Ray's task executor should call :func:`on_task_failure` on a task's
+    exception: post-mortem or snapshots are on."""
+    return post_mortem_enabled() or snapshots_enabled()
+
+
+def on_task_failure() -> None:
+    """Called by Ray inside its handler of a task's or actor method's exception: send a
+    snapshot (``RAYDEBUG_SNAPSHOTS``; the task fails at once after it), then freeze
+    post-mortem if that is on too."""
+    if snapshots_enabled():
+        from ...agent.snapshot_sender import send_failure
+
+        error = sys.exc_info()[1]
+        if error is not None:
+            send_failure(error)
+    if post_mortem_enabled():
+        post_mortem()
 
 
 def post_mortem() -> None:

@@ -1,0 +1,129 @@
+"""Snapshots taken in this process and sent to the hub: the thread goes on at once.
+
+Theory of operation. A failure (a Ray task's or actor method's exception, an uncaught one in
+a thread or the main thread) or a snapshot point's hit calls :func:`send_failure` or
+:func:`send_point` on the thread concerned. That thread captures its frames
+(:mod:`raydebug.snapshots.capture`, about a millisecond), posts the snapshot to the link's
+outbox and returns: nothing waits for the hub, nothing is paused, and the task fails (or
+runs on) exactly as it would without raydebug. The outbox keeps a snapshot across a link not
+yet connected (a process that fails in its first second) until it is written; a process that
+exits with one still queued waits at most :data:`SEND_AT_EXIT` seconds for it. A per-process
+:class:`~raydebug.snapshots.limits.RateLimit` drops snapshots past a burst. Every entry point
+catches its own failures: a snapshot that cannot be taken is one line on stderr, at most once.
+
+``RAYDEBUG_SNAPSHOTS=1`` (``raydebug run --snapshots``, ``raydebug.runtime_env(snapshots=
+True)``) turns failure snapshots on: :func:`install_excepthooks` in any process, and the Ray
+integration's task failure hook in Ray workers.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+from types import FrameType
+from typing import Any
+
+from ..protocol.control import SnapshotTaken, encode_control
+from ..snapshots.capture import capture_exception, capture_point
+from ..snapshots.format import Snapshot
+from ..snapshots.limits import DEFAULT_LIMITS, RateLimit, SnapshotLimits
+from .flags import is_on
+from .own_frames import is_debugger_file
+from .report import say
+
+SNAPSHOTS_VARIABLE = "RAYDEBUG_SNAPSHOTS"
+SEND_AT_EXIT = 3.0  # seconds an exiting process waits for its snapshots to leave
+
+_rate = RateLimit(DEFAULT_LIMITS)
+_said: set[str] = set()
+_exit_wait_registered = False
+
+
+def enabled() -> bool:
+    """Whether failure snapshots are on (``RAYDEBUG_SNAPSHOTS``)."""
+    return is_on(os.environ.get(SNAPSHOTS_VARIABLE))
+
+
+def send_failure(error: BaseException, thread_name: str | None = None) -> str | None:
+    """Capture ``error``'s traceback and send it; the snapshot's id, or None when none was
+    sent (rate spent, no hub configured: said once). Never raises."""
+    return _send(lambda limits, process: capture_exception(
+        error, process, limits, hide=is_debugger_file, thread_name=thread_name))
+
+
+def send_point(frame: FrameType) -> str | None:
+    """Capture ``frame`` and its callers (a snapshot point's hit) and send it, as
+    :func:`send_failure`."""
+    return _send(lambda limits, process: capture_point(frame, process, limits,
+                                                       hide=is_debugger_file))
+
+
+def _send(capture: Any) -> str | None:
+    try:
+        if not _rate.allow():
+            return None
+        from . import get_agent
+
+        agent = get_agent()
+        message = _message(capture, _process())
+        agent.link.start()  # a process that is not live links now, in the background
+        agent.link.post(message, keep=True)
+        _wait_at_exit(agent.link)
+        return str(message.snapshot["id"])
+    except Exception as error:  # a snapshot must never break the user's program
+        _say_once(f"no snapshot taken ({type(error).__name__}: {error})")
+        return None
+
+
+def _message(capture: Any, process: dict[str, Any]) -> SnapshotTaken:
+    """The snapshot as a control message that fits one: captured again with half the
+    budget while it does not (a snapshot near the limit, or JSON longer than estimated)."""
+    limits: SnapshotLimits = DEFAULT_LIMITS
+    while True:
+        snapshot: Snapshot = capture(limits, process)
+        message = SnapshotTaken(snapshot=snapshot.to_json())
+        try:
+            encode_control(message)
+            return message
+        except Exception:
+            if limits.max_bytes < 10_000:
+                raise
+            limits = dataclasses.replace(limits, max_bytes=limits.max_bytes // 2)
+
+
+def _process() -> dict[str, Any]:
+    """This process as the hub lists it, with what the calling thread runs now (a Ray
+    task's ids: the integration's discovery asks the runtime context of this thread)."""
+    from .link import discovery, live
+
+    record = live.process_record().to_dict()
+    try:
+        now = discovery.installed().process_identity()
+    except Exception:  # Ray's errors are many; the record is enough
+        now = {}
+    record.update({name: value for name, value in now.items() if value is not None})
+    return record
+
+
+def _wait_at_exit(link: Any) -> None:
+    global _exit_wait_registered
+    if not _exit_wait_registered:
+        _exit_wait_registered = True
+        atexit.register(link.wait_kept_sent, SEND_AT_EXIT)
+
+
+def _say_once(line: str) -> None:
+    if line not in _said:
+        _said.add(line)
+        say(line)
+
+
+def install_excepthooks() -> None:
+    """Send a snapshot of every uncaught exception, in the main thread and in threads,
+    then report it as Python would (the hooks installed before run after). Installing
+    twice changes nothing."""
+    from . import chain_excepthooks
+
+    chain_excepthooks(lambda error, thread: send_failure(
+        error, thread_name=thread.name if thread is not None else None), "raydebug_snapshots")
