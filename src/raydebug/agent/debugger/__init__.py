@@ -4,6 +4,7 @@
 ``start`` (in-process, listening on no port, blind to raydebug's files and threads),
 ``clients`` (each client's data connection handed to pydevd), ``suspensions`` (who is
 suspended, pauses a departing client must leave), ``tracing_keeper`` (tracing follows need),
+``thread_tracing`` (other threads' trace functions set without a helper thread each),
 ``untraced`` (a stop made outside a trace function, which pydevd must not trace),
 ``blocked_threads`` (a thread a pause finds blocked in C, served by a stand-in until its call
 returns), ``returns`` (a paused function that returned) and ``fork`` (a fork child's reset).

@@ -14,8 +14,8 @@ On 3.12+ pydevd uses sys.monitoring, which costs nothing while idle; it is stopp
 started the same way.
 
 Tracing is set and removed in other threads through pydevd's helper library
-(:func:`_set_trace_in_threads`), not ``pydevd_tracing.set_trace_to_threads``, which waits
-for a helper thread per thread while every thread stalls.
+(:mod:`.thread_tracing`), not pydevd's own ``set_trace_to_threads``, which waits for a helper
+thread per thread while every thread stalls.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 from ..report import say
 from .start import mark_invisible
 from .suspensions import ABOUT_TO_STOP, Suspensions
+from .thread_tracing import set_trace_in_threads
 
 STEPPING = "a thread is stepping"
 ASKED_TO_PAUSE = "a thread is asked to pause"
@@ -243,31 +244,16 @@ def _install_tracing(py_db: Any) -> None:
 
 def _set_trace_in_threads(trace: Any, skip_invisible: bool) -> None:
     """Make ``trace`` the trace function of every other thread (Python <= 3.11), skipping
-    raydebug's own threads if ``skip_invisible``. Raises RuntimeError without pydevd's
-    helper library.
-
-    What ``pydevd_tracing.set_trace_to_threads`` does, without the helper thread it starts
-    and waits for, per thread, to raise a counter that Python 3.11 no longer has: with busy
-    threads holding the GIL every thread stalls in that wait, and the process runs traced
-    all along (docs/design.md#tracing-keeper). pydevd's helper library sets another thread's
-    trace function directly, as pydevd itself does.
-    """
-    import ctypes
-
-    import pydevd_tracing
-
-    lib = pydevd_tracing._load_python_helper_lib()
-    if lib is None:
-        raise RuntimeError("pydevd's tracing helper library is not available here")
-    set_trace = pydevd_tracing.TracingFunctionHolder._original_tracing or sys.settrace
+    raydebug's own threads if ``skip_invisible``, through pydevd's helper library with no
+    helper thread per thread (see :mod:`.thread_tracing`). Raises RuntimeError without
+    that library."""
     current = threading.get_ident()
     invisible = {thread.ident for thread in threading.enumerate()
                  if getattr(thread, "pydev_do_not_trace", False)} if skip_invisible else set()
-    for ident in sys._current_frames():
-        if ident == current or ident in invisible:
-            continue
-        result = lib.AttachDebuggerTracing(ctypes.c_int(0), ctypes.py_object(set_trace),
-                                           ctypes.py_object(trace), ctypes.c_uint(ident),
-                                           ctypes.py_object(None))
-        if os.environ.get("RAYDEBUG_DEBUG_TRACING"):
-            say(f"tracing: set {getattr(trace, '__name__', trace)} in {ident}: {result}")
+    idents = [ident for ident in sys._current_frames()
+              if ident != current and ident not in invisible]
+    result = set_trace_in_threads(trace, idents)
+    if result == -1:
+        raise RuntimeError("pydevd's tracing helper library is not available here")
+    if os.environ.get("RAYDEBUG_DEBUG_TRACING"):
+        say(f"tracing: set {getattr(trace, '__name__', trace)} in threads {idents}: {result}")
