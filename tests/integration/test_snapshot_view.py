@@ -1,0 +1,120 @@
+"""A snapshot read as a session, through a real hub: a process under RAYDEBUG_SNAPSHOTS=1
+fails at once, and after it has gone a DAP client and ``raydebug attach`` read its capture."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import TIMEOUT, HubProcess, finish, line_of, run, start_hub, write_script
+from raydebug.client.dap import DapRequestError
+
+pytestmark = pytest.mark.integration
+
+FAILING = """
+def train(config, rows):
+    total = sum(rows)
+    raise ValueError(f"bad row total {total}")  # raised here
+
+
+config = {"layers": [{"width": 8, "act": "relu"}, {"width": 4}], "lr": 0.1}
+train(config, [1, 2, 3])
+"""
+
+
+@pytest.fixture(scope="module")
+def failed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HubProcess, Path, str]]:
+    """A hub, the script that failed under it, and its snapshot's id (the process gone)."""
+    script = write_script(tmp_path_factory.mktemp("snapshot"), "job.py", FAILING)
+    hub = start_hub()
+    try:
+        code, _, err = finish(hub.spawn(script, RAYDEBUG_SNAPSHOTS="1"))
+        assert code == 1 and "ValueError: bad row total 6" in err, err
+        rows = hub.wait_listing("/api/snapshots", "the failure's snapshot",
+                                lambda answer: answer["snapshots"])
+        yield hub, script, rows[0]["id"]
+    finally:
+        hub.close()
+
+
+def test_a_dap_client_reads_the_failure_as_a_stopped_session(failed):
+    hub, script, snapshot_id = failed
+
+    async def read() -> None:
+        client = await hub.dap()
+        stopped = await client.attach(snapshot_id)
+        assert stopped.body["reason"] == "exception"
+        thread = stopped.body["threadId"]
+        info = await client.request("exceptionInfo", {"threadId": thread})
+        assert (info["exceptionId"], info["description"]) == ("ValueError", "bad row total 6")
+        frames = (await client.request("stackTrace", {"threadId": thread}))["stackFrames"]
+        top = frames[0]
+        assert (top["name"], top["line"]) == ("train", line_of(script, "raised here"))
+        assert top["source"]["path"] == str(script)
+        source = await client.request("source", {"source": top["source"],
+                                                 "sourceReference": top["source"][
+                                                     "sourceReference"]})
+        assert source["content"] == script.read_text()
+
+        scopes = (await client.request("scopes", {"frameId": top["id"]}))["scopes"]
+        local = {v["name"]: v for v in await variables(client, scopes[0]["variablesReference"])}
+        assert local["total"]["value"] == "6"
+        # A dict local expanded two levels: config -> ['layers'] -> [0] -> its items.
+        config = {v["name"]: v for v in await variables(client,
+                                                           local["config"]["variablesReference"])}
+        layers = await variables(client, config["['layers']"]["variablesReference"])
+        assert [v["name"] for v in layers] == ["[0]", "[1]"]
+        first = {v["name"]: v["value"] for v in await variables(
+            client, layers[0]["variablesReference"])}
+        assert first == {"['width']": "8", "['act']": "'relu'"}
+
+        answer = await client.request("evaluate", {"expression": "config['layers'][0]['width']",
+                                                   "frameId": top["id"], "context": "repl"})
+        assert answer["result"] == "8"
+        with pytest.raises(DapRequestError, match="a snapshot can only show captured values"):
+            await client.request("evaluate", {"expression": "__import__('os').getpid()",
+                                              "frameId": top["id"], "context": "repl"})
+        with pytest.raises(DapRequestError, match=r"capture of one moment.*cannot step"):
+            await client.request("next", {"threadId": thread})
+        await client.request("disconnect", {})
+        await client.close()
+
+    run(read())
+    # Read, the snapshot stays for the next reader.
+    assert [row["id"] for row in hub.get("/api/snapshots")["snapshots"]] == [snapshot_id]
+
+
+async def variables(client: Any, reference: int) -> list[dict[str, Any]]:
+    answer = await client.request("variables", {"variablesReference": reference})
+    return list(answer["variables"])
+
+
+def test_raydebug_attach_is_a_read_only_pdb_on_it(failed):
+    hub, script, snapshot_id = failed
+    typed = "where\np total\npp config\nl\nexceptions\nup\np config['lr']\nn\nq\n"
+    result = subprocess.run(
+        [sys.executable, "-m", "raydebug", "attach", snapshot_id[:6], "--hub",
+         hub.client_address], input=typed, capture_output=True, text=True, timeout=TIMEOUT,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "160",
+             "XDG_STATE_HOME": str(hub.state)})
+    out = result.stdout
+    assert result.returncode == 0, result.stderr + out
+    raised = line_of(script, "raised here")
+    assert f"snapshot {snapshot_id}: " in out and "failed: ValueError: bad row total 6" in out
+    assert f"{script}({raised})train()" in out  # where
+    assert "\n6\n" in out  # p total
+    assert "{'layers': [{'act': 'relu', 'width': 8}, {'width': 4}], 'lr': 0.1}" in out  # pp
+    assert f"{raised}  ->" in out or f"{raised} ->" in out  # l, from the captured text
+    called = line_of(script, "train(config, [1, 2, 3])")
+    assert (f"Traceback (most recent call last):\n  File \"{script}\", line {called}, in "
+            f"<module>\n    train(config, [1, 2, 3])\n  File \"{script}\", line {raised}, in "
+            "train\n") in out  # exceptions, oldest first
+    assert "<module>()" in out and "\n0.1\n" in out  # up, then p in that frame
+    assert "cannot step, only show what was captured" in out  # n
+    assert f"snapshot {snapshot_id} closed" in out
