@@ -21,6 +21,9 @@
     ├── CommandError                a terminal debugger command that cannot be carried out
     ├── PeerClosed                  a client, or a process's channel, closed its connection
     ├── NotRewritableError          breakpoints of a file rewritten code cannot serve (3.10/3.11)
+    ├── LinkError                   a running process could not be linked (`raydebug link`)
+    │   ├── ProcessGoneError        it ended (or never was) while being linked
+    │   └── NotInSystemCallError    the thread stopped runs code, not a wait (the next is tried)
     └── ConfigurationError          a setting or environment variable that cannot work
 
 The split between local and remote protocol errors follows h11: a remote error means "close
@@ -203,6 +206,19 @@ class PeerClosed(RaydebugError):
 class NotRewritableError(RaydebugError):
     """The breakpoints of a file cannot be served by rewritten code (the message says why):
     the armed breakpoints trace that file instead (``raydebug.agent.armed.code``)."""
+
+
+class LinkError(RaydebugError):
+    """A running process could not be linked; the message is the one line to print, naming
+    its pid and what to do."""
+
+
+class ProcessGoneError(LinkError):
+    """The process to link ended (or never was)."""
+
+
+class NotInSystemCallError(LinkError):
+    """The thread ptrace stopped was running code: calling into Python there is not safe."""
 
 
 class ConfigurationError(RaydebugError):

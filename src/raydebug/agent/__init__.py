@@ -41,6 +41,7 @@ from .report import say
 
 _agent_lock = threading.Lock()
 _agent: Any = None  # the process's Agent, created on first use
+_given_config: Any = None  # an AgentConfig given by `raydebug link`, not the environment's
 
 
 def get_agent() -> Any:
@@ -54,7 +55,9 @@ def get_agent() -> Any:
             from .agent import Agent
             from .config import AgentConfig  # not at import: the startup .pth imports us
 
-            _agent = Agent(AgentConfig.from_env(in_cluster=discovery.installed().in_cluster()))
+            config = _given_config or AgentConfig.from_env(
+                in_cluster=discovery.installed().in_cluster())
+            _agent = Agent(config)
         return _agent
 
 
@@ -88,21 +91,29 @@ def _before_fork() -> None:
 os.register_at_fork(before=_before_fork, after_in_child=_forget_inherited_agent)
 
 
-def start_live_link(identity: dict[str, Any] | None = None) -> None:
+def start_live_link(identity: dict[str, Any] | None = None, config: Any = None,
+                    started: bool = False) -> None:
     """Link this process to the hub from now on, in the background (see :mod:`.link.live`);
     idempotent, never raises. ``identity``: the integration's fields for its record.
+    ``config``: the hub to link to (an :class:`~.config.AgentConfig`), for a process whose
+    environment does not name it (``raydebug link``); used only if no agent exists yet.
+    ``started``: the process has long started (linked from outside): do not wait for it.
 
     Only the link thread is started here: the agent's modules are imported, and the agent
     made, on that thread, once the process has started, so that a process's start (a Ray
     worker's) does not wait for them (~20 ms of imports; docs/design.md#live-link)."""
+    global _given_config
     live.remember(identity)
     if live.is_live():
         return
     live.mark_started()
+    if config is not None:
+        _given_config = config
     from . import pause_signal  # here: on the main thread, where a handler can be installed
 
     pause_signal.install()
-    thread = threading.Thread(target=_run_live_link, name="raydebug-link", daemon=True)
+    thread = threading.Thread(target=_run_live_link, args=(started,), name="raydebug-link",
+                              daemon=True)
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]  # see mark_invisible
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
     thread.start()
@@ -137,10 +148,11 @@ def retire_live_link() -> None:
 _retired = False
 
 
-def _run_live_link() -> None:
+def _run_live_link(started: bool = False) -> None:
     """The link thread of a live process: make the agent, then serve its link here,
     once the process has started (see :func:`.link.live.wait_for_the_start`)."""
-    live.wait_for_the_start()
+    if not started:
+        live.wait_for_the_start()
     try:
         with fork_guard.importing():  # a fork waits for them (see fork_guard)
             agent = get_agent()

@@ -4,7 +4,7 @@ work, and hands plain data to :mod:`raydebug.views` to render.
 Commands by module: ``hub_command`` (hub), ``run_command`` (run),
 ``sessions`` (list, attach, snapshots), ``vscode_command`` (vscode), ``live_commands`` (ps, stacks,
 pause, continue), ``breakpoints`` (break, logs), ``web_command`` (web), ``tunnel_command``
-(tunnel, hub-address).
+(tunnel, hub-address), ``link_command`` (link).
 Shared: ``locate`` (which hub), ``options`` (common options), ``output`` (errors and
 colour).
 
@@ -29,6 +29,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 COMMANDS = {
     "hub": ("hub_command", "hub"),
     "run": ("run_command", "run"),
+    "link": ("link_command", "link"),
     "list": ("sessions", "list_command"),
     "vscode": ("vscode_command", "vscode"),
     "attach": ("sessions", "attach"),

@@ -1,0 +1,184 @@
+"""``raydebug link`` on a Ray cluster: which workers, and linking them from their own nodes.
+
+Theory of operation. The CLI connects as a short-lived driver, finds (or starts) the
+cluster's hub as every command does, and reads the running jobs' workers and drivers from
+the GCS's tables (:func:`running_processes`; the ones ``job=``, ``node=``, ``actor=``,
+``pid=`` pick: :func:`pick`). For each node that has some, one task pinned there
+(``NodeAffinitySchedulingStrategy``, ``num_cpus=0``: it waits for no CPU a job holds) links
+them with :mod:`raydebug.linking` (ptrace works only on the process's own machine) and
+returns the outcomes; the CLI then asks the hub until it lists them.
+
+Inside a linked Ray worker, :func:`as_ray_process` gives the agent what raydebug's setup hook
+would have: Ray's discovery (what a task runs now, for ``ps`` and ``stacks``), raydebug's
+``breakpoint()``, and the worker's ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from ...agent.link import discovery
+
+
+def as_ray_process() -> dict[str, Any]:
+    """In a Ray worker being linked (on the thread the bootstrap runs on): install Ray's
+    discovery and raydebug's ``breakpoint()``; return the process's ids for its record
+    (``{}`` when Ray is not connected here)."""
+    from .metadata import in_ray_worker, live_identity
+    from .worker_hooks import RayDiscovery
+
+    if not in_ray_worker():
+        return {}
+    from ...agent import set_trace
+
+    discovery.install(RayDiscovery())
+    sys.breakpointhook = set_trace
+    try:
+        return dict(live_identity())
+    except Exception:  # Ray's errors are many; the link works without the ids
+        return {}
+
+
+@dataclass(frozen=True)
+class RayProcess:
+    """A worker (or driver) of a running job, from the GCS: where it runs and its ids."""
+
+    pid: int
+    node_id: str
+    node_ip: str
+    job_id: str
+    worker_id: str = ""
+    actor_class: str = ""
+    driver: bool = False
+
+    def identity(self) -> dict[str, Any]:
+        """What the linked process registers with (as a setup hook's ``live_identity``)."""
+        ids = {"job_id": self.job_id, "node_id": self.node_id, "node_ip": self.node_ip,
+               "worker_id": self.worker_id or None}
+        return {name: value for name, value in ids.items() if value}
+
+
+def pick(processes: list[RayProcess], terms: list[tuple[str, str]]) -> list[RayProcess]:
+    """Those of ``processes`` that every ``(key, value)`` term matches: ``job`` (a prefix of
+    the job id), ``node`` (a prefix of the node id, or its address), ``actor`` (the class),
+    ``pid``. No terms: all."""
+    def matches(process: RayProcess, key: str, value: str) -> bool:
+        if key == "job":
+            return process.job_id.startswith(value.lower())
+        if key == "node":
+            return process.node_id.startswith(value.lower()) or process.node_ip == value
+        if key == "actor":
+            return process.actor_class == value
+        return key == "pid" and str(process.pid) == value
+
+    return [p for p in processes if all(matches(p, key, value) for key, value in terms)]
+
+
+def running_processes(own_job: str, hub_pid: int | None) -> list[RayProcess]:
+    """The workers of the cluster's running jobs, from the GCS's worker, job and actor
+    tables (what Ray's state API reads; no dashboard needed), and each job's driver where
+    it runs on a node of the cluster. ``own_job`` (the linker's) and the hub actor's worker
+    are left out. Called in a connected driver."""
+    from ray._private import state
+    from ray.core.generated import common_pb2, gcs_pb2
+
+    jobs = {job["JobID"]: job for job in state.jobs() if not job["IsDead"]}
+    jobs.pop(own_job, None)
+    nodes = {node["NodeID"]: node["NodeManagerAddress"] for node in ray.nodes()
+             if node.get("Alive")}
+    classes = {(actor["Address"]["NodeID"], actor["Pid"]): actor["ActorClassName"]
+               for actor in state.actors().values() if actor.get("State") == "ALIVE"}
+    accessor = state.state._connect_and_get_accessor()
+    found = []
+    for raw in accessor.get_worker_table():
+        worker = gcs_pb2.WorkerTableData.FromString(raw)  # type: ignore[attr-defined]
+        job = worker.job_id.hex()
+        node = worker.worker_address.node_id.hex()
+        if (not worker.is_alive or job not in jobs
+                or worker.worker_type != common_pb2.WORKER  # type: ignore[attr-defined]
+                or node not in nodes or worker.pid == hub_pid):
+            continue
+        found.append(RayProcess(worker.pid, node, nodes[node], job,
+                                worker.worker_address.worker_id.hex(),
+                                classes.get((node, worker.pid), "")))
+    for job_id, job in jobs.items():  # drivers, on the node of their address
+        node = next((n for n, ip in nodes.items() if ip == job["DriverIPAddress"]), None)
+        if node is not None and job["DriverPid"]:
+            found.append(RayProcess(int(job["DriverPid"]), node, nodes[node], job_id,
+                                    driver=True))
+    return found
+
+
+@ray.remote(num_cpus=0)
+def link_on_this_node(pids: list[int], hub: dict[str, Any],
+                      identities: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ray task, pinned to a node: link ``pids`` of this node (:mod:`raydebug.linking`),
+    each outcome as a dict."""
+    from ...linking.local import link_pids
+    from ...linking.ticket import HubForAgents
+
+    outcomes = link_pids(pids, HubForAgents(**hub), identities)
+    return [asdict(outcome) for outcome in outcomes]
+
+
+def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token: str | None,
+                 timeout: float) -> tuple[list[Any], str]:
+    """Link the running jobs' processes that ``terms`` pick, from a task on each of their
+    nodes; wait until the hub lists them. Returns one outcome per process (a process
+    linked but not listed in ``timeout`` is ``failed``) and the hub's description."""
+    from ...client import hub_api
+    from ...linking.local import Outcome, wait_listed
+    from .discovery import driver_environment, find_gcs_address
+    from .hub_starter import find_or_start_cluster_hub
+
+    gcs = find_gcs_address(address)
+    os.environ.update(driver_environment(gcs))
+    ray.init(address=gcs, log_to_driver=False, logging_level=logging.ERROR,
+             namespace="_raydebug_link")
+    try:
+        info, _ = find_or_start_cluster_hub(gcs)
+        own_job = ray.get_runtime_context().get_job_id()
+        chosen = pick(running_processes(own_job, info.pid), terms)
+        by_node: dict[str, list[RayProcess]] = {}
+        for process in chosen:
+            by_node.setdefault(process.node_id, []).append(process)
+        hub = {"address": info.worker, "token": info.token, "cert": info.cert or None}
+        calls = {node: link_on_this_node.options(
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+                 ).remote([p.pid for p in group], hub,
+                          {p.pid: p.identity() for p in group})
+                 for node, group in by_node.items()}
+        outcomes: list[tuple[RayProcess, Any]] = []
+        for node, call in calls.items():
+            answers = ray.get(call, timeout=60)
+            places = {p.pid: p for p in by_node[node]}
+            outcomes += [(places[a["pid"]], Outcome(**a)) for a in answers]
+    finally:
+        ray.shutdown()
+    where = f"{info.client} (the hub of the Ray cluster at {gcs})"
+
+    def listed() -> set[tuple[str, int]]:
+        return {(str(p.get("node_id")), int(p["pid"]))
+                for p in hub_api.processes(info.client, (), client_token, now=False)
+                if p.get("live") and isinstance(p.get("pid"), int)}
+
+    linked = [(p.node_id, p.pid) for p, o in outcomes if o.status == "linked"]
+    shown = wait_listed(linked, listed, timeout) if linked else set()
+    said = []
+    for process, outcome in outcomes:
+        line = f"{process.node_ip} {'driver' if process.driver else 'worker'} " \
+               f"(job {process.job_id}): {outcome.line}"
+        if outcome.status == "linked" and (process.node_id, process.pid) not in shown:
+            outcome = replace(outcome, status="failed",
+                              line=f"{line}, but the hub did not list it within {timeout:g} s")
+        else:
+            outcome = replace(outcome, line=line)
+        said.append(outcome)
+    return said, where

@@ -1,0 +1,48 @@
+"""Inside a target that ``raydebug link`` reached: start its live link to the hub the ticket
+names, as ``RAYDEBUG_LIVE=1`` starts it at a process's start.
+
+Called by :mod:`.bootstrap` on the thread gdb or ``sys.remote_exec`` runs it on (the main
+thread, so raydebug's pause signal can be installed there), holding the GIL: it only starts
+the link thread, which connects in the background.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+
+def link(ticket: dict[str, Any]) -> dict[str, Any]:
+    """Start the live link; returns ``{"status": "linked"}``, or ``"already"`` when this
+    process is live already (under ``raydebug run``, or linked before: a no-op), ``"own"``
+    when it runs raydebug's own command line (a hub: never a process to debug). Raises
+    :class:`~raydebug.errors.ConfigurationError` for a ticket that names no hub."""
+    from ..agent import start_live_link
+    from ..agent.config import AgentConfig
+    from ..agent.link import live
+    from ..agent.startup import is_raydebug_command
+
+    if live.is_live():
+        return {"status": "already"}
+    if is_raydebug_command():
+        return {"status": "own", "why": "it runs raydebug itself (a hub or a command)"}
+    settings = {**os.environ, "RAYDEBUG_HUB": str(ticket["hub"]),
+                "RAYDEBUG_TOKEN": str(ticket["token"]),
+                "RAYDEBUG_HUB_CERT": str(ticket.get("cert") or "")}
+    config = AgentConfig.from_env(settings)  # the rest (wait timeout...) as the process says
+    identity = dict(ticket.get("identity") or {})
+    if "ray" in sys.modules:  # a Ray worker: what it runs now, its breakpoint() and children
+        identity = _as_ray_process(identity)
+    start_live_link(identity, config=config, started=True)
+    return {"status": "linked"}
+
+
+def _as_ray_process(identity: dict[str, Any]) -> dict[str, Any]:
+    """In a Ray worker or driver: hand the agent Ray's discovery (what a task runs now, for
+    ``ps`` and ``stacks``) and the process's ids, as raydebug's setup hook would have."""
+    try:
+        from ..integrations.ray.link_jobs import as_ray_process
+    except ImportError:  # ray is imported but not usable: linked without its ids
+        return identity
+    return {**as_ray_process(), **identity}

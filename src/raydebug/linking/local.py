@@ -1,0 +1,178 @@
+"""Linking processes of this machine: each refused, or reached and its bootstrap's answer
+read, in parallel; then the hub asked until it lists them.
+
+:func:`link_pids` never raises for one process: each gets an :class:`Outcome` with the one
+line to print. Which way in (:func:`injector`): ``sys.remote_exec`` for a 3.14+ target from
+a 3.14+ linker (falling back when no answer comes, see :mod:`.inject`), else ptrace
+(:mod:`.ptrace_call`), or gdb with ``RAYDEBUG_LINK_WITH=gdb`` (:mod:`.inject`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..errors import ProcessGoneError, RaydebugError
+from . import inject, ptrace_call
+from .target import Linker, Target, read_target, refusal, this_linker, uses_remote_exec
+from .ticket import HubForAgents, Ticket
+
+PARALLEL = 16  # processes linked at once (each mostly waits: on ptrace, on the GIL)
+INJECTOR_VARIABLE = "RAYDEBUG_LINK_WITH"  # "gdb" to use gdb instead of raydebug's ptrace
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one process: ``status`` is ``linked``, ``already`` (it was live: a
+    no-op), ``refused`` (not tried, or its raydebug is missing), ``gone`` (no such process,
+    or it ended meanwhile) or ``failed``; ``line`` says it to the user."""
+
+    pid: int
+    status: str
+    line: str
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("linked", "already")
+
+
+def screen(pids: Sequence[int], linker: Linker | None = None
+           ) -> tuple[list[Outcome], list[Target]]:
+    """The refusals that ``/proc`` shows (gone, another user's, no Python...), each an
+    :class:`Outcome`, and the targets left to try: nothing asked of a hub yet."""
+    linker = linker or this_linker()
+    refused, left = [], []
+    for pid in pids:
+        target = read_target(pid)
+        why = refusal(target, linker, injector_name())
+        if why is None:
+            left.append(target)
+        else:
+            refused.append(Outcome(pid, "gone" if not target.alive else "refused", why))
+    return refused, left
+
+
+def link_targets(targets: Sequence[Target], hub: HubForAgents,
+                 identities: dict[int, dict[str, Any]] | None = None,
+                 parallel: int = PARALLEL) -> list[Outcome]:
+    """Link each of ``targets`` (as :func:`screen` left them) to ``hub``, ``parallel`` at a
+    time; outcomes in their order. ``identities``: what to register for a pid (a Ray
+    worker's ids)."""
+    linker = this_linker()
+    identities = identities or {}
+
+    def one(target: Target) -> Outcome:
+        return link_target(target, hub, linker, identities.get(target.pid))
+
+    if len(targets) <= 1:
+        return [one(target) for target in targets]
+    with ThreadPoolExecutor(max_workers=min(parallel, len(targets))) as pool:
+        return list(pool.map(one, targets))
+
+
+def link_pids(pids: Sequence[int], hub: HubForAgents,
+              identities: dict[int, dict[str, Any]] | None = None) -> list[Outcome]:
+    """:func:`screen` then :func:`link_targets`: refusals first, then the others' outcomes."""
+    refused, left = screen(pids)
+    return refused + link_targets(left, hub, identities)
+
+
+def link_target(target: Target, hub: HubForAgents, linker: Linker,
+                identity: dict[str, Any] | None = None) -> Outcome:
+    """Link one process that :func:`screen` let through; never raises."""
+    started = time.perf_counter()
+    pid = target.pid
+    owner = target.uids[1] if target.uids[1] != os.geteuid() else None
+    try:
+        with Ticket(hub, owner=owner, identity=identity) as ticket:
+            injector(target, linker)(pid, ticket)
+            answer = ticket.read_result()
+    except ProcessGoneError as gone:
+        return Outcome(pid, "gone", str(gone))
+    except RaydebugError as error:
+        status = "gone" if not read_target(pid).alive else "failed"
+        return Outcome(pid, status, str(error) if status == "failed"
+                       else f"pid {pid}: it exited while being linked")
+    return _outcome(target, answer, time.perf_counter() - started)
+
+
+def _outcome(target: Target, answer: dict[str, Any] | None, seconds: float) -> Outcome:
+    pid = target.pid
+    if answer is None:
+        alive = read_target(pid).alive
+        return Outcome(pid, "failed" if alive else "gone",
+                       f"pid {pid}: the link's bootstrap did not run in it" if alive
+                       else f"pid {pid}: it exited while being linked", seconds)
+    status = str(answer.get("status"))
+    if status == "linked":
+        return Outcome(pid, "linked", f"linked pid {pid}", seconds)
+    if status == "already":
+        return Outcome(pid, "already", f"pid {pid} was linked already", seconds)
+    if status == "own":
+        return Outcome(pid, "refused", f"pid {pid}: not linked: {answer.get('why')}", seconds)
+    if status == "no-raydebug":
+        return Outcome(pid, "refused",
+                       f"pid {pid}: raydebug cannot be imported in it (Python "
+                       f"{answer.get('python')}, {answer.get('executable')}): install "
+                       "raydebug in its environment, or start it under `raydebug run` "
+                       "next time", seconds)
+    return Outcome(pid, "failed", f"pid {pid}: the link failed in it ({answer.get('why')})",
+                   seconds)
+
+
+Inject = Callable[[int, Ticket], None]
+
+
+def injector_name() -> str:
+    """``gdb`` when ``RAYDEBUG_LINK_WITH=gdb`` asks for it, else ``ptrace``."""
+    return "gdb" if os.environ.get(INJECTOR_VARIABLE, "").strip().lower() == "gdb" else "ptrace"
+
+
+def injector(target: Target, linker: Linker) -> Inject:
+    """How the bootstrap gets into ``target`` (see the module docstring)."""
+    if uses_remote_exec(target, linker):
+        return _with_remote_exec
+    if injector_name() == "gdb":
+        return lambda pid, ticket: inject.run_with_gdb(pid, ticket.injected_code())
+    return _with_ptrace
+
+
+def _with_ptrace(pid: int, ticket: Ticket) -> None:
+    ptrace_call.run_python(pid, ticket.injected_code())
+
+
+def _with_remote_exec(pid: int, ticket: Ticket) -> None:
+    """``sys.remote_exec``, then ptrace if the bootstrap has not answered in time (a main
+    thread blocked in C runs no Python: docs/design.md#linking). Untested: no 3.14 here."""
+    inject.run_with_remote_exec(pid, ticket.boot)
+    deadline = time.monotonic() + inject.REMOTE_EXEC_WAIT
+    while time.monotonic() < deadline:
+        if ticket.read_result() is not None:
+            return
+        time.sleep(0.01)
+    if not ticket.ticket.exists():  # it ran (the ticket is gone) but wrote no result yet
+        return
+    ptrace_call.run_python(pid, ticket.injected_code())
+
+
+K = TypeVar("K")  # what names a process: its pid, or (node, pid) on a cluster
+
+
+def wait_listed(pids: Sequence[K], listed: Callable[[], set[K]], timeout: float) -> set[K]:
+    """Ask ``listed()`` (the pids of this host the hub lists) until every one of ``pids``
+    is there, or ``timeout`` seconds have passed; returns those listed. The hub learns of a
+    process when its link thread registers, a moment after the bootstrap returns."""
+    deadline = time.monotonic() + timeout
+    wanted = set(pids)
+    delay = 0.02
+    while True:
+        found = listed() & wanted
+        if found == wanted or time.monotonic() >= deadline:
+            return found
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.5)

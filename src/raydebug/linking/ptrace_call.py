@@ -1,0 +1,305 @@
+"""Run a line of Python in another process's main thread with ptrace alone (x86-64 Linux):
+what gdb does for debugpy's ``DoAttach``, without gdb.
+
+Why not gdb: gdb 13 (Debian 12's) cannot call a function in a process on a CPU with AMX
+(its register write fails: "Couldn't write extended state status: Bad address") and leaves
+the process to abort. Doing the three calls ourselves needs only the general and the SSE
+registers, which ``PTRACE_GETREGS`` / ``PTRACE_GETFPREGS`` save and restore exactly.
+
+Theory of operation. One thread is traced (``PTRACE_SEIZE`` + ``PTRACE_INTERRUPT``, no
+``SIGSTOP``): the other threads never stop, and a thread busy in Python loses only the time
+the bootstrap holds the GIL. That thread must be waiting in a system call (:func:`candidates`:
+the main thread if it waits, else a C thread in an event loop): one stopped while running
+code may hold the GIL or be halfway through the interpreter's own work, where no Python can
+run. With the thread stopped (and still in its system call), its registers are saved,
+the code string is written below its stack pointer (past the red zone), and three calls are
+made there, each by setting ``rip`` to the function, its argument in ``rdi``, a return
+address of 0 on the stack, and ``orig_rax`` -1 (so an interrupted system call is not
+restarted into our call): the function returns to 0, faults, and the fault stops the thread
+for us again. The calls are ``PyGILState_Ensure()`` (waits for the GIL, as any thread
+would), ``PyRun_SimpleString(code)``, ``PyGILState_Release(state)``. Then the saved
+registers are put back and the thread let go: the system call it was blocked in (a lock,
+``Event.wait()``, ``ray.get``) is restarted by the kernel as after any signal. The
+functions' addresses come from the dynamic symbol table of the executable or
+``libpython`` mapped in the process (:func:`find_symbols`).
+
+Bounds: every wait has :data:`CALL_TIMEOUT`; a process that ends meanwhile is reported as
+such. A thread holding the GIL in C for longer makes ``PyGILState_Ensure`` wait: the call
+cannot be taken back then, so the linker says so and leaves the process to finish it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+from ..errors import LinkError, NotInSystemCallError, ProcessGoneError
+
+CALL_TIMEOUT = 20.0  # seconds for each of the three calls (the GIL may be busy)
+
+PTRACE_CONT, PTRACE_GETREGS, PTRACE_SETREGS = 7, 12, 13
+PTRACE_GETFPREGS, PTRACE_SETFPREGS, PTRACE_DETACH = 14, 15, 17
+PTRACE_SEIZE, PTRACE_INTERRUPT = 0x4206, 0x4207
+WALL = 0x40000000  # waitpid's __WALL: also a thread that is not a child
+REGS = 27  # unsigned longs in x86-64's user_regs_struct
+RIP, RSP, RAX, RDI, ORIG_RAX = 16, 19, 10, 14, 15  # their indexes there
+RED_ZONE = 512  # bytes below the stack pointer left alone (the ABI's is 128)
+NO_SYSCALL = (1 << 64) - 1  # orig_rax = -1
+
+
+
+
+@dataclass(frozen=True)
+class Functions:
+    """The addresses of the three C functions in the target."""
+
+    ensure: int
+    run: int
+    release: int
+
+
+# System calls a thread with no Python of its own waits in (an event loop: Ray's, gRPC's):
+# poll, select, epoll_wait, pselect6, ppoll, epoll_pwait
+WAITING_CALLS = {7, 23, 232, 270, 271, 281}
+TRIES = 5  # threads tried before giving up (each left as it was when not in a system call)
+
+
+
+def run_python(pid: int, code: str, timeout: float = CALL_TIMEOUT) -> int:
+    """Run ``code`` in ``pid``, on a thread blocked in a system call (:func:`candidates`);
+    returns ``PyRun_SimpleString``'s result (0: ran, -1: raised, the traceback printed in
+    the target). Raises :class:`LinkError`."""
+    if os.uname().machine != "x86_64":
+        raise LinkError(f"pid {pid}: linking works on x86-64 Linux only (this is "
+                          f"{os.uname().machine})")
+    functions = python_functions(pid)
+    for tid in candidates(pid)[:TRIES]:
+        try:
+            return Tracee(pid, timeout, tid).run(functions, code.encode() + b"\0")
+        except NotInSystemCallError:
+            continue  # it left its system call meanwhile: the next one
+    raise LinkError(f"pid {pid}: none of its threads waits in a system call now (its main "
+                      "thread runs Python, and no other thread waits in C): try again, or "
+                      "start it under `raydebug run` next time")
+
+
+def candidates(pid: int) -> list[int]:
+    """The threads to run the code on, best first: the main thread when it waits in a
+    system call (then raydebug's pause signal can be installed there), else threads
+    waiting in an event loop's call (C threads: Ray's, gRPC's; ``PyGILState_Ensure`` gives
+    them a thread state for the time of the call). A thread running code is never one:
+    it may hold the GIL, or be halfway through the interpreter's own work."""
+    main = waiting_in(pid, pid)
+    found = [pid] if main is not None else []
+    try:
+        tids = sorted(int(name) for name in os.listdir(f"/proc/{pid}/task") if name.isdigit())
+    except FileNotFoundError:
+        raise ProcessGoneError(f"pid {pid}: no such process") from None
+    except PermissionError:
+        return found
+    return found + [tid for tid in tids if tid != pid and waiting_in(pid, tid) in WAITING_CALLS]
+
+
+def waiting_in(pid: int, tid: int) -> int | None:
+    """The system call thread ``tid`` waits in, or None when it runs (or cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/syscall", encoding="ascii") as handle:
+            first = handle.read().split(maxsplit=1)
+    except OSError:
+        return None
+    if not first or not first[0].lstrip("-").isdigit() or int(first[0]) < 0:
+        return None  # "running", or "-1 ...": stopped outside any system call
+    return int(first[0])
+
+
+class Tracee:
+    """One thread ``tid`` of ``pid`` under ptrace for the time of :meth:`run`."""
+
+    def __init__(self, pid: int, timeout: float, tid: int | None = None) -> None:
+        self.pid = pid
+        self.tid = tid or pid
+        self.timeout = timeout
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.restype = ctypes.c_long
+        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
+                                     ctypes.c_void_p]
+
+    def run(self, functions: Functions, code: bytes) -> int:
+        self._ptrace(PTRACE_SEIZE, 0, 0, what="attach")
+        pending = 0  # a signal the thread stopped with instead of our interrupt: given back
+        try:
+            self._ptrace(PTRACE_INTERRUPT, 0, 0, what="interrupt")
+            pending = self._wait_stop()
+            saved = self._registers()
+            if saved[ORIG_RAX] == NO_SYSCALL:  # it left its system call: not here
+                raise NotInSystemCallError(f"pid {self.pid}: thread {self.tid} runs code")
+            fpregs = ctypes.create_string_buffer(512)
+            self._ptrace(PTRACE_GETFPREGS, 0, ctypes.addressof(fpregs), what="read registers")
+            try:
+                text = (saved[RSP] - RED_ZONE - len(code)) & ~0xF
+                self._write(text, code)
+                stack = text - 64
+                state = self._call(saved, stack, functions.ensure, 0)
+                result = self._call(saved, stack, functions.run, text)
+                self._call(saved, stack, functions.release, state & 0xFFFFFFFF)
+            finally:
+                self._set_registers(saved)
+                self._ptrace(PTRACE_SETFPREGS, 0, ctypes.addressof(fpregs),
+                             what="restore registers")
+            signed = result & 0xFFFFFFFF
+            return signed - (1 << 32) if signed >> 31 else signed
+        finally:
+            self._detach(pending)
+
+    def _call(self, saved: list[int], stack: int, function: int, argument: int) -> int:
+        """Call ``function(argument)`` on the stopped thread; its return value (rax)."""
+        regs = list(saved)
+        top = stack & ~0xF
+        self._write(top - 8, struct.pack("<Q", 0))  # the return address: 0, which faults
+        regs[RSP], regs[RIP], regs[RDI] = top - 8, function, argument
+        regs[RAX], regs[ORIG_RAX] = 0, NO_SYSCALL
+        self._set_registers(regs)
+        self._ptrace(PTRACE_CONT, 0, 0, what="continue")
+        deadline = time.monotonic() + self.timeout
+        while True:
+            sig = self._wait_stop(deadline=deadline)
+            now = self._registers()
+            if sig == signal.SIGSEGV and now[RIP] == 0:
+                return now[RAX]
+            if sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE):
+                raise LinkError(f"pid {self.pid}: the injected call faulted (signal {sig} "
+                                  f"at {now[RIP]:#x})")
+            self._ptrace(PTRACE_CONT, 0, sig, what="continue")  # another signal: deliver it
+
+    def _wait_stop(self, deadline: float | None = None) -> int:
+        """Wait until the thread stops; the signal it stopped with (0 for our interrupt).
+        Raises :class:`ProcessGoneError` when it ended, :class:`LinkError` on the bound."""
+        deadline = deadline or time.monotonic() + self.timeout
+        while True:
+            try:
+                waited, status = os.waitpid(self.tid, WALL | os.WNOHANG)
+            except ChildProcessError:
+                raise ProcessGoneError(f"pid {self.pid}: it exited while being linked") from None
+            if waited:
+                break
+            if time.monotonic() > deadline:
+                raise LinkError(f"pid {self.pid}: no answer within {self.timeout:g} s (a "
+                                  "thread holding the GIL in C?); it finishes the link "
+                                  "when that thread lets go")
+            _nap()
+        if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+            raise ProcessGoneError(f"pid {self.pid}: it exited while being linked")
+        sig = os.WSTOPSIG(status)
+        if status >> 16:  # PTRACE_EVENT_STOP: our interrupt (or a group stop)
+            return 0
+        return sig
+
+    def _registers(self) -> list[int]:
+        regs = (ctypes.c_ulong * REGS)()
+        self._ptrace(PTRACE_GETREGS, 0, ctypes.addressof(regs), what="read registers")
+        return list(regs)
+
+    def _set_registers(self, values: list[int]) -> None:
+        regs = (ctypes.c_ulong * REGS)(*values)
+        self._ptrace(PTRACE_SETREGS, 0, ctypes.addressof(regs), what="write registers")
+
+    def _write(self, address: int, data: bytes) -> None:
+        try:
+            with open(f"/proc/{self.tid}/mem", "r+b", buffering=0) as memory:
+                memory.seek(address)
+                memory.write(data)
+        except OSError as error:
+            raise LinkError(f"pid {self.pid}: cannot write its memory ({error.strerror})"
+                              ) from None
+
+    def _detach(self, sig: int) -> None:
+        self.libc.ptrace(PTRACE_DETACH, self.tid, None, ctypes.c_void_p(sig or 0))
+
+    def _ptrace(self, request: int, address: int, data: int, what: str) -> None:
+        if self.libc.ptrace(request, self.tid, ctypes.c_void_p(address),
+                            ctypes.c_void_p(data)) == -1:
+            errno = ctypes.get_errno()
+            if errno == 3:  # ESRCH
+                raise ProcessGoneError(f"pid {self.pid}: it exited while being linked")
+            if errno == 1:  # EPERM
+                raise LinkError(
+                    f"pid {self.pid}: no ptrace rights over it: link it as its user or as "
+                    "root, allow ptrace (kernel.yama.ptrace_scope=0) or give CAP_SYS_PTRACE "
+                    "(Kubernetes: SYS_PTRACE); or start it under `raydebug run` next time")
+            raise LinkError(f"pid {self.pid}: ptrace could not {what} "
+                              f"({os.strerror(errno)})")
+
+
+def _nap() -> None:
+    """waitpid has no timeout: poll it, at a short interval (a stop comes within ms)."""
+    threading.Event().wait(0.001)
+
+
+def python_functions(pid: int) -> Functions:
+    """Where ``PyGILState_Ensure``, ``PyRun_SimpleString`` and ``PyGILState_Release`` are in
+    ``pid``: in its executable or its ``libpython``. Raises :class:`LinkError` when no
+    mapped file exports them (no CPython)."""
+    names = ("PyGILState_Ensure", "PyRun_SimpleString", "PyGILState_Release")
+    for path, base in mapped_files(pid):
+        if "python" not in os.path.basename(path):
+            continue
+        try:
+            found = find_symbols(f"/proc/{pid}/root{path}", names)
+        except (OSError, ValueError):
+            continue
+        if all(name in found for name in names):
+            return Functions(*(found[name][0] + (base if found[name][1] else 0)
+                               for name in names))
+    raise LinkError(f"pid {pid}: no CPython found in it (no {names[1]})")
+
+
+def mapped_files(pid: int) -> list[tuple[str, int]]:
+    """Each file mapped in ``pid`` with the address its offset 0 is mapped at."""
+    bases: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].startswith("/") and int(fields[2], 16) == 0:
+                    bases.setdefault(fields[5].strip(), int(fields[0].split("-")[0], 16))
+    except FileNotFoundError:
+        raise ProcessGoneError(f"pid {pid}: no such process") from None
+    except PermissionError:
+        raise LinkError(f"pid {pid}: no rights to read its memory map: link it as its "
+                          "user or as root") from None
+    return list(bases.items())
+
+
+def find_symbols(path: str, names: tuple[str, ...]) -> dict[str, tuple[int, bool]]:
+    """``name -> (value, relocatable)`` from the ELF file's dynamic symbol table; a
+    relocatable (shared, PIE) file's values are offsets from where it is mapped."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        raise ValueError("not a 64-bit ELF file")
+    elf_type, = struct.unpack_from("<H", data, 16)
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    wanted, found = set(names), {}
+    for section in sections:
+        if section[1] != 11:  # SHT_DYNSYM
+            continue
+        strings = sections[section[6]]
+        offset, size = section[4], section[5]
+        for start in range(offset, offset + size, 24):
+            name_at, _info, _other, shndx, value, _size = struct.unpack_from("<IBBHQQ", data,
+                                                                             start)
+            if not shndx or not value:
+                continue  # undefined here
+            end = data.index(b"\0", strings[4] + name_at)
+            name = data[strings[4] + name_at:end].decode("latin-1")
+            if name in wanted:
+                found[name] = (value, elf_type == 3)  # ET_DYN
+    return found

@@ -1,0 +1,152 @@
+"""`raydebug link pid=N`: a plain process, started with no raydebug variable at all, its main
+thread blocked in ``Event.wait()`` and a second thread busy in Python, becomes a live
+process: `ps` lists it, `stacks` shows both threads, `pause` and a DAP client evaluate
+``os.getpid()`` in it, and it runs on afterwards. Linking it again is a no-op. Refusals: a
+dead pid, a process that cannot import raydebug, one of another user linked by an
+unprivileged user: one line each, exit status 1. Real hub, real ptrace, on 3.10 to 3.13."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devtools.pythons import SOURCE, find_python, python_for
+from helpers import (
+    TIMEOUT,
+    HubProcess,
+    evaluate_and_continue,
+    raydebug,
+    read_line,
+    run,
+    start_hub,
+    stop,
+    write_script,
+)
+from raydebug.client.hub_api import pause
+
+pytestmark = pytest.mark.integration
+
+PLAIN = """
+import os, threading
+count = 0
+
+def spin():
+    global count
+    while True:
+        count += 1  # busy in Python
+
+threading.Thread(target=spin, name="spinner", daemon=True).start()
+print("ready", flush=True)
+threading.Event().wait()  # blocked in C
+"""
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[HubProcess]:
+    process = start_hub()
+    try:
+        yield process
+    finally:
+        process.close()
+
+
+def plain_env(**extra: str) -> dict[str, str]:
+    """This environment without a single raydebug variable (nor a breakpoint hook)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RAYDEBUG") and k != "PYTHONBREAKPOINT"}
+    return {**env, **extra}
+
+
+def start_plain(hub: HubProcess, script: Path, python: str, **env: str
+                ) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([python, str(script)], env=plain_env(**env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hub.workers.append(proc)  # stopped with the hub
+    assert read_line(proc).strip() == "ready"
+    return proc
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
+def test_a_plain_process_linked_by_pid_is_live(hub: HubProcess, tmp_path: Path,
+                                              version: str) -> None:
+    script = write_script(tmp_path, "plain.py", PLAIN)
+    proc = start_plain(hub, script, python_for(version), PYTHONPATH=str(SOURCE))
+
+    done = raydebug(hub, "link", f"pid={proc.pid}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"linked pid {proc.pid}", done.stdout
+
+    listed = raydebug(hub, "ps", f"pid={proc.pid}")
+    assert listed.returncode == 0 and str(proc.pid) in listed.stdout, listed
+    stacks = json.loads(raydebug(hub, "stacks", "--json", f"pid={proc.pid}").stdout)
+    [process] = stacks["processes"]
+    functions = {thread["name"]: [f["function"] for f in thread["frames"]]
+                 for thread in process["threads"]}
+    assert "spin" in functions["spinner"], functions
+    assert functions["MainThread"][-1] == "wait", functions  # Event.wait(): where it blocks
+
+    again = raydebug(hub, "link", f"pid={proc.pid}")
+    assert again.returncode == 0 and "linked already" in again.stdout, again
+
+    answer = pause(hub.client_address, [f"pid={proc.pid}"])
+    assert answer["paused"], answer
+    sessions = hub.wait_sessions(2)  # both threads: the main one brought back from C
+    main = next(s for s in sessions if s["thread"] == "MainThread")
+    seen = run(evaluate_and_continue(*hub.client, main["id"], "os.getpid()"))
+    assert seen.result == str(proc.pid)
+    hub.wait_sessions(0)  # every thread runs on
+
+    after = json.loads(raydebug(hub, "stacks", "--json", f"pid={proc.pid}").stdout)
+    assert after["processes"][0]["answered"] and proc.poll() is None
+    stop(proc)
+    hub.wait_processes(f"pid {proc.pid} gone", lambda ps: all(p["pid"] != proc.pid for p in ps))
+
+
+def test_refusals_are_one_line_each(hub: HubProcess, tmp_path: Path) -> None:
+    script = write_script(tmp_path, "plain.py", PLAIN)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=TIMEOUT)
+    gone = raydebug(hub, "link", f"pid={dead.pid}")
+    assert gone.returncode == 1 and gone.stderr.strip() == (
+        f"raydebug: pid {dead.pid}: no such process"), gone.stderr
+
+    base = find_python("3.10")
+    if base is None:
+        pytest.skip("no Python 3.10 here")
+    bare = start_plain(hub, script, str(base))  # pyenv's own: no raydebug, no PYTHONPATH
+    refused = raydebug(hub, "link", f"pid={bare.pid}")
+    assert refused.returncode == 1, refused
+    [line] = refused.stderr.splitlines()
+    assert f"pid {bare.pid}: raydebug cannot be imported in it (Python 3.10" in line, line
+    assert bare.poll() is None  # untouched, running on
+
+
+def test_another_users_process_is_refused_to_an_unprivileged_user(hub: HubProcess,
+                                                                  tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to run the linker as another user")
+    script = write_script(tmp_path, "plain.py", PLAIN)
+    proc = start_plain(hub, script, sys.executable, PYTHONPATH=str(SOURCE))
+    as_user = ["setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups"]
+    probe = subprocess.run([*as_user, sys.executable, "-c", "import raydebug, click"],
+                           env=plain_env(PYTHONPATH=str(SOURCE)), capture_output=True,
+                           timeout=TIMEOUT, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"uid 1000 cannot run this checkout's raydebug: {probe.stderr[-200:]!r}")
+    refused = subprocess.run(
+        [*as_user, sys.executable, "-m", "raydebug", "link", f"pid={proc.pid}",
+         "--hub", hub.client_address],
+        env=plain_env(PYTHONPATH=str(SOURCE), RAYDEBUG_HUB=hub.agent_address,
+                      RAYDEBUG_TOKEN=hub.token, NO_COLOR="1"),
+        capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert refused.returncode == 1, refused
+    [line] = refused.stderr.splitlines()
+    assert line.startswith(f"raydebug: pid {proc.pid}: no ptrace rights over it (it runs as "
+                           "uid 0, you as uid 1000)"), line
+    assert proc.poll() is None

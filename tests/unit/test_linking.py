@@ -1,0 +1,110 @@
+"""`raydebug link`'s decisions, in memory: which targets are refused and in which words,
+what the bootstrap's answer means, how gdb's output is read, where Python's functions are."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from pathlib import Path
+
+import pytest
+
+from raydebug.linking.inject import gdb_command, gdb_problem
+from raydebug.linking.local import _outcome
+from raydebug.linking.ptrace_call import find_symbols, mapped_files, python_functions
+from raydebug.linking.target import (
+    Linker,
+    Target,
+    disables_remote_debug,
+    parse_version,
+    refusal,
+    uses_remote_exec,
+)
+
+ROOT = Linker(uid=0, can_ptrace_others=True, has_gdb=True, has_remote_exec=False)
+USER = Linker(uid=1000, can_ptrace_others=False, has_gdb=True, has_remote_exec=False)
+PLAIN = Target(4242, (1000, 1000, 1000), "/usr/bin/python3.11", (3, 11, 7))
+
+
+def test_a_python_of_the_same_user_or_of_anyone_for_root_is_tried():
+    assert refusal(PLAIN, USER) is None
+    assert refusal(PLAIN, ROOT) is None
+
+
+@pytest.mark.parametrize(("target", "linker", "says"), [
+    (Target(4242), USER, "pid 4242: no such process"),
+    (Target(4242, (0, 0, 0), "/usr/bin/python3.11", (3, 11, 7)), USER,
+     "pid 4242: no ptrace rights over it (it runs as uid 0, you as uid 1000)"),
+    (Target(4242, (1000, 1000, 1000), "/usr/bin/bash"), USER,
+     "pid 4242: not a Python process (/usr/bin/bash)"),
+    (Target(4242, (1000,) * 3, "/usr/bin/python3.8", (3, 8, 10)), USER,
+     "pid 4242: Python 3.8.10 (/usr/bin/python3.8); raydebug needs Python 3.10 or later"),
+    (Target(4242, (1000,) * 3, "/usr/bin/python3.14", (3, 14, 0), True), USER,
+     "pid 4242: remote debugging is disabled in it (PYTHON_DISABLE_REMOTE_DEBUG"),
+])
+def test_refusals_say_why_in_one_line(target: Target, linker: Linker, says: str):
+    why = refusal(target, linker)
+    assert why is not None and why.startswith(says) and "\n" not in why, why
+
+
+def test_gdb_is_needed_only_when_it_is_the_way_in():
+    no_gdb = Linker(uid=1000, can_ptrace_others=False, has_gdb=False, has_remote_exec=False)
+    assert refusal(PLAIN, no_gdb, injector="ptrace") is None
+    why = refusal(PLAIN, no_gdb, injector="gdb")
+    assert why is not None and "apt-get install gdb" in why
+
+
+def test_remote_exec_serves_314_targets_from_a_314_linker_only():
+    new = Target(1, (0,) * 3, "/usr/bin/python3.14", (3, 14, 0))
+    with_it = Linker(uid=0, can_ptrace_others=True, has_gdb=True, has_remote_exec=True)
+    assert uses_remote_exec(new, with_it)
+    assert not uses_remote_exec(new, ROOT)
+    assert not uses_remote_exec(PLAIN, with_it)
+
+
+def test_versions_and_the_remote_debug_opt_out_are_read():
+    assert parse_version("Python 3.12.1\n") == (3, 12, 1)
+    assert parse_version("Python 3.14.0rc1") == (3, 14, 0)
+    assert parse_version("GNU bash, version 5.2") is None
+    assert disables_remote_debug([b"PYTHON_DISABLE_REMOTE_DEBUG=1"], [b"python"])
+    assert not disables_remote_debug([b"PYTHON_DISABLE_REMOTE_DEBUG="], [b"python"])
+    assert disables_remote_debug([], [b"python", b"-X", b"disable-remote-debug", b"x.py"])
+    assert not disables_remote_debug([b"HOME=/"], [b"python", b"x.py"])
+
+
+@pytest.mark.parametrize(("answer", "status", "line"), [
+    ({"status": "linked"}, "linked", "linked pid 4242"),
+    ({"status": "already"}, "already", "pid 4242 was linked already"),
+    ({"status": "no-raydebug", "python": "3.10.13", "executable": "/usr/bin/python3"},
+     "refused", "pid 4242: raydebug cannot be imported in it (Python 3.10.13, "
+                "/usr/bin/python3): install raydebug in its environment"),
+    ({"status": "own", "why": "it runs raydebug itself (a hub or a command)"}, "refused",
+     "pid 4242: not linked: it runs raydebug itself"),
+    ({"status": "failed", "why": "ConfigurationError: x"}, "failed",
+     "pid 4242: the link failed in it (ConfigurationError: x)"),
+])
+def test_the_bootstraps_answer_is_one_line(answer: dict, status: str, line: str):
+    outcome = _outcome(PLAIN, answer, 0.1)
+    assert outcome.status == status and outcome.line.startswith(line), outcome
+
+
+def test_gdbs_words_are_read():
+    assert gdb_problem("ptrace: Operation not permitted.\n", 1).startswith("no ptrace rights")
+    assert gdb_problem("$1 = (void *) 0x5581\n$2 = 0\n", 0) is None
+    assert gdb_problem("Couldn't write extended state status: Bad address.\n"
+                       "No symbol \"DoAttach\" in current context.\n", 0).startswith(
+        "gdb found no dlopen/DoAttach")
+    command = gdb_command(42, "exec(open(bytes([47]).decode()).read(), dict())", Path("/a.so"))
+    assert command[:6] == ["gdb", "--nx", "--nh", "--batch", "--pid", "42"]
+    with pytest.raises(ValueError):
+        gdb_command(42, 'print("x")', Path("/a.so"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ELF and /proc")
+def test_pythons_functions_are_found_in_this_process():
+    functions = python_functions(__import__("os").getpid())
+    here = ctypes.pythonapi
+    assert functions.run == ctypes.cast(here.PyRun_SimpleString, ctypes.c_void_p).value
+    assert functions.ensure == ctypes.cast(here.PyGILState_Ensure, ctypes.c_void_p).value
+    assert any("python" in path for path, _ in mapped_files(__import__("os").getpid()))
+    assert find_symbols(sys.executable, ("no_such_symbol",)) == {}
