@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from helpers import TIMEOUT, HubProcess, finish, line_of, run, start_hub, write_script
-from raydebug.client.dap import DapRequestError
+from raydebug.client.dap import DapClient, DapRequestError
 
 pytestmark = pytest.mark.integration
 
@@ -118,3 +118,38 @@ def test_raydebug_attach_is_a_read_only_pdb_on_it(failed):
     assert "<module>()" in out and "\n0.1\n" in out  # up, then p in that frame
     assert "cannot step, only show what was captured" in out  # n
     assert f"snapshot {snapshot_id} closed" in out
+
+
+def test_a_cluster_session_offers_it_as_a_child_only_when_asked(failed):
+    hub, _, snapshot_id = failed
+
+    async def cluster(settings: dict[str, Any]) -> DapClient:
+        parent = await DapClient.connect(*hub.client)
+        await parent.initialize(supportsStartDebuggingRequest=True)
+        attach = parent.send_request("attach", {"name": "cluster", "raydebug": settings})
+        await parent.wait_event("initialized")
+        await parent.request("configurationDone")
+        assert (await attach).success
+        return parent
+
+    async def offered() -> None:
+        plain = await cluster({})
+        asked = await cluster({"snapshots": True})
+        offer = await asked.wait_reverse_request("startDebugging", 10)
+        configuration = offer.arguments["configuration"]
+        assert configuration["raydebug"]["session"] == snapshot_id
+        assert configuration["name"].startswith("snapshot: job.py:")
+        child = await DapClient.connect(*hub.client)
+        await child.initialize()
+        stopped = await child.attach(**{key: value for key, value in configuration.items()
+                                        if key != "request"})
+        asked.respond(offer)
+        assert stopped.body["reason"] == "exception"
+        await child.request("disconnect", {})
+        # The parent that did not ask was offered nothing: a parent's offers come before
+        # its attach's answer, which it has.
+        assert not plain.reverse_requests
+        for client in (child, asked, plain):
+            await client.close()
+
+    run(offered())

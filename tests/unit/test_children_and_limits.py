@@ -1,5 +1,6 @@
 """In memory: the per-address limit counts only connections that have not proven they belong,
-and a cluster session offers a bounded number of children at a time."""
+and a cluster session offers a bounded number of children at a time (snapshots only when
+asked)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from typing import Any
 
 from raydebug.hub.clients.cluster_attach import OFFER_WINDOW, ClusterAttach
 from raydebug.hub.clients.cluster_sessions import ClusterSessions
+from raydebug.hub.clients.snapshot_view import KEPT_OFFERED
 from raydebug.hub.net import PeerLimit
 from raydebug.hub.registry import Registry
+from raydebug.hub.snapshot_store import SnapshotStore
 from raydebug.process_record import ProcessRecord
 from raydebug.protocol import Event, Request
 from raydebug.session import PausedThread
+from raydebug.snapshots.format import ExceptionInfo, FrameCapture, Snapshot
 
 
 def test_a_vouched_connection_stops_counting_and_can_be_revoked():
@@ -109,3 +113,37 @@ def test_a_cluster_session_offers_a_window_of_children_and_offers_a_failed_one_a
         assert not parents.is_live(parent._key)  # it left: no child belongs to it
 
     asyncio.run(scenario())
+
+
+def kept_snapshot(number: int) -> Snapshot:
+    return Snapshot(f"x{number:012x}", "exception", float(number),
+                    {"pid": number, "host": "h", "task_name": "train"}, "MainThread",
+                    ExceptionInfo("ValueError", "bad"), [FrameCapture("f", "/f.py", 3)])
+
+
+def test_a_cluster_session_offers_snapshots_only_when_asked():
+    async def scenario(arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        store = SnapshotStore()
+        for number in range(KEPT_OFFERED + 2):
+            store.add(kept_snapshot(number))
+        client = FakeParentClient()
+        parent = ClusterAttach(client, Registry(), ClusterSessions(),  # type: ignore[arg-type]
+                               Request(seq=1, command="attach", arguments=arguments), store)
+        serving = asyncio.ensure_future(parent.run())
+        for _ in range(100):
+            await asyncio.sleep(0)
+        store.add(kept_snapshot(100))  # taken while the parent is there
+        for _ in range(100):
+            await asyncio.sleep(0)
+        client.leave()
+        await asyncio.wait_for(serving, 5)
+        return [offer.arguments["configuration"] for offer in client.offers]
+
+    assert asyncio.run(scenario({"name": "x"})) == []
+    offers = asyncio.run(scenario({"name": "x", "raydebug": {"snapshots": True,
+                                                             "token": "t"}}))
+    # The newest kept ones, then the one taken after the attach.
+    assert [o["raydebug"]["session"] for o in offers] == [
+        kept_snapshot(n).id for n in [*range(2, KEPT_OFFERED + 2), 100]]
+    assert offers[-1]["name"] == "snapshot: train [ValueError] (h, pid 100)"
+    assert offers[-1]["raydebug"]["token"] == "t" and offers[-1]["raydebug"]["parent"]

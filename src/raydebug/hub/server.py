@@ -351,5 +351,5 @@ class Hub:
         handler = ClientHandler(self.registry, self.data_connections,
                                 self.config.allow_terminate, reader, writer, first,
                                 peer_name(writer), self.cluster_sessions, client_token,
-                                self.queries, find_snapshot=self.snapshots.get)
+                                self.queries, snapshots=self.snapshots)
         await handler.run()

@@ -13,5 +13,5 @@ set, which every linked process arms and every attached DAP session's pydevd is 
 May import: ``raydebug.hub.registry``, ``raydebug.hub.entries``, ``raydebug.hub.processes``,
 ``raydebug.hub.cluster_breakpoints``, ``raydebug.hub.net``, ``raydebug.hub.agents``,
 ``raydebug.protocol``, ``raydebug.session``, ``raydebug.selectors``, ``raydebug.errors``,
-``raydebug.snapshots``.
+``raydebug.snapshots``, ``raydebug.hub.snapshot_store``.
 """

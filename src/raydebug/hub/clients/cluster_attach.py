@@ -17,7 +17,8 @@ as it attaches and each time it changes, beside its client's own breakpoints. Ea
 on the parent is answered once, by its ``<command>_request`` method; any other command
 fails. A logpoint's text comes back as an ``output`` event on every parent, prefixed with
 the process. The parent has no threads of its own; ``terminate`` (then ``disconnect``) on
-it ends the parent only, and no process is killed.
+it ends the parent only, and no process is killed. Kept snapshots are offered as children
+too, only when the attach asks (``"raydebug": {"snapshots": true}``: :mod:`.snapshot_view`).
 
 Children and the per-address connection limit. Every child connection comes from the IDE's
 address. A child counts toward the limit only until its attach is accepted (then it is
@@ -40,8 +41,10 @@ from ...protocol import Event, Request
 from ...session import SessionState
 from ..entries import HubSession
 from ..registry import Registry
+from ..snapshot_store import SnapshotStore
 from .cluster_sessions import ClusterSessions, local_root_of
 from .peer import ClientPeer
+from .snapshot_view import offer_snapshots, wants_snapshots
 
 # Children offered and not attached yet, at most; an offer the client has not taken within
 # OFFER_TIMEOUT seconds stops holding its place (it is not offered again while it waits).
@@ -66,8 +69,9 @@ class ClusterAttach:
     """Serves the parent side of a cluster attach on an existing client connection."""
 
     def __init__(self, client: ClientPeer, registry: Registry, parents: ClusterSessions,
-                 attach: Request) -> None:
+                 attach: Request, snapshots: SnapshotStore | None = None) -> None:
         self._client = client
+        self._snapshots = snapshots if wants_snapshots(attach) else None  # offered, if asked
         self._registry = registry
         self._parents = parents
         self._attach = attach
@@ -80,15 +84,19 @@ class ClusterAttach:
         client = self._client
         client.respond(self._attach)
         client.send_event(Event(seq=0, event="initialized"))
-        offering = asyncio.ensure_future(self._offer_children())
+        offering = [asyncio.ensure_future(self._offer_children())]
+        if self._snapshots is not None:
+            offering.append(asyncio.ensure_future(
+                offer_snapshots(client, self._snapshots, self._attach, self._key)))
         try:
             while True:
                 message = await client.next_client_message()
                 if isinstance(message, Request) and not self._answer(message):
                     return
         finally:
-            offering.cancel()
-            await asyncio.gather(offering, return_exceptions=True)
+            for task in offering:
+                task.cancel()
+            await asyncio.gather(*offering, return_exceptions=True)
             self._parents.remove(self._key)
 
     def _answer(self, request: Request) -> bool:

@@ -61,6 +61,7 @@ from ..entries import HubSession, Process
 from ..net import revoke_this_connection, vouch_for_this_connection
 from ..processes import ProcessQueries
 from ..registry import Registry
+from ..snapshot_store import SnapshotStore
 from .cluster_attach import ClusterAttach
 from .cluster_sessions import ClusterSessions
 from .group_session import GroupSession, group_selector, wants_group
@@ -89,9 +90,9 @@ class ClientHandler:
                  writer: asyncio.StreamWriter, first_bytes: bytes, peer: str,
                  cluster_sessions: ClusterSessions, client_token: str | None = None,
                  queries: ProcessQueries | None = None,
-                 find_snapshot: Callable[[str], Snapshot | None] = lambda wanted: None) -> None:
+                 snapshots: SnapshotStore | None = None) -> None:
         self._client_token = client_token
-        self._find_snapshot = find_snapshot  # the hub's kept snapshots, by id
+        self._snapshots = snapshots  # the hub's kept snapshots
         self._queries = queries  # live processes' stacks and pauses (a group session's)
         self._registry = registry
         self._cluster_sessions = cluster_sessions
@@ -170,11 +171,16 @@ class ClientHandler:
             return True
         snapshot = self._wanted_snapshot(request)
         if snapshot is not None:
+            key = request.arguments.get("raydebug")
+            if self._cluster_sessions.is_live(key.get("parent") if isinstance(key, dict)
+                                              else None):
+                # A cluster attach's child (see _attach): not counted toward the limit.
+                vouch_for_this_connection()
             await SnapshotView(self._client, snapshot).run(request)
             return True
         if self._wants_cluster_attach(request):
             await ClusterAttach(self._client, self._registry, self._cluster_sessions,
-                                request).run()
+                                request, self._snapshots).run()
             return True
         return await self._attach(request)
 
@@ -200,7 +206,9 @@ class ClientHandler:
     def _wanted_snapshot(self, attach: Request) -> Snapshot | None:
         """The kept snapshot the attach names by id, if it names one."""
         wanted = wanted_id(attach)
-        return None if wanted is None else self._find_snapshot(wanted)
+        if wanted is None or self._snapshots is None:
+            return None
+        return self._snapshots.get(wanted)
 
     def _wants_cluster_attach(self, attach: Request) -> bool:
         """No session chosen, and a client that can open child sessions (see cluster_attach)."""

@@ -15,6 +15,13 @@ clients do; one that does not is let go after :data:`CLOSE_GRACE`) and
 reads the close as news (``raydebug attach`` takes it for a hub gone away) say so.
 The snapshot stays in the hub's store either way: viewing it changes nothing, and several
 clients may view one snapshot at once.
+
+In a cluster session. Snapshots never clutter a live debugging session: a cluster attach
+offers them as child sessions only when its configuration asks (``"raydebug":
+{"snapshots": true}``, :func:`wants_snapshots`): :func:`offer_snapshots` sends a
+``startDebugging`` for the newest :data:`KEPT_OFFERED` snapshots kept at the attach and for
+each one kept after it, with the parent's key, so that the child is vouched for as a
+session's child is (one connection per snapshot viewed, bounded by the store's capacity).
 """
 
 from __future__ import annotations
@@ -26,9 +33,12 @@ from ...errors import PeerClosed
 from ...protocol import Request
 from ...protocol.snapshot_session import SnapshotSession
 from ...snapshots.format import Snapshot
+from ..snapshot_store import SnapshotStore
+from .peer import ClientPeer
 from .stream import ClientStream
 
 CLOSE_GRACE = 5.0  # seconds a client has to close its connection after its disconnect
+KEPT_OFFERED = 10  # of the snapshots kept when a cluster attach asks for them, the newest
 
 
 def wanted_id(attach: Request) -> str | None:
@@ -36,6 +46,52 @@ def wanted_id(attach: Request) -> str | None:
     settings = attach.arguments.get("raydebug")
     wanted = settings.get("session") if isinstance(settings, dict) else None
     return None if wanted is None else str(wanted)
+
+
+def wants_snapshots(attach: Request) -> bool:
+    """Whether a cluster attach asks to be offered snapshots (``"snapshots": true``)."""
+    settings = attach.arguments.get("raydebug")
+    return isinstance(settings, dict) and settings.get("snapshots") is True
+
+
+def child_name(snapshot: Snapshot) -> str:
+    """``snapshot: task [ValueError] (node, pid 42)``: what an IDE lists the child as."""
+    process = snapshot.process
+    top = snapshot.frames[0] if snapshot.frames else None
+    label = process.get("task_name") or (
+        f"{top.path.rsplit('/', 1)[-1]}:{top.line}" if top else snapshot.id)
+    if snapshot.exception is not None:
+        label += f" [{snapshot.exception.type_name}]"
+    where = process.get("node_ip") or process.get("host") or "?"
+    return f"snapshot: {label} ({where}, pid {process.get('pid')})"
+
+
+async def offer_snapshots(client: ClientPeer, store: SnapshotStore, attach: Request,
+                          parent: str) -> None:
+    """Offer the cluster attach's client the newest :data:`KEPT_OFFERED` kept snapshots,
+    then each one kept later, as child sessions; runs until cancelled (the parent left)."""
+    kept = store.all()
+    older = {snapshot.id for snapshot in kept}
+    for snapshot in kept[-KEPT_OFFERED:]:
+        _offer(client, snapshot, attach, parent)
+    version = store.version
+    while True:
+        await store.wait_for_version_after(version)
+        version = store.version
+        for snapshot in store.all():
+            if snapshot.id not in older:
+                older.add(snapshot.id)
+                _offer(client, snapshot, attach, parent)
+
+
+def _offer(client: ClientPeer, snapshot: Snapshot, attach: Request, parent: str) -> None:
+    configuration = {
+        **attach.arguments, "request": "attach", "name": child_name(snapshot),
+        # The client's own raydebug settings (its token) go to the child too.
+        "raydebug": {**(attach.arguments.get("raydebug") or {}), "session": snapshot.id,
+                     "parent": parent}}
+    client.send_request(Request(seq=0, command="startDebugging", arguments={
+        "request": "attach", "configuration": configuration}))
 
 
 class SnapshotView:
