@@ -19,7 +19,6 @@ from ...selectors import parse as parse_selector
 from ...session import SessionState
 from ...stack_tree import merge_stacks
 from ..clients.cluster_sessions import ClusterSessions
-from ..entries import Process
 from ..net import RECV_SIZE
 from ..processes import DEFAULT_TIMEOUT, ProcessQueries
 from ..registry import Registry
@@ -139,7 +138,7 @@ class HubRoutes:
         attached to; see :meth:`.ProcessQueries.resume` for the answer."""
         return await self.queries.resume(await self._selected(body))
 
-    async def _selected(self, body: Any) -> list[Process]:
+    async def _selected(self, body: Any) -> list[Any]:
         """The processes a POST's ``{"selector": [...]}`` matches; raises ``ValueError``
         for another body, :class:`NoProcessMatchError` when none matches."""
         terms = body.get("selector") if isinstance(body, dict) else None
