@@ -255,3 +255,38 @@ def test_completions_offer_the_frames_captured_names():
     targets = client.ask("completions", text="p co", column=5, frameId=1)["targets"]
     assert [(t["label"], t["start"], t["length"]) for t in targets] == [("config", 2, 2)]
     assert client.ask("completions", text="config.", frameId=1)["targets"] == []
+
+
+def test_what_the_capture_takes_reads_back_through_the_session():
+    """The agent's own capture of a real failure, read as a client would: keys named as
+    the capture names them, a width cut said so, an object's attributes by path."""
+    from raydebug.snapshots.capture import capture_exception
+    from raydebug.snapshots.limits import SnapshotLimits
+
+    class Model:
+        def __init__(self) -> None:
+            self.name = "resnet"
+            self.shape = (2, 3)
+
+    def fail(config: dict[Any, Any], rows: list[int], model: Model) -> None:
+        raise KeyError("missing")
+
+    try:
+        fail({"layers": [{"width": 8}], 7: "seven"}, list(range(200)), Model())
+    except KeyError as error:
+        snapshot = capture_exception(error, {"pid": 1, "host": "h"},
+                                     SnapshotLimits(width=100))
+    client = Client(snapshot)
+    client.attach()
+
+    def ask(expression: str) -> str:
+        return str(client.ask("evaluate", expression=expression, frameId=1)["result"])
+
+    assert ask("config['layers'][0]['width']") == "8"
+    assert ask("config[7]") == "'seven'"
+    assert ask("model.shape[1]") == "3"
+    assert ask("len(config)") == "2"
+    assert "kept only its first 100 items" in client.refused("evaluate", expression="len(rows)",
+                                                             frameId=1)
+    rows = next(v for v in client.locals_of(1) if v["name"] == "rows")
+    assert client.variables(rows["variablesReference"])[-1]["name"] == "..."
