@@ -219,10 +219,9 @@ def time_list(scale: Scale, repeats: int) -> tuple[core.Sample, core.Sample]:
         # Its output to a file, read after the clock stops, as ``time raydebug list --json
         # > out.json`` measures it (see live_scale.cli: a pipe's reader costs the reader).
         with tempfile.TemporaryFile() as output:
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "raydebug", "list", "--json", "--hub",
-                            scale.hub.client_address], stdout=output, check=True, timeout=60)
-            cli.values.append(time.perf_counter() - start)
+            cli.values.append(core.run_timed([sys.executable, "-m", "raydebug", "list",
+                                              "--json", "--hub", scale.hub.client_address],
+                                             timeout=60, stdout=output))
             output.seek(0)
             assert len(json.loads(output.read())) == expected
     return http, cli
