@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from raydebug.errors import CommandError
-from raydebug.terminal import render
+from raydebug.terminal import commands, render
 from raydebug.terminal.breakpoints import BreakpointTable
 from raydebug.terminal.commands import (
     STATEMENT,
@@ -302,3 +302,23 @@ def test_the_web_page_says_blocked_in_c_in_the_terminals_words():
                      text.split("export const BLOCKED_IN_C =", 1)[1].split(";\n", 1)[0]
                      .split("+"))
     assert quoted == BLOCKED_IN_C
+
+
+def test_a_group_attachs_threads_fit_the_width_where_under_a_long_name():
+    rows = [(2, "rank 0 · pid 4242 · MainThread", "step at job.py:6"),
+            (7, "rank 12 · train_step · pid 4250 · MainThread", "running")]
+    assert render.group_threads_lines(rows, 2, 80) == [
+        "*    2  rank 0 · pid 4242 · MainThread  step at job.py:6",
+        "     7  rank 12 · train_step · pid 4250 · MainThread  running"]
+    narrow = render.group_threads_lines(rows, 7, 40)
+    assert narrow == ["     2  rank 0 · pid 4242 · MainThread",
+                      "        step at job.py:6",
+                      "*    7  rank 12 · train_step · pid 4250…",
+                      "        running"]
+    assert all(len(line) <= 40 for line in narrow)
+
+
+def test_c1_is_a_command_of_its_own_and_c_still_continue():
+    assert commands.parse("c1") == commands.Command("c1")
+    assert commands.parse("c").name == "continue"
+    assert commands.parse("c1 = 3").name == commands.STATEMENT  # an assignment, as in pdb

@@ -12,6 +12,8 @@
   ``session_commands``: the start, threads, quit, kill, help;
 - ``debugger``: ``TerminalDebugger``, all of them behind ``execute``; ``snapshot_rules``: what
   it does differently on a snapshot (read-only: the looking commands only);
+- ``group``: ``attach --group``, every paused process of a group as the threads of one
+  prompt (the hub's group session);
 - ``attach``: choosing sessions, the prompt, ``--follow``, a lost hub; ``console``: reading
   commands and printing, on a terminal or on pipes; ``interrupts``: Ctrl-C at the prompt is
   never lost.

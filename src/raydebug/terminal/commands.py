@@ -46,7 +46,11 @@ SPECS = [
          "is reached (or lineno), or the current frame returns."),
     Spec("continue", "c", "c(ont(inue))", "Continue until the next breakpoint of this process "
          "(a breakpoint() call too). When the function it paused in returns, the session "
-         "ends (with --follow, on to the next breakpoint)."),
+         "ends (with --follow, on to the next breakpoint). With attach --group: every "
+         "stopped thread of the group runs on, until the next stop of any."),
+    Spec("c1", "c1", "c1", "Continue only the current thread; the other stopped threads "
+         "stay stopped (with attach --group: every other process too, and the prompt moves "
+         "to the next stopped thread, if any)."),
     Spec("break", "b", "b(reak) [file:line | line | function] [, condition]",
          "Set a breakpoint; with no argument, list breakpoints."),
     Spec("tbreak", "tbreak", "tbreak [file:line | line | function] [, condition]",

@@ -30,6 +30,7 @@ from ..protocol import Event
 T = TypeVar("T")
 
 SLOW_ATTACH = 2.0  # seconds without the first stop before attaching says why it waits
+THREAD_EXITED = "exited"  # a group session's thread whose process ended (Stops.on_thread)
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,18 @@ class Stops:
                                             str(body.get("returned", ""))))
             self._changed.notify_all()
 
+    def on_thread(self, event: Event) -> None:
+        """A group session's ``thread`` event: an exited thread (its process ended, or left
+        the group) is no longer stopped, and its exit is a :class:`SessionEnd` of reason
+        :data:`THREAD_EXITED` whose ``thread`` is its id."""
+        if event.body.get("reason") != "exited":
+            return
+        thread_id = int(event.body.get("threadId", 0))
+        with self._changed:
+            self.stopped_threads.discard(thread_id)
+            self.ends.append(SessionEnd("", str(thread_id), THREAD_EXITED))
+            self._changed.notify_all()
+
     def on_end(self, reason: str, lost: bool = False) -> None:
         """The session is over for this connection, for ``reason`` (only the first is kept);
         ``lost``: the connection dropped, the session may go on without us."""
@@ -236,14 +249,22 @@ class Remote:
 
     def attach(self, session_id: str, client_token: str | None,
                timeout: float = DEFAULT_TIMEOUT,
-               on_slow: Callable[[], None] | None = None) -> None:
+               on_slow: Callable[[], None] | None = None,
+               group: str | bool | None = None) -> None:
         """Attach to the session; returns once the first stop is recorded in :attr:`stops`.
+        ``group`` (a selector's text, or True for every process): attach to the hub's
+        group session instead (``session_id`` unused), whose first stop is the first
+        process of the group to pause; its threads' exits are :attr:`Stops.ends` too
+        (:meth:`Stops.on_thread`).
 
         A paused thread blocked in C stops only when it returns to Python, maybe never:
         ``on_slow`` is called once when the stop has not come after :data:`SLOW_ATTACH`
         seconds, so that the user is told why nothing happens. Ctrl-C (KeyboardInterrupt)
         stops waiting at any moment."""
-        raydebug: dict[str, Any] = {"session": session_id}
+        raydebug: dict[str, Any] = {"session": session_id} if group is None else {
+            "group": group}
+        if group is not None:
+            self.client.listeners["thread"] = self.stops.on_thread
         if client_token:
             raydebug["token"] = client_token
         future = asyncio.run_coroutine_threadsafe(

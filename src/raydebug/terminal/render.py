@@ -141,6 +141,27 @@ def threads_lines(threads: list[dict[str, Any]], current: int | None,
     return lines
 
 
+def frame_place(frame: dict[str, Any]) -> str:
+    """``step at job.py:12``: a frame's function and where, its file by name only."""
+    path = str((frame.get("source") or {}).get("path") or "")
+    return f"{frame.get('name', '?')} at {path.rsplit('/', 1)[-1] or '?'}:{frame.get('line')}"
+
+
+def group_threads_lines(rows: list[tuple[int, str, str]], current: int | None,
+                        width: int = 80) -> list[str]:
+    """A group attach's ``threads``: ``(id, name, where)`` rows, ``*`` at the current; a
+    row wider than ``width`` puts where it is under its name, and cuts the name."""
+    lines = []
+    for thread_id, name, where in rows:
+        head = f"{'*' if thread_id == current else ' '} {thread_id:>4}  {name}"
+        if len(head) + 2 + len(where) <= width:
+            lines.append(f"{head}  {where}")
+            continue
+        lines.append(head if len(head) <= width else head[:max(width - 1, 8)] + "…")
+        lines.append(f"{'':8}{where}"[:max(width, 16)])
+    return lines
+
+
 def exception_lines(info: dict[str, Any]) -> list[str]:
     """``exceptionInfo``'s answer as the traceback a Python user knows.
 

@@ -66,6 +66,10 @@ class RunningCommands(DebuggerContext):
         # here again. Only this thread: the process's other stopped threads stay stopped.
         return self._run("continue", {"threadId": self.thread_id, "singleThread": True})
 
+    def do_c1(self, arg: str) -> Outcome:
+        # One thread: `continue` itself here (a group attach's `continue` is of all).
+        return self.do_continue(arg)
+
     def do_until(self, arg: str) -> Outcome:
         frame = self.frame
         if arg:
@@ -105,6 +109,14 @@ class RunningCommands(DebuggerContext):
             self.remote.request(command, arguments)
         except KeyboardInterrupt:
             interrupted = True  # the request went out all the same: pause after it
+        return self._wait(seen, ends_seen, function, resumed, interrupted, show)
+
+    def _wait(self, seen: int, ends_seen: int, function: str, resumed: str,
+              interrupted: bool = False, show: bool = True) -> Outcome:
+        """The wait of :meth:`_run` once the debuggee runs: for a stop newer than stop
+        number ``seen`` or a session end after ``ends_seen`` (``function``, ``resumed``:
+        the session's function and id as it was resumed)."""
+        stops = self.remote.stops
         started = time.monotonic()
         paused_at: float | None = None  # when Ctrl-C asked for a pause
         last_ask = 0.0
@@ -121,7 +133,7 @@ class RunningCommands(DebuggerContext):
                         return Outcome.QUIT
                     paused_at = last_ask = time.monotonic()
                     self.write("\npausing (Ctrl-C; Ctrl-C again or q detaches)")
-                    self.remote.request("pause", {"threadId": self.thread_id})
+                    self._ask_pause()
                 try:
                     event = stops.wait(seen, timeout=POLL, ends_seen=ends_seen)
                 except TimeoutError:
@@ -144,7 +156,7 @@ class RunningCommands(DebuggerContext):
                             # pydevd drops a pause that lands while the step it follows is
                             # still being set up: ask again.
                             last_ask = now
-                            self.remote.request("pause", {"threadId": self.thread_id})
+                            self._ask_pause()
                     elif not hinted and now - started >= RUNNING_HINT_AFTER:
                         hinted = True  # a silent terminal looks hung: say so, once
                         self.write("(running; Ctrl-C pauses it, q detaches)")
@@ -184,6 +196,10 @@ class RunningCommands(DebuggerContext):
             self.thread_id = event.thread_id
             self._refresh_stack()
         return Outcome.STOPPED
+
+    def _ask_pause(self) -> None:
+        """Ctrl-C while it runs: ask for the running thread's pause."""
+        self.remote.request("pause", {"threadId": self.thread_id})
 
     def _say_returned_before_moving(self, end: SessionEnd, resumed: str, function: str) -> None:
         """The resumed session's function returned and its thread went on into its next
