@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from devtools.terminal import PROMPT, Attach, start_attach
@@ -65,4 +66,7 @@ def test_a_group_is_one_prompt_whose_threads_are_its_processes(
 
     left = term.do_and_end("q", "every process of it runs on")
     assert "group session detached" in left
+    term.child.expect(pexpect.EOF)
+    assert "attach again" not in term.child.before  # q is no lost hub
+    assert term.child.wait() == 0
     assert finish(late)[:2] == (0, "rank 2 -> 23\n")

@@ -275,11 +275,12 @@ class GroupAttach(AttachCommand):
             self.terminal.completer = lambda word: complete(debugger, line_buffer(), word)
             debugger.start()
             try:
-                self._prompt_loop(debugger)
+                outcome = self._prompt_loop(debugger)
             except SystemExit:  # SIGTERM: as `q`, quietly
                 debugger.leave_quietly()
                 raise
-            if remote.stops.lost:
+            # (The hub closes the connection after a disconnect too: lost only if it ended.)
+            if outcome is Outcome.ENDED and remote.stops.lost:
                 self.terminal.write(f"attach again once the hub is back: "
                                     f"{raydebug_command()} attach --hub {self.hub} --group "
                                     f"{text}".rstrip())
