@@ -4,6 +4,7 @@
     ├── ProtocolError               a byte stream broke the rules of its protocol
     │   ├── LocalProtocolError      we were about to send something illegal (our bug)
     │   ├── RemoteProtocolError     the peer sent something illegal (its bug, or an attack)
+    │   │   └── SnapshotFormatError a dict that is not a snapshot (also ValueError)
     │   └── ProtocolVersionError    the peer speaks another version of the link protocol
     ├── AuthenticationError         a token was missing or wrong
     │   ├── HubAuthenticationError  the "hub" could not prove it knows the token (an impostor?)
@@ -52,6 +53,11 @@ class LocalProtocolError(ProtocolError):
 
 class RemoteProtocolError(ProtocolError):
     """The peer sent something the protocol forbids; its connection should be closed."""
+
+
+class SnapshotFormatError(RemoteProtocolError, ValueError):
+    """A dict that is not a snapshot this version reads (an agent's ``SnapshotTaken``, a
+    file of ``raydebug hub --snapshot-dir``); the message names the field."""
 
 
 class ProtocolVersionError(ProtocolError):

@@ -83,3 +83,30 @@ def test_a_failing_process_leaves_its_snapshots_kept_across_a_hub_restart(tmp_pa
         assert cleared.stdout.strip() == "2 snapshots dropped", cleared
         assert again.get("/api/snapshots")["snapshots"] == []
         assert list(directory.iterdir()) == []
+
+
+LOOP = """
+input()  # linked and armed: go
+total = 0
+for i in range(5):
+    total += i * 10  # snapshot point
+print("done", total, flush=True)
+"""
+
+
+def test_a_snapshot_point_captures_once_and_never_pauses(hub: HubProcess, tmp_path: Path):
+    script = write_script(tmp_path, "loop.py", LOOP)
+    line = line_of(script, "snapshot point")
+    armed = raydebug(hub, "break", f"{script}:{line}", "--snapshot")
+    assert armed.returncode == 0, armed.stderr
+    assert f"{script}:{line} snapshot (first hit per process)" in armed.stdout, armed.stdout
+    proc = hub.spawn_linked(script)
+    code, out, err = finish(proc)
+    assert code == 0 and out.strip() == "done 100", (out, err)  # it never waited
+    [row] = wait_snapshots(hub, 1)
+    assert row["reason"] == "snapshot" and row["pid"] == proc.pid
+    assert (row["function"], row["line"]) == ("<module>", line)
+    assert hub.get("/api/sessions") == []  # nothing paused, ever
+    top = hub.get(f"/api/snapshot?id={row['id']}")["frames"][0]
+    assert (value(top["locals"], "i")["repr"], value(top["locals"], "total")["repr"]) == \
+        ("0", "0")

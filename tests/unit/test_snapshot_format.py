@@ -6,13 +6,8 @@ import json
 
 import pytest
 
-from raydebug.snapshots.format import (
-    ExceptionInfo,
-    FrameCapture,
-    Snapshot,
-    SnapshotFormatError,
-    Value,
-)
+from raydebug.errors import SnapshotFormatError
+from raydebug.snapshots.format import ExceptionInfo, FrameCapture, Snapshot, Value
 
 
 def sample() -> Snapshot:

@@ -210,6 +210,25 @@ def install_excepthook() -> None:
     chain_excepthooks(lambda error, thread: post_mortem(error), "raydebug")
 
 
+def install_snapshot_hooks() -> None:
+    """Send a snapshot of every uncaught exception (``RAYDEBUG_SNAPSHOTS``), in the main
+    thread and in threads, then report it as Python would. Installing twice changes
+    nothing."""
+    chain_excepthooks(lambda error, thread: snapshot_failure(
+        error, thread.name if thread is not None else None), "raydebug_snapshots")
+
+
+def snapshot_failure(error: BaseException, thread_name: str | None = None) -> None:
+    """Send a snapshot of ``error`` (see :mod:`.snapshot_sender`) and return at once.
+    Never raises: what goes wrong is one line on stderr."""
+    def send() -> None:
+        from .snapshot_sender import send_failure
+
+        send_failure(error, get_agent().link, thread_name)
+
+    _guarded(send)
+
+
 def chain_excepthooks(on_uncaught: Callable[[BaseException, threading.Thread | None], object],
                       marker: str) -> None:
     """Call ``on_uncaught(error, thread)`` for every uncaught exception (but

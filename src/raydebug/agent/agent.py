@@ -77,6 +77,7 @@ class Agent(PauseAll):
         super().__init__(config)
         self.arming = Arming(on_hit=self.pause_at_breakpoint, on_raised=self.pause_on_raised,
                              on_log=self._post_logpoint, on_loaded=self._post_loaded,
+                             on_snapshot=self._take_snapshot,
                              standing_down=lambda: self._client_attached)
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed,
@@ -142,6 +143,11 @@ class Agent(PauseAll):
         # may end without the interpreter's exit (a Ray worker once its job is done, ended
         # from C; os._exit), and then nothing sends what is still queued.
         self.link.wait_sent(LOGPOINT_SEND_WAIT)
+
+    def _take_snapshot(self, frame: FrameType) -> None:
+        from .snapshot_sender import send_point  # at the first snapshot point's hit
+
+        send_point(frame, self.link)
 
     def _post_loaded(self, paths: list[str]) -> None:
         self.link.post(BreakpointsLoaded(paths=paths))

@@ -30,19 +30,22 @@ class Arming:
 
     ``on_hit(frame)``: a breakpoint was hit (pause there); ``on_raised(frame, exception,
     traceback)``: the ``raised`` filter met an exception; ``on_log(text, frame)``: a
-    logpoint's line; ``on_loaded(paths)``: files whose breakpoints were armed as they
-    loaded; ``standing_down()``: whether a client debugs this process now (its pydevd has
-    the same breakpoints and does the pausing).
+    logpoint's line; ``on_snapshot(frame)``: a snapshot point's hit (capture, no pause);
+    ``on_loaded(paths)``: files whose breakpoints were armed as they loaded;
+    ``standing_down()``: whether a client debugs this process now (its pydevd has the same
+    breakpoints and does the pausing).
     """
 
     def __init__(self, *, on_hit: Callable[[FrameType], None],
                  on_raised: Callable[[FrameType, BaseException, TracebackType | None], None],
                  on_log: Callable[[str, FrameType], None],
+                 on_snapshot: Callable[[FrameType], object],
                  on_loaded: Callable[[list[str]], None],
                  standing_down: Callable[[], bool]) -> None:
         self._on_hit = on_hit
         self._on_raised = on_raised
         self._on_log = on_log
+        self._on_snapshot = on_snapshot
         self._on_loaded = on_loaded
         self._standing_down = standing_down
         self._post_mortem_set = False  # RAYDEBUG_POST_MORTEM is ours (an IDE's filter)
@@ -68,7 +71,7 @@ class Arming:
                         labels=process_labels,
                         remote_root=_remote_root, on_loaded=self._on_loaded,
                         standing_down=self._standing_down,
-                        on_raised=self._on_raised)
+                        on_raised=self._on_raised, on_snapshot=self._on_snapshot)
             return self._breakpoints
 
     def reinstall(self) -> None:
@@ -115,3 +118,4 @@ def _remote_root() -> str | None:
     """Where Ray's working_dir is on this node, if this process runs in one."""
     root = ray_fields().get("remote_root")
     return root if isinstance(root, str) else None
+

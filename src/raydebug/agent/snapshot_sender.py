@@ -2,7 +2,7 @@
 
 Theory of operation. A failure (a Ray task's or actor method's exception, an uncaught one in
 a thread or the main thread) or a snapshot point's hit calls :func:`send_failure` or
-:func:`send_point` on the thread concerned. That thread captures its frames
+:func:`send_point` on the thread concerned, with the process's link. That thread captures its frames
 (:mod:`raydebug.snapshots.capture`, about a millisecond), posts the snapshot to the link's
 outbox and returns: nothing waits for the hub, nothing is paused, and the task fails (or
 runs on) exactly as it would without raydebug. The outbox keeps a snapshot across a link not
@@ -12,8 +12,9 @@ exits with one still queued waits at most :data:`SEND_AT_EXIT` seconds for it. A
 catches its own failures: a snapshot that cannot be taken is one line on stderr, at most once.
 
 ``RAYDEBUG_SNAPSHOTS=1`` (``raydebug run --snapshots``, ``raydebug.runtime_env(snapshots=
-True)``) turns failure snapshots on: :func:`install_excepthooks` in any process, and the Ray
-integration's task failure hook in Ray workers.
+True)``) turns failure snapshots on: :func:`raydebug.agent.install_snapshot_hooks` in any
+process, and the Ray integration's task failure hook in Ray workers, both through
+:func:`raydebug.agent.snapshot_failure`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .own_frames import is_debugger_file
 from .report import say
 
 SNAPSHOTS_VARIABLE = "RAYDEBUG_SNAPSHOTS"
+SEND_WAIT = 1.0  # seconds a snapshot waits at most to be written to a connected link
 SEND_AT_EXIT = 3.0  # seconds an exiting process waits for its snapshots to leave
 
 _rate = RateLimit(DEFAULT_LIMITS)
@@ -45,31 +47,33 @@ def enabled() -> bool:
     return is_on(os.environ.get(SNAPSHOTS_VARIABLE))
 
 
-def send_failure(error: BaseException, thread_name: str | None = None) -> str | None:
-    """Capture ``error``'s traceback and send it; the snapshot's id, or None when none was
-    sent (rate spent, no hub configured: said once). Never raises."""
-    return _send(lambda limits, process: capture_exception(
+def send_failure(error: BaseException, link: Any, thread_name: str | None = None) -> str | None:
+    """Capture ``error``'s traceback and post it on ``link`` (the process's
+    :class:`~.link.hub_link.HubLink`, started here if it was not); the snapshot's id, or None
+    when none was sent (rate spent; a failure: said once). Never raises."""
+    return _send(link, lambda limits, process: capture_exception(
         error, process, limits, hide=is_debugger_file, thread_name=thread_name))
 
 
-def send_point(frame: FrameType) -> str | None:
-    """Capture ``frame`` and its callers (a snapshot point's hit) and send it, as
-    :func:`send_failure`."""
-    return _send(lambda limits, process: capture_point(frame, process, limits,
-                                                       hide=is_debugger_file))
+def send_point(frame: FrameType, link: Any) -> str | None:
+    """Capture ``frame`` and its callers (a snapshot point's hit) and post it on ``link``,
+    as :func:`send_failure`."""
+    return _send(link, lambda limits, process: capture_point(frame, process, limits,
+                                                             hide=is_debugger_file))
 
 
-def _send(capture: Any) -> str | None:
+def _send(link: Any, capture: Any) -> str | None:
     try:
         if not _rate.allow():
             return None
-        from . import get_agent
-
-        agent = get_agent()
         message = _message(capture, _process())
-        agent.link.start()  # a process that is not live links now, in the background
-        agent.link.post(message, keep=True)
-        _wait_at_exit(agent.link)
+        link.start()  # a process that is not live links now, in the background
+        link.post(message, keep=True)
+        # Written before the thread goes on when the link is up (a Ray worker may end from
+        # C once its job is done, and then no atexit sends what is queued): a local write,
+        # not a wait for the hub. Not up yet: it waits in the queue, and at the exit.
+        link.wait_sent(SEND_WAIT)
+        _wait_at_exit(link)
         return str(message.snapshot["id"])
     except Exception as error:  # a snapshot must never break the user's program
         _say_once(f"no snapshot taken ({type(error).__name__}: {error})")
@@ -117,13 +121,3 @@ def _say_once(line: str) -> None:
     if line not in _said:
         _said.add(line)
         say(line)
-
-
-def install_excepthooks() -> None:
-    """Send a snapshot of every uncaught exception, in the main thread and in threads,
-    then report it as Python would (the hooks installed before run after). Installing
-    twice changes nothing."""
-    from . import chain_excepthooks
-
-    chain_excepthooks(lambda error, thread: send_failure(
-        error, thread_name=thread.name if thread is not None else None), "raydebug_snapshots")

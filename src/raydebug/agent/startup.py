@@ -20,9 +20,9 @@ def install() -> None:
     if is_on(os.environ.get("RAYDEBUG_POST_MORTEM")):
         install_excepthook()
     if is_on(os.environ.get("RAYDEBUG_SNAPSHOTS")):
-        from .snapshot_sender import install_excepthooks
+        from . import install_snapshot_hooks
 
-        install_excepthooks()  # after post-mortem's: a snapshot first, then the freeze
+        install_snapshot_hooks()  # after post-mortem's: a snapshot first, then the freeze
     if is_on(os.environ.get("RAYDEBUG_RAY_DRIVER")):
         sys.breakpointhook = driver_breakpoint  # `raydebug run`: Ray only sets the env var
     from . import start_live_link

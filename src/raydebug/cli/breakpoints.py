@@ -2,10 +2,13 @@
 
 ``raydebug break FILE:LINE [if CONDITION]`` arms a breakpoint in every linked process, now
 and as processes start (the hub's ``POST /api/breakpoints``); ``--log MESSAGE`` makes it a
-logpoint; one quoted word ``'FILE:LINE if CONDITION'`` is the same. ``--list`` shows every
-cluster breakpoint, an IDE's included; ``--remove FILE:LINE`` removes one, ``--clear`` those
-set from the terminal (an IDE's belong to it). ``raydebug attach --follow`` then takes
-each hit in turn, and ``raydebug logs [--follow]`` prints the logpoints' lines.
+logpoint, ``--snapshot [--count N]`` a snapshot point (a logpoint whose message is
+``{snapshot}``, with the hit condition ``<=N``: see
+:mod:`raydebug.agent.armed.line_breakpoint`); one quoted word ``'FILE:LINE if CONDITION'``
+is the same. ``--list`` shows every cluster breakpoint, an IDE's included; ``--remove
+FILE:LINE`` removes one, ``--clear`` those set from the terminal (an IDE's belong to it).
+``raydebug attach --follow`` then takes each hit in turn, and ``raydebug logs [--follow]``
+prints the logpoints' lines.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..errors import ConfigurationError
 from .locate import locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 
+SNAPSHOT_MESSAGE = "{snapshot}"  # the agent's (raydebug.agent.armed.line_breakpoint)
 USAGE = "expected FILE:LINE [if CONDITION], e.g. `raydebug break 'job.py:12 if i > 3'`"
 # FILE:LINE, then anything after a space (a path may hold spaces, and colons before its line)
 _WHERE = re.compile(r"(?P<path>.+?):(?P<line>\d+)(?:\s+(?P<rest>.*))?", re.DOTALL)
@@ -72,14 +76,30 @@ def format_breakpoints(listing: list[dict[str, Any]]) -> str:
         text = f"{entry['path']}:{entry['line']}"
         if entry.get("condition"):
             text += f" if {entry['condition']}"
-        if entry.get("hitCondition"):
-            text += f" (hit {entry['hitCondition']})"
-        if entry.get("logMessage"):
-            text += f" log {entry['logMessage']!r}"
+        if entry.get("logMessage", "").strip() == SNAPSHOT_MESSAGE:
+            count = _snapshot_count(entry.get("hitCondition") or "")
+            text += " snapshot" + (f" (first {_plural(count, 'hit')} per process)" if count
+                                   else f" (hit {entry['hitCondition']})"
+                                   if entry.get("hitCondition") else "")
+        else:
+            if entry.get("hitCondition"):
+                text += f" (hit {entry['hitCondition']})"
+            if entry.get("logMessage"):
+                text += f" log {entry['logMessage']!r}"
         state = "verified" if entry.get("verified") else "not loaded yet"
         who = entry.get("client") if entry.get("client") in OWNERS else "IDE"
         lines.append(f"{text}  [{state}] ({who})")
     return "\n".join(lines)
+
+
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else f"{count} {word}s"
+
+
+def _snapshot_count(hit_condition: str) -> int | None:
+    """N of a snapshot point's ``<=N`` (what ``--count N`` sets), else None."""
+    found = re.fullmatch(r"\s*<=\s*(\d+)\s*", hit_condition)
+    return int(found[1]) if found else None
 
 
 @click.command("logs")
@@ -116,6 +136,12 @@ def logs_command(hub: str | None, ray_address: str | None, client_token: str | N
 @click.option("--log", "log_message", default=None, metavar="MESSAGE",
               help="A logpoint: print MESSAGE ({expr} parts evaluated in the frame) on the "
                    "cluster session's console instead of pausing.")
+@click.option("--snapshot", is_flag=True,
+              help="A snapshot point: each hit captures the frame and its callers' locals "
+                   "for the hub (raydebug list) and never pauses.")
+@click.option("--count", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --snapshot: hits captured per process before it stops taking "
+                   "them (default 1).")
 @click.option("--local-root", default=None, metavar="DIR",
               help="Your checkout, when the code runs from Ray's working_dir (FILE is "
                    "relative to it there).")
@@ -126,14 +152,19 @@ def logs_command(hub: str | None, ray_address: str | None, client_token: str | N
 @click.option("--clear", is_flag=True, help="Remove the breakpoints set from the terminal.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hub's answer as JSON.")
 def break_command(hub: str | None, ray_address: str | None, client_token: str | None,
-                  spec: tuple[str, ...], log_message: str | None, local_root: str | None,
-                  as_list: bool, remove: str | None, clear: bool, as_json: bool) -> None:
+                  spec: tuple[str, ...], log_message: str | None, snapshot: bool,
+                  count: int | None, local_root: str | None, as_list: bool,
+                  remove: str | None, clear: bool, as_json: bool) -> None:
     """Pause every process that reaches FILE:LINE [if CONDITION] (no breakpoint() needed).
     Quote it as one word when the condition holds what the shell reads (> < ( | &):
     raydebug break 'job.py:12 if len(rows) > 3'."""
     if sum((bool(spec), as_list, remove is not None, clear)) != 1:
         raise ConfigurationError("give FILE:LINE [if CONDITION], --list, --remove FILE:LINE "
                                  "or --clear (one)")
+    if snapshot and log_message is not None:
+        raise ConfigurationError("--snapshot and --log: a line takes one of them")
+    if count is not None and not snapshot:
+        raise ConfigurationError("--count counts a snapshot point's hits: add --snapshot")
     place = parse_place(remove) if remove is not None else None
     address = locate_hub(hub, ray_address).address
     if as_list:
@@ -154,6 +185,8 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
             body["condition"] = condition
         if log_message:
             body["logMessage"] = log_message
+        if snapshot:
+            body.update(logMessage=SNAPSHOT_MESSAGE, hitCondition=f"<={count or 1}")
         if local_root:
             body["localRoot"] = os.path.abspath(local_root)
         before = get_json(address, "/api/breakpoints", token=client_token)

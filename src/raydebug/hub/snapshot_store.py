@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import RemoteProtocolError
-from ..snapshots.format import Snapshot, SnapshotFormatError
+from ..errors import RemoteProtocolError, SnapshotFormatError
+from ..snapshots.format import Snapshot
 
 log = logging.getLogger("raydebug.hub")
 
@@ -58,11 +58,9 @@ class SnapshotStore:
         """Read an agent's snapshot and keep it; ``process`` (the hub's view of the sending
         process) fills in what the snapshot's own record leaves out (the hub's ``id``).
         Returns it and the ids dropped to make room (see :meth:`add`). Raises
-        :class:`RemoteProtocolError` for a dict that is not a snapshot."""
-        try:
-            snapshot = Snapshot.from_json(data)
-        except SnapshotFormatError as error:
-            raise RemoteProtocolError(str(error)) from None
+        :class:`RemoteProtocolError` (:class:`SnapshotFormatError`) for a dict that is not a
+        snapshot."""
+        snapshot = Snapshot.from_json(data)  # SnapshotFormatError: a RemoteProtocolError
         if snapshot.id in self._snapshots or not snapshot.id.isalnum():
             raise RemoteProtocolError(f"snapshot id {snapshot.id!r} is taken or not a name")
         merged = {**process, **snapshot.process, "id": process.get("id")}
@@ -125,7 +123,7 @@ class SnapshotStore:
         for path in self.directory.glob("*.json"):
             try:
                 found.append(Snapshot.from_json(json.loads(path.read_text(encoding="utf-8"))))
-            except (OSError, ValueError) as error:  # SnapshotFormatError is a ValueError
+            except (OSError, ValueError, SnapshotFormatError) as error:
                 log.warning("snapshot file %s not read: %s", path, error)
         found.sort(key=lambda snapshot: snapshot.time)
         for snapshot in found:

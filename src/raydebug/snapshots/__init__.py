@@ -8,8 +8,8 @@ dicts, never pickle. ``capture`` builds one from a traceback or a frame within `
 ``value_paths`` is what a reader may evaluate in one: names and paths into the captured
 values, parsed and walked, never run.
 
-Plain data and the standard library only: the agent imports it in every process, the hub
-and the clients read it.
+Plain data and the standard library only (and raydebug's errors): the agent imports it in
+every process, the hub and the clients read it.
 
-May import: nothing outside itself.
+May import: ``raydebug.errors``.
 """

@@ -10,8 +10,9 @@ The wire and disk form is :meth:`Snapshot.to_json`'s dict (JSON-serialisable: st
 float, bool, None, list, dict). :meth:`Snapshot.from_json` reads any dict a version of this
 module wrote: unknown keys are ignored (a newer writer's), a missing optional key takes its
 default, and a missing required key or a value of the wrong type raises
-:class:`SnapshotFormatError` naming it. ``format`` in the dict is :data:`FORMAT_VERSION`; a
-change that a reader must know about raises it, anything else stays backward compatible.
+:class:`~raydebug.errors.SnapshotFormatError` naming it. ``format`` in the dict is
+:data:`FORMAT_VERSION`; a change that a reader must know about raises it, anything else
+stays backward compatible.
 """
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import SnapshotFormatError
+
 FORMAT_VERSION = 1
 REASONS = ("exception", "snapshot")
 Reason = Literal["exception", "snapshot"]
-
-
-class SnapshotFormatError(ValueError):
-    """A dict that is not a snapshot this version can read; the message names the field."""
 
 
 @dataclass(frozen=True)

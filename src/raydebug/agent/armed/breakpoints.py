@@ -18,8 +18,9 @@ The IDE's ``raised`` exception filter is armed by the same backends (which raise
 
 A backend calls :meth:`ArmedBreakpoints.on_line` when a line with breakpoints runs; each of
 its breakpoints evaluates its ``condition`` and ``hitCondition`` in the frame (what they see:
-:mod:`.line_breakpoint`), a logpoint formats its ``logMessage`` for ``on_log`` (never
-pausing), and a breakpoint calls ``on_hit(frame)``, which pauses the thread as a session (the
+:mod:`.line_breakpoint`), a logpoint formats its ``logMessage`` for ``on_log`` and a
+snapshot point calls ``on_snapshot(frame)`` (neither pauses), and a breakpoint calls
+``on_hit(frame)``, which pauses the thread as a session (the
 agent's pause path, where pydevd is first imported).
 
 Thread-safety: :meth:`arm` and :meth:`disarm` may run on any thread (the link's); hits run on
@@ -143,7 +144,8 @@ class ArmedBreakpoints:
     """This process's cluster breakpoints (see the module docstring).
 
     ``on_hit(frame)`` pauses the calling thread at ``frame`` (blocks while it is paused);
-    ``on_log(text, frame)`` takes a logpoint's text; ``on_loaded(paths)`` is told, once per client
+    ``on_log(text, frame)`` takes a logpoint's text; ``on_snapshot(frame)`` a snapshot
+    point's hit (it captures and returns); ``on_loaded(paths)`` is told, once per client
     path, that code of that file is loaded here. ``labels()`` and ``remote_root()`` are read at
     each :meth:`arm`. ``standing_down()`` true: a debugger serves this process (pydevd has the
     same breakpoints from the client), so pauses are left to it; logpoints still log here.
@@ -157,8 +159,10 @@ class ArmedBreakpoints:
                  standing_down: Callable[[], bool] | None = None,
                  backend: Backend | None = None,
                  on_raised: Callable[[FrameType, BaseException, TracebackType | None], None]
-                 | None = None) -> None:
+                 | None = None,
+                 on_snapshot: Callable[[FrameType], object] | None = None) -> None:
         self._on_hit = on_hit
+        self._on_snapshot = on_snapshot or (lambda frame: None)
         self._on_raised = on_raised or (lambda frame, exception, traceback: None)
         self._on_log = on_log
         self._labels = labels or (lambda: {})
@@ -309,7 +313,9 @@ class ArmedBreakpoints:
                 continue
             if not breakpoint_.passes(frame, self._label_names):
                 continue
-            if breakpoint_.spec.log_message:
+            if breakpoint_.spec.is_snapshot:
+                self._snapshot(breakpoint_, frame)
+            elif breakpoint_.spec.log_message:
                 self._log(breakpoint_, frame)
             else:
                 stop = True
@@ -346,6 +352,18 @@ class ArmedBreakpoints:
                 self._on_raised(frame, *raised)
         except Exception as error:  # the user's program runs on
             say(f"could not pause at a breakpoint ({type(error).__name__}: {error})")
+        finally:
+            self._in_hit.discard(ident)
+
+    def _snapshot(self, armed: ArmedLine, frame: FrameType) -> None:
+        """A snapshot point's hit: captured on this thread, which then runs on. A repr the
+        capture calls that reaches a watched line is not hit again (``_in_hit``)."""
+        ident = threading.get_ident()
+        self._in_hit.add(ident)
+        try:
+            self._on_snapshot(frame)
+        except Exception as error:  # the user's program runs on
+            armed.say_once(f"could not take a snapshot ({type(error).__name__}: {error})")
         finally:
             self._in_hit.discard(ident)
 

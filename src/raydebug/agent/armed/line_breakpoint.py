@@ -1,6 +1,13 @@
 """One line breakpoint: the client's DAP ``SourceBreakpoint``, and what it evaluates when its
 line runs (its ``condition``, its ``hitCondition``, a logpoint's ``logMessage``).
 
+A logpoint whose ``logMessage`` is :data:`SNAPSHOT_MESSAGE` (``{snapshot}``, what an IDE's
+logpoint field takes) is a *snapshot point*: each hit that passes its condition and hit
+condition captures the frame and its callers' locals, and never pauses.
+``raydebug break --snapshot --count N`` sets one with ``hitCondition`` ``<=N``: after N hits
+in a process it takes no more there (its line stays watched, a count's check a run, until
+the point is removed).
+
 Names in conditions and logpoints: the frame's locals, then its globals, then the process's
 labels (``RANK``, ``LOCAL_RANK``, ``RAYDEBUG_LABEL_<K>`` as ``K`` and the others of
 ``raydebug.agent.config.process_labels``: strings, each as it was set and in upper case),
@@ -19,6 +26,8 @@ from typing import Any
 
 from ..report import say
 
+SNAPSHOT_MESSAGE = "{snapshot}"
+
 
 @dataclass(frozen=True)
 class LineBreakpoint:
@@ -28,6 +37,11 @@ class LineBreakpoint:
     condition: str = ""
     hit_condition: str = ""
     log_message: str = ""
+
+    @property
+    def is_snapshot(self) -> bool:
+        """A snapshot point (see the module docstring), not a logpoint that logs."""
+        return self.log_message.strip() == SNAPSHOT_MESSAGE
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> LineBreakpoint:

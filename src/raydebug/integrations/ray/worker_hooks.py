@@ -107,11 +107,11 @@ def on_task_failure() -> None:
     snapshot (``RAYDEBUG_SNAPSHOTS``; the task fails at once after it), then freeze
     post-mortem if that is on too."""
     if snapshots_enabled():
-        from ...agent.snapshot_sender import send_failure
+        from ...agent import snapshot_failure
 
         error = sys.exc_info()[1]
         if error is not None:
-            send_failure(error)
+            snapshot_failure(error)
     if post_mortem_enabled():
         post_mortem()
 

@@ -1,0 +1,109 @@
+"""Snapshots in Ray: a task that raises under ``raydebug run --snapshots`` fails in the
+driver at once, as without raydebug, and the cluster's hub keeps its snapshot after the job
+and its workers are gone; a snapshot point on a line of a task run 5 times never pauses the
+job and leaves one snapshot with that line's locals."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import finish, line_of, wait_listing, write_script
+from ray_cluster import LOOPBACK, get, hub_port, raydebug_cli
+
+pytestmark = pytest.mark.integration
+
+RAY_NODES = ({"num_cpus": 2},)
+
+FAILING_JOB = """
+import sys, time
+import ray
+
+ray.init(address=sys.argv[1])
+
+@ray.remote(max_retries=0)
+def train_step(batch):
+    config = {"lr": 0.1, "layers": [{"units": 64}, {"units": 32}]}
+    total = sum(batch)
+    raise ValueError(f"diverged at {total}")  # raised here
+
+started = time.monotonic()
+try:
+    ray.get(train_step.remote([1, 2, 3]))
+except ray.exceptions.RayTaskError as error:
+    print("driver got", type(error.cause).__name__, f"{time.monotonic() - started:.1f}s",
+          flush=True)
+"""
+
+
+def run_job(job: Path, address: str, *options: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "raydebug", "run", *options, "--", sys.executable, str(job),
+         address], env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def snapshots_of(port: int, task: str) -> list[dict[str, Any]]:
+    return list(wait_listing(f"127.0.0.1:{port}", "/api/snapshots", f"a snapshot of {task}",
+                             lambda answer: [row for row in answer["snapshots"]
+                                             if row.get("task_name") == task]))
+
+
+def value(values: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(found for found in values if found["name"] == name)
+
+
+def test_a_failing_task_fails_at_once_and_its_snapshot_outlives_the_job(cluster: Any,
+                                                                       tmp_path: Path):
+    job = write_script(tmp_path, "job.py", FAILING_JOB)
+    code, out, err = finish(run_job(job, cluster.address, "--snapshots"))
+    assert code == 0 and "driver got ValueError" in out, (out, err)
+    port = hub_port(cluster.address)
+    [row] = snapshots_of(port, "train_step")  # the driver and its job are gone by now
+    assert row["exception"] == "ValueError: diverged at 6"
+    assert (row["function"], row["line"]) == ("train_step", line_of(job, "raised here"))
+    assert row["job_id"] and row["node_ip"] == "127.0.0.1"
+    top = get(port, f"/api/snapshot?id={row['id']}")["frames"][0]
+    assert value(top["locals"], "total")["repr"] == "6"
+    layers = value(value(top["locals"], "config")["children"], "['layers']")
+    assert value(value(layers["children"], "[1]")["children"], "['units']")["repr"] == "32"
+
+
+STEPS_JOB = """
+import sys
+import ray
+
+ray.init(address=sys.argv[1])
+
+@ray.remote
+def step(i):
+    scaled = i * 10
+    return scaled + 1  # snapshot point
+
+print("done", sum(ray.get([step.remote(i) for i in range(5)])), flush=True)
+"""
+
+
+def test_a_snapshot_point_in_a_task_never_pauses_the_job(cluster: Any, tmp_path: Path):
+    job = write_script(tmp_path, "steps.py", STEPS_JOB)
+    line = line_of(job, "snapshot point")
+    armed = raydebug_cli("break", f"{job}:{line}", "--snapshot", "--ray-address",
+                         cluster.address)
+    assert armed.returncode == 0, armed.stderr
+    try:
+        code, out, err = finish(run_job(job, cluster.address))
+        assert code == 0 and "done 105" in out, (out, err)
+        port = hub_port(cluster.address)
+        [row] = snapshots_of(port, "step")[:1]
+        assert row["reason"] == "snapshot" and row["line"] == line
+        assert get(port, "/api/sessions") == []
+        top = get(port, f"/api/snapshot?id={row['id']}")["frames"][0]
+        scaled, i = value(top["locals"], "scaled")["repr"], value(top["locals"], "i")["repr"]
+        assert scaled == str(int(i) * 10)
+    finally:
+        raydebug_cli("break", "--clear", "--ray-address", cluster.address)
