@@ -153,3 +153,37 @@ def test_a_cluster_session_offers_it_as_a_child_only_when_asked(failed):
             await client.close()
 
     run(offered())
+
+
+def test_the_web_page_lists_it_exception_first_and_opens_it_read_only(failed):
+    hub, _, snapshot_id = failed
+    browser_module = pytest.importorskip("browser")
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    with browser_module.chromium() as browser:
+        wait_for = browser_module.wait_for
+        browser.get(f"http://{hub.client_address}/#/")
+        row = wait_for(browser, lambda: browser.find_element(
+            By.CSS_SELECTOR, f"#snapshots-table tr[data-snapshot='{snapshot_id}']"), 30,
+            "the snapshot's row")
+        assert row.find_element(By.TAG_NAME, "th").text == "ValueError: bad row total 6"
+        row.find_element(By.TAG_NAME, "a").click()
+
+        def state() -> str:
+            return str(browser.find_element(By.ID, "debugger-state").text)
+
+        wait_for(browser, lambda: state().startswith("snapshot (exception)"), 30, "opened")
+        assert browser.find_element(By.ID, "exception-text").text == \
+            "ValueError: bad row total 6"
+        current = wait_for(browser, lambda: browser.find_element(
+            By.CSS_SELECTOR, "#source li.current"), 30, "the raising line")
+        assert "raise ValueError" in current.text
+        for button in ("btn-continue", "btn-next", "btn-step-in", "btn-pause"):
+            assert not browser.find_element(By.ID, button).is_enabled(), button
+        browser.find_element(By.ID, "console-input").send_keys("config['layers'][0]['width']")
+        browser.find_element(By.CSS_SELECTOR, "#console-form button").click()
+        wait_for(browser, lambda: any(value.text == "8" for value in browser.find_elements(
+            By.CSS_SELECTOR, "#console-log .result .value")), 30, "the console's answer")
+        errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+        assert not errors, errors

@@ -39,3 +39,37 @@ export async function postJson(path, value) {
 export async function login(token) {
   return postJson("/api/login", { token });
 }
+
+// GET `path` every `ms` while started: each answer to `answered`, an error to `failed`.
+// A stop while a request is on its way ends the polling there (no later tick).
+export class Polling {
+  constructor(path, ms, answered, failed) {
+    this.path = path;
+    this.ms = ms;
+    this.answered = answered;
+    this.failed = failed;
+    this.timer = null;
+    this.running = false;
+  }
+
+  start() {
+    if (this.running) return;
+    this.running = true;
+    const tick = async () => {
+      try {
+        const answer = await getJson(this.path);
+        if (this.running) this.answered(answer);
+      } catch (error) {
+        if (this.running) this.failed(error);
+      }
+      if (this.running) this.timer = setTimeout(tick, this.ms);
+    };
+    tick();
+  }
+
+  stop() {
+    this.running = false;
+    clearTimeout(this.timer);
+    this.timer = null;
+  }
+}

@@ -1,14 +1,17 @@
-// The page: a router over three views (sessions, a session's debugger, processes) and the
-// client-token login. Hash routes (#/, #/session/ID, #/processes) need nothing of the hub.
+// The page: a router over three views (sessions and snapshots, a session's or a snapshot's
+// debugger, processes) and the client-token login. Hash routes (#/, #/session/ID,
+// #/snapshot/ID, #/processes) need nothing of the hub.
 
 import { ApiError, Unauthorized, getJson, login } from "./api.js";
 import { Debugger } from "./debugger.js";
 import { Processes } from "./processes.js";
 import { SessionList } from "./sessions.js";
+import { SnapshotList } from "./snapshots.js";
 
 class App {
   constructor() {
     this.sessions = new SessionList(this);
+    this.snapshots = new SnapshotList(this);
     this.debugger = new Debugger(this);
     this.processes = new Processes(this);
     this.needsLogin = false;
@@ -39,6 +42,22 @@ class App {
       return;
     }
     const hash = location.hash || "#/";
+    const snapshot = hash.match(/^#\/snapshot\/(.+)$/);
+    if (snapshot) {
+      // A snapshot: read-only in the debugger view (the hub serves it by its id).
+      const id = decodeURIComponent(snapshot[1]);
+      this.show("debugger");
+      this.processes.stop();
+      this.snapshots.stop();
+      let record = null;
+      try {
+        record = await this.snapshots.record(id);
+      } catch (error) {
+        this.failed(error);
+      }
+      await this.debugger.open(id, record || { id, snapshot: true });
+      return;
+    }
     const session = hash.match(/^#\/session\/(.+)$/);
     if (session) {
       const id = decodeURIComponent(session[1]);
@@ -53,17 +72,20 @@ class App {
         }
       }
       this.processes.stop();
+      this.snapshots.stop();
       await this.debugger.open(id, record);
       return;
     }
     this.debugger.close();
     if (hash.startsWith("#/processes")) {
       this.show("processes");
+      this.snapshots.stop();
       this.processes.start();
     } else {
       this.processes.stop();
       this.show("sessions");
       this.sessions.start();
+      this.snapshots.start();
     }
   }
 
@@ -76,6 +98,7 @@ class App {
       if (!this.needsLogin) {
         this.needsLogin = true;
         this.sessions.stop();
+        this.snapshots.stop();
         this.processes.stop();
         this.route();
       }

@@ -1,6 +1,7 @@
 // The debugger of one session: the page is a DAP client over the hub's WebSocket.
 // Source comes from the worker (a `source` request, or linecache through `evaluate`), so
-// code that exists only on the worker's node shows too.
+// code that exists only on the worker's node shows too. A snapshot opens here read-only
+// (the hub serves it: its captured frames, values and source; no steps, no breakpoints).
 
 import { getJson, postJson } from "./api.js";
 import { DapSocket } from "./dap.js";
@@ -67,13 +68,20 @@ export class Debugger {
     this.close();
     this.id = id;
     this.record = record;
+    // A snapshot: read-only (the hub refuses steps; the page does not offer them).
+    this.readOnly = Boolean(record?.snapshot);
     this.blocked = Boolean(record?.blocked_in_c);
     this.threadId = null;
     this.frame = null;
     this.paused = false;
     this.sources.clear();
-    this.$("debugger-title").textContent = record ? `${sessionName(record)} · pid ${record.pid}`
-      : `session ${id}`;
+    const named = record ? `${sessionName(record)} · pid ${record.pid}` : `session ${id}`;
+    this.$("debugger-title").textContent = !this.readOnly ? named
+      : `snapshot ${id}` + (!record.pid ? "" : named.startsWith("pid ") ? ` · pid ${record.pid}`
+        : ` · ${named}`);
+    this.$("btn-detach").textContent = this.readOnly ? "Close" : "Detach";
+    this.$("btn-detach").title = this.readOnly ? "Close the snapshot"
+      : "Disconnect: every thread of the process runs on";
     window.scrollTo(0, 0); // a session opens at its header, wherever the list was
     this.endedWith = null;
     this.$("session-ended").hidden = true;
@@ -127,9 +135,9 @@ export class Debugger {
     this.paused = paused;
     this.$("debugger-state").textContent = text;
     for (const id of ["btn-continue", "btn-next", "btn-step-in", "btn-step-out"]) {
-      this.$(id).disabled = !paused;
+      this.$(id).disabled = !paused || this.readOnly;
     }
-    this.$("btn-pause").disabled = paused || !this.dap || this.endedWith;
+    this.$("btn-pause").disabled = paused || !this.dap || this.endedWith || this.readOnly;
     this.$("console-input").disabled = !paused;
     this.$("console-form").querySelector("button").disabled = !paused;
   }
@@ -188,7 +196,7 @@ export class Debugger {
     } catch (_) {
       // the hub closes anyway
     }
-    this.ended("detached: every thread runs on");
+    this.ended(this.readOnly ? "closed" : "detached: every thread runs on");
     this.dap.close();
   }
 
@@ -200,7 +208,8 @@ export class Debugger {
     this.$("btn-detach").disabled = false;
     this.threadId = body.threadId || this.threadId;
     this.stopReason = body.reason || "stopped";
-    this.setState(`paused (${this.stopReason})`, true);
+    this.setState(this.readOnly ? `snapshot (${this.stopReason}), read-only: values as captured`
+      : `paused (${this.stopReason})`, true);
     try {
       const { threads } = await this.dap.request("threads");
       this.threadNames = new Map(threads.map((thread) => [thread.id, thread.name]));
@@ -217,7 +226,7 @@ export class Debugger {
 
   async showThread(threadId) {
     this.threadId = threadId;
-    if (this.paused) {
+    if (this.paused && !this.readOnly) {
       // The session's own thread, still blocked in C, says what that means.
       const blocked = this.blocked && this.threadNames?.get(threadId) === this.record?.thread;
       this.setState(`paused (${this.stopReason})` + (blocked ? ` · ${BLOCKED_IN_C}` : ""), true);
@@ -322,6 +331,7 @@ export class Debugger {
   // as an IDE's on its cluster session): the page owns its own lines. The hub gives this
   // process's pydevd the whole breakpoint set while the page debugs it, and follows it.
   async toggleBreakpoint(path, line, gutter) {
+    if (this.readOnly) return; // a snapshot's lines are what ran: nothing runs them again
     const marks = this.breakpoints.get(path) || new Set();
     if (marks.has(line)) marks.delete(line);
     else marks.add(line);

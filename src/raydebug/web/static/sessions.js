@@ -1,7 +1,7 @@
 // The session list: one row per paused thread, polled from /api/sessions so that new
 // pauses appear and finished ones leave without a reload.
 
-import { getJson } from "./api.js";
+import { Polling } from "./api.js";
 import { BLOCKED_IN_C, age, basename, el, nodeName, sessionName } from "./format.js";
 
 const POLL_MS = 1000;
@@ -11,29 +11,21 @@ export class SessionList {
     this.app = app;
     this.sessions = [];
     this.body = document.querySelector("#sessions-table tbody");
-    this.timer = null;
     this.shown = "";
+    this.polling = new Polling("/api/sessions", POLL_MS, (sessions) => {
+      this.sessions = sessions;
+      this.app.hubStatus("");
+      this.render();
+      this.app.debugger.offerNext();
+    }, (error) => this.app.failed(error));
   }
 
   start() {
-    if (this.timer) return;
-    const tick = async () => {
-      try {
-        this.sessions = await getJson("/api/sessions");
-        this.app.hubStatus("");
-        this.render();
-        this.app.debugger.offerNext();
-      } catch (error) {
-        this.app.failed(error);
-      }
-      this.timer = setTimeout(tick, POLL_MS);
-    };
-    tick();
+    this.polling.start();
   }
 
   stop() {
-    clearTimeout(this.timer);
-    this.timer = null;
+    this.polling.stop();
   }
 
   byId(id) {
