@@ -108,3 +108,28 @@ def test_pythons_functions_are_found_in_this_process():
     assert functions.ensure == ctypes.cast(here.PyGILState_Ensure, ctypes.c_void_p).value
     assert any("python" in path for path, _ in mapped_files(__import__("os").getpid()))
     assert find_symbols(sys.executable, ("no_such_symbol",)) == {}
+
+
+def test_a_worker_of_another_job_is_skipped_not_failed():
+    outcome = _outcome(PLAIN, {"status": "skipped", "why": "job ffffffff"}, 0.1)
+    assert outcome.status == "skipped" and outcome.ok
+
+
+def test_ray_terms_pick_processes_and_jobs():
+    from raydebug.integrations.ray.link_jobs import RayProcess, pick, picked_jobs
+
+    worker = RayProcess(10, "aa11", "10.0.0.1", "", "w1", "Trainer")
+    other = RayProcess(11, "bb22", "10.0.0.2", "")
+    driver = RayProcess(12, "aa11", "10.0.0.1", "02000000", driver=True)
+    everyone = [worker, other, driver]
+    assert pick(everyone, []) == everyone
+    assert pick(everyone, [("node", "aa")]) == [worker, driver]
+    assert pick(everyone, [("node", "10.0.0.2")]) == [other]
+    assert pick(everyone, [("actor", "Trainer")]) == [worker]
+    assert pick(everyone, [("pid", "11")]) == [other]
+    # a worker's job is known only inside it: kept here, checked by its bootstrap
+    assert pick(everyone, [("job", "01")]) == [worker, other]
+    assert picked_jobs(["01000000", "02000000"], [("job", "02")]) == ["02000000"]
+    assert picked_jobs(["01000000", "02000000"], []) == ["01000000", "02000000"]
+    assert driver.identity() == {"job_id": "02000000", "node_id": "aa11",
+                                 "node_ip": "10.0.0.1"}

@@ -16,7 +16,9 @@ from typing import Any
 def link(ticket: dict[str, Any]) -> dict[str, Any]:
     """Start the live link; returns ``{"status": "linked"}``, or ``"already"`` when this
     process is live already (under ``raydebug run``, or linked before: a no-op), ``"own"``
-    when it runs raydebug's own command line (a hub: never a process to debug). Raises
+    when it runs raydebug's own command line (a hub: never a process to debug), ``"skipped"``
+when the ticket names ``jobs`` and this process runs none of them (a Ray worker knows its
+job only from inside: an idle one, or one of another job, is left alone). Raises
     :class:`~raydebug.errors.ConfigurationError` for a ticket that names no hub."""
     from ..agent import start_live_link
     from ..agent.config import AgentConfig
@@ -34,6 +36,9 @@ def link(ticket: dict[str, Any]) -> dict[str, Any]:
     identity = dict(ticket.get("identity") or {})
     if "ray" in sys.modules:  # a Ray worker: what it runs now, its breakpoint() and children
         identity = _as_ray_process(identity)
+    jobs = ticket.get("jobs")  # on a cluster: link only a process of one of these jobs
+    if jobs is not None and identity.get("job_id") not in jobs:
+        return {"status": "skipped", "why": f"job {identity.get('job_id') or 'none'}"}
     start_live_link(identity, config=config, started=True)
     return {"status": "linked"}
 

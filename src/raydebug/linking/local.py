@@ -28,8 +28,9 @@ INJECTOR_VARIABLE = "RAYDEBUG_LINK_WITH"  # "gdb" to use gdb instead of raydebug
 @dataclass(frozen=True)
 class Outcome:
     """What became of one process: ``status`` is ``linked``, ``already`` (it was live: a
-    no-op), ``refused`` (not tried, or its raydebug is missing), ``gone`` (no such process,
-    or it ended meanwhile) or ``failed``; ``line`` says it to the user."""
+    no-op), ``skipped`` (a Ray worker of no job asked for), ``refused`` (not tried, or its
+    raydebug is missing), ``gone`` (no such process, or it ended meanwhile) or ``failed``;
+    ``line`` says it to the user."""
 
     pid: int
     status: str
@@ -38,7 +39,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.status in ("linked", "already")
+        return self.status in ("linked", "already", "skipped")
 
 
 def screen(pids: Sequence[int], linker: Linker | None = None
@@ -59,15 +60,15 @@ def screen(pids: Sequence[int], linker: Linker | None = None
 
 def link_targets(targets: Sequence[Target], hub: HubForAgents,
                  identities: dict[int, dict[str, Any]] | None = None,
-                 parallel: int = PARALLEL) -> list[Outcome]:
+                 parallel: int = PARALLEL, jobs: list[str] | None = None) -> list[Outcome]:
     """Link each of ``targets`` (as :func:`screen` left them) to ``hub``, ``parallel`` at a
     time; outcomes in their order. ``identities``: what to register for a pid (a Ray
-    worker's ids)."""
+    worker's ids); ``jobs``: only a process of these Ray jobs (the others: ``skipped``)."""
     linker = this_linker()
     identities = identities or {}
 
     def one(target: Target) -> Outcome:
-        return link_target(target, hub, linker, identities.get(target.pid))
+        return link_target(target, hub, linker, identities.get(target.pid), jobs)
 
     if len(targets) <= 1:
         return [one(target) for target in targets]
@@ -76,20 +77,22 @@ def link_targets(targets: Sequence[Target], hub: HubForAgents,
 
 
 def link_pids(pids: Sequence[int], hub: HubForAgents,
-              identities: dict[int, dict[str, Any]] | None = None) -> list[Outcome]:
+              identities: dict[int, dict[str, Any]] | None = None,
+              jobs: list[str] | None = None) -> list[Outcome]:
     """:func:`screen` then :func:`link_targets`: refusals first, then the others' outcomes."""
     refused, left = screen(pids)
-    return refused + link_targets(left, hub, identities)
+    return refused + link_targets(left, hub, identities, jobs=jobs)
 
 
 def link_target(target: Target, hub: HubForAgents, linker: Linker,
-                identity: dict[str, Any] | None = None) -> Outcome:
+                identity: dict[str, Any] | None = None,
+                jobs: list[str] | None = None) -> Outcome:
     """Link one process that :func:`screen` let through; never raises."""
     started = time.perf_counter()
     pid = target.pid
     owner = target.uids[1] if target.uids[1] != os.geteuid() else None
     try:
-        with Ticket(hub, owner=owner, identity=identity) as ticket:
+        with Ticket(hub, owner=owner, identity=identity, jobs=jobs) as ticket:
             injector(target, linker)(pid, ticket)
             answer = ticket.read_result()
     except ProcessGoneError as gone:
@@ -113,6 +116,8 @@ def _outcome(target: Target, answer: dict[str, Any] | None, seconds: float) -> O
         return Outcome(pid, "linked", f"linked pid {pid}", seconds)
     if status == "already":
         return Outcome(pid, "already", f"pid {pid} was linked already", seconds)
+    if status == "skipped":
+        return Outcome(pid, "skipped", f"pid {pid}: skipped ({answer.get('why')})", seconds)
     if status == "own":
         return Outcome(pid, "refused", f"pid {pid}: not linked: {answer.get('why')}", seconds)
     if status == "no-raydebug":

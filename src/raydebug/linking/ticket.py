@@ -38,15 +38,19 @@ class Ticket:
     """One target's private directory (see the module docstring)."""
 
     def __init__(self, hub: HubForAgents, owner: int | None = None,
-                 identity: dict[str, Any] | None = None) -> None:
+                 identity: dict[str, Any] | None = None,
+                 jobs: list[str] | None = None) -> None:
         """Write the ticket and the bootstrap for a target run by uid ``owner`` (None: the
-        linker's own user)."""
+        linker's own user). ``jobs``: link the target only if it runs one of these Ray jobs
+        (see :func:`.inside.link`)."""
         self.directory = Path(tempfile.mkdtemp(prefix="raydebug-link-"))
         self.ticket = self.directory / "ticket.json"
         self.boot = self.directory / "boot.py"
         self.result = self.directory / "result.json"
-        body = {"hub": hub.address, "token": hub.token, "cert": hub.cert,
+        body: dict[str, Any] = {"hub": hub.address, "token": hub.token, "cert": hub.cert,
                 "identity": identity or {}, "result": str(self.result)}
+        if jobs is not None:
+            body["jobs"] = jobs
         _write_private(self.ticket, json.dumps(body).encode())
         source = BOOTSTRAP.read_text(encoding="utf-8")
         _write_private(self.boot, f"{source}\n\n_link({str(self.ticket)!r})\n".encode())

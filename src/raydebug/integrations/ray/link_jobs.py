@@ -67,11 +67,12 @@ class RayProcess:
 
 def pick(processes: list[RayProcess], terms: list[tuple[str, str]]) -> list[RayProcess]:
     """Those of ``processes`` that every ``(key, value)`` term matches: ``job`` (a prefix of
-    the job id), ``node`` (a prefix of the node id, or its address), ``actor`` (the class),
-    ``pid``. No terms: all."""
+    the job id; a worker's job, not known outside it, is checked inside: see
+    :func:`picked_jobs`), ``node`` (a prefix of the node id, or its address), ``actor``
+    (the class), ``pid``. No terms: all."""
     def matches(process: RayProcess, key: str, value: str) -> bool:
         if key == "job":
-            return process.job_id.startswith(value.lower())
+            return not process.job_id or process.job_id.startswith(value.lower())
         if key == "node":
             return process.node_id.startswith(value.lower()) or process.node_ip == value
         if key == "actor":
@@ -81,11 +82,19 @@ def pick(processes: list[RayProcess], terms: list[tuple[str, str]]) -> list[RayP
     return [p for p in processes if all(matches(p, key, value) for key, value in terms)]
 
 
-def running_processes(own_job: str, hub_pid: int | None) -> list[RayProcess]:
-    """The workers of the cluster's running jobs, from the GCS's worker, job and actor
-    tables (what Ray's state API reads; no dashboard needed), and each job's driver where
-    it runs on a node of the cluster. ``own_job`` (the linker's) and the hub actor's worker
-    are left out. Called in a connected driver."""
+def picked_jobs(running: list[str], terms: list[tuple[str, str]]) -> list[str]:
+    """The running jobs that the ``job=`` terms pick (all without one)."""
+    prefixes = [value.lower() for key, value in terms if key == "job"]
+    return [job for job in running if all(job.startswith(prefix) for prefix in prefixes)]
+
+
+def running_processes(own_job: str, hub_pid: int | None) -> tuple[list[RayProcess], list[str]]:
+    """The cluster's live workers, from the GCS's worker, actor and job tables (what Ray's
+    state API reads; no dashboard needed), and each running job's driver where it runs on
+    a node of the cluster; and the running jobs. The GCS does not say which job a worker
+    serves (a worker started ahead of its job says none): its bootstrap tells, inside.
+    ``own_job`` (the linker's) and the hub actor's worker are left out. Called in a
+    connected driver."""
     from ray._private import state
     from ray.core.generated import common_pb2, gcs_pb2
 
@@ -99,13 +108,12 @@ def running_processes(own_job: str, hub_pid: int | None) -> list[RayProcess]:
     found = []
     for raw in accessor.get_worker_table():
         worker = gcs_pb2.WorkerTableData.FromString(raw)  # type: ignore[attr-defined]
-        job = worker.job_id.hex()
         node = worker.worker_address.node_id.hex()
-        if (not worker.is_alive or job not in jobs
+        if (not worker.is_alive
                 or worker.worker_type != common_pb2.WORKER  # type: ignore[attr-defined]
                 or node not in nodes or worker.pid == hub_pid):
             continue
-        found.append(RayProcess(worker.pid, node, nodes[node], job,
+        found.append(RayProcess(worker.pid, node, nodes[node], "",
                                 worker.worker_address.worker_id.hex(),
                                 classes.get((node, worker.pid), "")))
     for job_id, job in jobs.items():  # drivers, on the node of their address
@@ -113,18 +121,19 @@ def running_processes(own_job: str, hub_pid: int | None) -> list[RayProcess]:
         if node is not None and job["DriverPid"]:
             found.append(RayProcess(int(job["DriverPid"]), node, nodes[node], job_id,
                                     driver=True))
-    return found
+    return found, sorted(jobs)
 
 
 @ray.remote(num_cpus=0)
 def link_on_this_node(pids: list[int], hub: dict[str, Any],
-                      identities: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ray task, pinned to a node: link ``pids`` of this node (:mod:`raydebug.linking`),
-    each outcome as a dict."""
+                      identities: dict[int, dict[str, Any]],
+                      jobs: list[str]) -> list[dict[str, Any]]:
+    """Ray task, pinned to a node: link those of ``pids`` of this node that run one of
+    ``jobs`` (:mod:`raydebug.linking`), each outcome as a dict."""
     from ...linking.local import link_pids
     from ...linking.ticket import HubForAgents
 
-    outcomes = link_pids(pids, HubForAgents(**hub), identities)
+    outcomes = link_pids(pids, HubForAgents(**hub), identities, jobs)
     return [asdict(outcome) for outcome in outcomes]
 
 
@@ -145,7 +154,9 @@ def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token
     try:
         info, _ = find_or_start_cluster_hub(gcs)
         own_job = ray.get_runtime_context().get_job_id()
-        chosen = pick(running_processes(own_job, info.pid), terms)
+        processes, running = running_processes(own_job, info.pid)
+        chosen = pick(processes, terms)
+        jobs = picked_jobs(running, terms)
         by_node: dict[str, list[RayProcess]] = {}
         for process in chosen:
             by_node.setdefault(process.node_id, []).append(process)
@@ -153,13 +164,14 @@ def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token
         calls = {node: link_on_this_node.options(
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
                  ).remote([p.pid for p in group], hub,
-                          {p.pid: p.identity() for p in group})
+                          {p.pid: p.identity() for p in group}, jobs)
                  for node, group in by_node.items()}
         outcomes: list[tuple[RayProcess, Any]] = []
         for node, call in calls.items():
             answers = ray.get(call, timeout=60)
             places = {p.pid: p for p in by_node[node]}
-            outcomes += [(places[a["pid"]], Outcome(**a)) for a in answers]
+            outcomes += [(places[a["pid"]], Outcome(**a)) for a in answers
+                         if a["status"] != "skipped"]
     finally:
         ray.shutdown()
     where = f"{info.client} (the hub of the Ray cluster at {gcs})"
@@ -173,8 +185,7 @@ def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token
     shown = wait_listed(linked, listed, timeout) if linked else set()
     said = []
     for process, outcome in outcomes:
-        line = f"{process.node_ip} {'driver' if process.driver else 'worker'} " \
-               f"(job {process.job_id}): {outcome.line}"
+        line = f"{process.node_ip} {'driver' if process.driver else 'worker'}: {outcome.line}"
         if outcome.status == "linked" and (process.node_id, process.pid) not in shown:
             outcome = replace(outcome, status="failed",
                               line=f"{line}, but the hub did not list it within {timeout:g} s")

@@ -1,0 +1,92 @@
+"""`raydebug link job=ID` on a Ray cluster: a plain `python job.py` (no `raydebug run`, no
+raydebug variable) whose tasks loop in Python on both nodes, and one waits in C; linking
+the job links its workers on both nodes (a task pinned to each does it there) and its
+driver: `ps` lists them with their tasks, `stacks` shows every task's function, and the job
+completes. A real two-node loopback cluster, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ask_until, stop, write_script
+from ray_cluster import LOOPBACK, raydebug_cli
+
+pytest.importorskip("ray")
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+JOB = """
+import os, sys, threading, time
+import ray
+
+ray.init(address=sys.argv[1])
+folder = sys.argv[2]
+
+def stop_asked():
+    return os.path.exists(os.path.join(folder, "stop"))
+
+@ray.remote(num_cpus=1, scheduling_strategy="SPREAD")
+def spin(name):
+    open(os.path.join(folder, "started-" + name), "w").close()
+    count = 0
+    while not stop_asked():
+        count += 1  # looping in Python
+    return count > 0
+
+@ray.remote(num_cpus=1, scheduling_strategy="SPREAD")
+def waits(name):
+    open(os.path.join(folder, "started-" + name), "w").close()
+    event = threading.Event()
+    while not stop_asked():
+        event.wait(0.5)  # waiting in C
+    return True
+
+print(ray.get_runtime_context().get_job_id(), flush=True)
+refs = [spin.remote("a"), spin.remote("b"), waits.remote("c")]
+print("job done", all(ray.get(refs)), flush=True)
+"""
+
+RAY_NODES = ({"num_cpus": 2}, {"num_cpus": 2})  # the ``cluster`` fixture's two nodes
+
+
+def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
+    job = write_script(tmp_path, "job.py", JOB)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RAYDEBUG") and k not in ("PYTHONBREAKPOINT", "RAY_ADDRESS")}
+    driver = subprocess.Popen([sys.executable, str(job), cluster.address, str(tmp_path)],
+                              env={**env, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout is not None
+        job_id = driver.stdout.readline().strip()
+        ask_until("the three tasks running", lambda: len(list(tmp_path.glob("started-*"))) == 3,
+                  timeout=120)
+
+        linked = raydebug_cli("link", "--ray-address", cluster.address, f"job={job_id}")
+        assert linked.returncode == 0, (linked.stderr, raydebug_cli(
+            "ps", "--json", "--ray-address", cluster.address).stdout)
+        assert linked.stdout.count("linked pid") >= 4, linked.stdout  # 3 workers, the driver
+
+        listed = json.loads(raydebug_cli("ps", "--json", "--ray-address", cluster.address,
+                                         f"job={job_id}").stdout)
+        tasks = sorted(p["task_name"] for p in listed if p.get("task_name"))
+        assert tasks == ["spin", "spin", "waits"], listed
+        assert len({p["node_id"] for p in listed if p.get("task_name")}) == 2, listed
+
+        stacks = json.loads(raydebug_cli("stacks", "--json", "--ray-address", cluster.address,
+                                         f"job={job_id}").stdout)
+        functions = {frame["function"] for process in stacks["processes"]
+                     for thread in process["threads"] for frame in thread["frames"]}
+        assert {"spin", "waits"} <= functions, functions
+
+        (tmp_path / "stop").touch()
+        out, err = driver.communicate(timeout=120)
+        assert "job done True" in out, err[-3000:]
+    finally:
+        stop(driver)
