@@ -4,7 +4,8 @@ Sections: ``core`` (one plain process, raydebug vs stock debugpy), ``ray`` (a lo
 raydebug vs Ray's built-in debugger), ``scale`` (one hub with 1,000 paused sessions; a
 killed worker leaving the list; a worker's speed after its debug session), ``live`` (stacks
 across 1,000 live links against py-spy; 10,000 links on one hub: ps, pause, memory),
-``armed`` (armed cluster breakpoints and the ``raised`` filter in a Ray worker, 3.11 and 3.12).
+``armed`` (armed cluster breakpoints and the ``raised`` filter in a Ray worker, 3.11 and 3.12),
+``link`` (`raydebug link` of 20 running processes, beside ``debugpy --pid``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import armed_ray
 import core
+import link
 import live_scale
 import ray_bench
 import scale
@@ -31,7 +33,7 @@ import speed
 import speed_leave
 
 RESULTS = Path(__file__).with_name("results.json")
-SECTIONS = ("core", "ray", "scale", "live", "armed")
+SECTIONS = ("core", "ray", "scale", "live", "armed", "link")
 
 # A measure read from a mode's results: a number, a Sample summary (median + spread), or None.
 Reader = Callable[[dict[str, Any]], Any]
@@ -209,7 +211,7 @@ def main() -> None:
     started = time.time()
     load_before = os.getloadavg()
     results: dict[str, Any] = {"core": None, "ray": None, "scale": None, "live": None,
-                               "armed": None}
+                               "armed": None, "link": None}
     if "core" in sections:
         results["core"] = core.run(args.requests, args.steps, args.rounds)
         print(table(results["core"]), "\n")
@@ -237,6 +239,11 @@ def main() -> None:
               flush=True)
         results["armed"] = armed_ray.run()
         print(armed_ray.table(results["armed"]), "\n")
+    if "link" in sections:
+        print("measuring raydebug link (20 processes, a busy loop's gap, debugpy --pid)...",
+              file=sys.stderr, flush=True)
+        results["link"] = link.run()
+        print(link.table(results["link"]), "\n")
     seconds = time.time() - started
     print(f"{seconds / 60:.1f} min; load average {load_before[0]:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after (on {os.cpu_count()} CPUs)")

@@ -19,6 +19,7 @@
     ├── ChannelFailedError          a process could not serve a debugger channel (its reason)
     ├── DapRequestError             the debuggee (or the hub for it) refused a DAP request
     ├── UnknownIdError              a DAP id a group session's client sent maps to no process
+    ├── SnapshotEvaluateError       what a snapshot cannot show: not a captured value's path
     ├── CommandError                a terminal debugger command that cannot be carried out
     ├── PeerClosed                  a client, or a process's channel, closed its connection
     ├── NotRewritableError          breakpoints of a file rewritten code cannot serve (3.10/3.11)
@@ -196,6 +197,12 @@ class UnknownIdError(RaydebugError):
         super().__init__(message)
         self.kind = kind
         self.client_id = client_id
+
+
+class SnapshotEvaluateError(RaydebugError, ValueError):
+    """An expression a snapshot cannot answer (``raydebug.snapshots.value_paths``): not a
+    name or a path into the captured values, or a path to what the capture did not keep.
+    The message says which, for the user; the snapshot session answers the evaluate with it."""
 
 
 class CommandError(RaydebugError):

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from raydebug.errors import SnapshotEvaluateError
 from raydebug.snapshots.format import Value
-from raydebug.snapshots.value_paths import (
-    ONLY_CAPTURED,
-    SnapshotEvaluateError,
-    child_path,
-    evaluate,
-)
+from raydebug.snapshots.value_paths import ONLY_CAPTURED, child_path, evaluate
 
 
 def leaf(name: str, value: object) -> Value:

@@ -37,8 +37,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import SnapshotEvaluateError
 from ..snapshots.format import FrameCapture, Snapshot, Value
-from ..snapshots.value_paths import SnapshotEvaluateError, child_path, evaluate
+from ..snapshots.value_paths import child_path, evaluate
 from .group_rewrite import Member
 from .messages import Event, Message, Request
 from .proxy_policy import PYDEVD_CAPABILITIES, failure, success

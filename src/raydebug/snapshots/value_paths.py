@@ -23,6 +23,7 @@ import ast
 import reprlib
 from collections.abc import Sequence
 
+from ..errors import SnapshotEvaluateError
 from .format import Value
 
 ONLY_CAPTURED = ("a snapshot can only show captured values: a local, its items and attributes "
@@ -30,10 +31,6 @@ ONLY_CAPTURED = ("a snapshot can only show captured values: a local, its items a
 # Types whose children are their items in order: a negative index counts from their end.
 _ORDERED = {"list", "tuple"}
 _CONTAINERS = _ORDERED | {"set", "frozenset", "dict"}
-
-
-class SnapshotEvaluateError(ValueError):
-    """An expression a snapshot cannot answer; the message says why, for the user."""
 
 
 def evaluate(expression: str, scope: Sequence[Value]) -> Value:
