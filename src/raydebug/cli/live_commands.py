@@ -278,17 +278,19 @@ def continue_command(hub: str | None, ray_address: str | None, client_token: str
                                "or --all; `raydebug list` lists the paused sessions")
     _check_terms(selector)
     location = locate_hub(hub, ray_address)
+    nothing = (f"no paused session in the processes matching {' '.join(selector)}"
+               if selector else "no paused session")
     try:
         with saying_how_to_get_a_hub(location):
             answer = hub_api.continue_sessions(location.address, selector, client_token)
     except NoProcessMatchError as failure:
-        error(f"{failure} on the hub at {location.describe()}")
+        error(f"{failure if selector else nothing} on the hub at {location.describe()}")
         sys.exit(1)
     from ..views import continued_lines
 
     if not answer["resumed"] and not answer.get("not_resumed"):
-        error(f"no paused session in the processes matching {' '.join(selector) or '--all'} "
-              f"on the hub at {location.describe()} (they run)")
+        error(f"{nothing} on the hub at {location.describe()}"
+              + (" (they run)" if selector else ""))
         sys.exit(1)
     out, missed = continued_lines(answer)
     click.echo("\n".join(out))
