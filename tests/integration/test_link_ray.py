@@ -1,8 +1,9 @@
 """`raydebug link job=ID` on a Ray cluster: a plain `python job.py` (no `raydebug run`, no
 raydebug variable) whose tasks loop in Python on both nodes, and one waits in C; linking
 the job links its workers on both nodes (a task pinned to each does it there) and its
-driver: `ps` lists them with their tasks, `stacks` shows every task's function, and the job
-completes. A real two-node loopback cluster, the real CLI."""
+driver: `ps` lists them with their tasks, `stacks` shows every task's function, `pause` and
+a DAP client evaluate in the task waiting in C, and the job completes. A real two-node
+loopback cluster, the real CLI."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from helpers import ask_until, stop, write_script
-from ray_cluster import LOOPBACK, raydebug_cli
+from helpers import ask_until, evaluate_and_continue, run, stop, wait_processes, write_script
+from ray_cluster import LOOPBACK, hub_port, raydebug_cli
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -84,6 +85,25 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
         functions = {frame["function"] for process in stacks["processes"]
                      for thread in process["threads"] for frame in thread["frames"]}
         assert {"spin", "waits"} <= functions, functions
+
+        # The task waiting in C: paused (its main thread brought back by raydebug's signal,
+        # installed by the link), a DAP client evaluates in its frame, and it runs on.
+        (waiting,) = [p for p in listed if p.get("task_name") == "waits"]
+        paused = raydebug_cli("pause", "--ray-address", cluster.address, "task=waits")
+        assert paused.returncode == 0, paused.stderr
+        port = hub_port(cluster.address)
+
+        def stopped() -> list[Any]:
+            sessions = json.loads(raydebug_cli("list", "--json", "--ray-address",
+                                               cluster.address).stdout)
+            return [s for s in sessions if s["process"] == waiting["id"]
+                    and s["function"] == "waits"]
+
+        (session,) = wait_processes(f"127.0.0.1:{port}", "the waits task's session",
+                                    lambda _: stopped(), timeout=10)
+        seen = run(evaluate_and_continue("127.0.0.1", port, session["id"], "os.getpid()",
+                                         timeout=60), timeout=120)
+        assert seen.result == str(waiting["pid"]), seen.result
 
         (tmp_path / "stop").touch()
         out, err = driver.communicate(timeout=120)
