@@ -290,3 +290,12 @@ def test_what_the_capture_takes_reads_back_through_the_session():
                                                              frameId=1)
     rows = next(v for v in client.locals_of(1) if v["name"] == "rows")
     assert client.variables(rows["variablesReference"])[-1]["name"] == "..."
+
+
+def test_a_snapshot_without_frames_says_so():
+    empty = Snapshot("x0", "snapshot", 1.0, {"pid": 1}, "MainThread")
+    client = Client(empty)
+    client.attach()
+    assert client.ask("stackTrace", threadId=THREAD_ID)["stackFrames"] == []
+    assert "holds no frames" in client.refused("evaluate", expression="x")
+    assert "holds no frames" in client.refused("scopes", frameId=1)

@@ -246,6 +246,8 @@ class SnapshotSession:
     def _frame_of(self, request: Request) -> FrameCapture:
         """The frame ``frameId`` names (the innermost when it names none)."""
         frame_id = request.arguments.get("frameId")
+        if not self.snapshot.frames:
+            raise ValueError(f"{self.name} holds no frames")
         if frame_id is None:
             return self.snapshot.frames[0]
         if not isinstance(frame_id, int) or not 0 < frame_id <= len(self.snapshot.frames):

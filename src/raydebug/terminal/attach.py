@@ -204,8 +204,8 @@ class AttachCommand:
             if matches:
                 raise SessionNotFoundError(f"{session_id!r} is the start of {len(matches)} "
                                            f"session ids: {known}; give more of it")
-            raise SessionNotFoundError(f"no session {session_id!r} on the hub at {self.hub}; "
-                                       f"sessions: {known}")
+            raise SessionNotFoundError(f"no session {session_id!r} on the hub at {self.hub} "
+                                       f"(nor a snapshot); sessions: {known}")
         return self._wait_for_breakpoint()
 
     def _wait_for_breakpoint(self) -> dict[str, Any] | None:
