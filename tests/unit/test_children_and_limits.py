@@ -147,3 +147,36 @@ def test_a_cluster_session_offers_snapshots_only_when_asked():
         kept_snapshot(n).id for n in [*range(2, KEPT_OFFERED + 2), 100]]
     assert offers[-1]["name"] == "snapshot: train [ValueError] (h, pid 100)"
     assert offers[-1]["raydebug"]["token"] == "t" and offers[-1]["raydebug"]["parent"]
+
+
+def test_a_burst_of_snapshots_is_offered_a_window_at_a_time():
+    async def scenario() -> None:
+        store = SnapshotStore()
+        client = FakeParentClient()
+        parents = ClusterSessions()
+        parent = ClusterAttach(client, Registry(), parents,  # type: ignore[arg-type]
+                               Request(seq=1, command="attach",
+                                       arguments={"raydebug": {"snapshots": True}}), store)
+        serving = asyncio.ensure_future(parent.run())
+
+        async def offered(count: int) -> list[str]:
+            for _ in range(100):
+                await asyncio.sleep(0)
+            snapshot_offers = [o for o in client.offers
+                               if o.arguments["configuration"]["name"].startswith("snapshot")]
+            assert len(snapshot_offers) == count
+            return [o.arguments["configuration"]["raydebug"]["session"]
+                    for o in snapshot_offers]
+
+        await offered(0)  # none kept at the attach
+        for number in range(OFFER_WINDOW + 5):  # then a job fails on many ranks at once
+            store.add(kept_snapshot(number))
+        first = await offered(OFFER_WINDOW)
+        for snapshot_id in first[:3]:  # three children attach: three more places
+            parents.child_attached(parent._key, snapshot_id)
+        assert (await offered(OFFER_WINDOW + 3))[-3:] == [
+            kept_snapshot(OFFER_WINDOW + n).id for n in range(3)]
+        client.leave()
+        await asyncio.wait_for(serving, 5)
+
+    asyncio.run(scenario())

@@ -87,7 +87,8 @@ class ClusterAttach:
         offering = [asyncio.ensure_future(self._offer_children())]
         if self._snapshots is not None:
             offering.append(asyncio.ensure_future(
-                offer_snapshots(client, self._snapshots, self._attach, self._key)))
+                offer_snapshots(client, self._snapshots, self._attach, self._parents,
+                                self._key, OFFER_WINDOW, OFFER_TIMEOUT)))
         try:
             while True:
                 message = await client.next_client_message()

@@ -20,7 +20,7 @@ import contextlib
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...protocol import Event, Request
@@ -41,6 +41,10 @@ class _LiveParent:
     send_event: Callable[[Event], None] = lambda event: None
     told_at: float = float("-inf")
     untold: int = 0  # refusals not said, to keep a flood out of the console
+    # The snapshots its children attached to (their offers taken), and an event set (then
+    # replaced) at each.
+    children: set[str] = field(default_factory=set)
+    child_came: asyncio.Event = field(default_factory=asyncio.Event)
 
     def tell(self, text: str) -> None:
         now = time.monotonic()
@@ -208,6 +212,24 @@ class ClusterSessions:
 
     def is_live(self, key: object) -> bool:
         return isinstance(key, str) and key in self._parents
+
+    def child_attached(self, key: object, child: str) -> None:
+        """A child of the live parent ``key`` attached to ``child`` (a snapshot's id)."""
+        parent = self._parents.get(key) if isinstance(key, str) else None
+        if parent is not None:
+            parent.children.add(child)
+            parent.child_came.set()
+            parent.child_came = asyncio.Event()
+
+    def attached_children(self, key: str) -> set[str]:
+        """What the children of parent ``key`` attached to so far (empty once it left)."""
+        parent = self._parents.get(key)
+        return set(parent.children) if parent is not None else set()
+
+    async def wait_for_child(self, key: str) -> None:
+        """Return when a child of parent ``key`` attaches next (never once it left)."""
+        parent = self._parents.get(key)
+        await (parent.child_came.wait() if parent is not None else asyncio.Event().wait())
 
     def tell(self, host: str | None, text: str) -> None:
         """Say ``text`` in the debug console of every parent whose client is at ``host``, at

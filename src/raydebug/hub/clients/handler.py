@@ -172,10 +172,12 @@ class ClientHandler:
         snapshot = self._wanted_snapshot(request)
         if snapshot is not None:
             key = request.arguments.get("raydebug")
-            if self._cluster_sessions.is_live(key.get("parent") if isinstance(key, dict)
-                                              else None):
-                # A cluster attach's child (see _attach): not counted toward the limit.
+            parent = key.get("parent") if isinstance(key, dict) else None
+            if self._cluster_sessions.is_live(parent):
+                # A cluster attach's child (see _attach): not counted toward the limit, and
+                # its parent's offer of it taken.
                 vouch_for_this_connection()
+                self._cluster_sessions.child_attached(parent, snapshot.id)
             await SnapshotView(self._client, snapshot).run(request)
             return True
         if self._wants_cluster_attach(request):

@@ -20,20 +20,25 @@ In a cluster session. Snapshots never clutter a live debugging session: a cluste
 offers them as child sessions only when its configuration asks (``"raydebug":
 {"snapshots": true}``, :func:`wants_snapshots`): :func:`offer_snapshots` sends a
 ``startDebugging`` for the newest :data:`KEPT_OFFERED` snapshots kept at the attach and for
-each one kept after it, with the parent's key, so that the child is vouched for as a
-session's child is (one connection per snapshot viewed, bounded by the store's capacity).
+each one kept after it, a window of them at a time as the parent's offers of paused
+processes, with the parent's key, so that the child is vouched for as a session's child is
+(one connection per snapshot viewed, bounded by the store's capacity) and its offer counted
+as taken (:meth:`.ClusterSessions.child_attached`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import time
 
 from ...errors import PeerClosed
 from ...protocol import Request
 from ...protocol.snapshot_session import SnapshotSession
 from ...snapshots.format import Snapshot
 from ..snapshot_store import SnapshotStore
+from .cluster_sessions import ClusterSessions
 from .peer import ClientPeer
 from .stream import ClientStream
 
@@ -67,21 +72,43 @@ def child_name(snapshot: Snapshot) -> str:
 
 
 async def offer_snapshots(client: ClientPeer, store: SnapshotStore, attach: Request,
-                          parent: str) -> None:
+                          parents: ClusterSessions, parent: str, window: int,
+                          offer_timeout: float) -> None:
     """Offer the cluster attach's client the newest :data:`KEPT_OFFERED` kept snapshots,
-    then each one kept later, as child sessions; runs until cancelled (the parent left)."""
+    then each one kept later, as child sessions of ``parent``; runs until cancelled (the
+    parent left). At most ``window`` offers are on their way at once (sent, their child not
+    attached yet, for at most ``offer_timeout`` seconds), as the parent's offers of paused
+    processes are: a burst of failures does not open more connections at once than the
+    per-address limit lets in."""
     kept = store.all()
-    older = {snapshot.id for snapshot in kept}
-    for snapshot in kept[-KEPT_OFFERED:]:
-        _offer(client, snapshot, attach, parent)
+    seen = {snapshot.id for snapshot in kept}
+    waiting = collections.deque(kept[-KEPT_OFFERED:])  # to offer, oldest first
+    on_their_way: dict[str, float] = {}  # snapshot id -> when offered (monotonic)
     version = store.version
     while True:
-        await store.wait_for_version_after(version)
-        version = store.version
-        for snapshot in store.all():
-            if snapshot.id not in older:
-                older.add(snapshot.id)
-                _offer(client, snapshot, attach, parent)
+        now = time.monotonic()
+        taken = parents.attached_children(parent)
+        on_their_way = {snapshot_id: at for snapshot_id, at in on_their_way.items()
+                        if snapshot_id not in taken and now - at < offer_timeout}
+        while waiting and len(on_their_way) < window:
+            snapshot = waiting.popleft()
+            _offer(client, snapshot, attach, parent)
+            on_their_way[snapshot.id] = now
+        expiry = (min(on_their_way.values()) + offer_timeout - now
+                  if waiting and on_their_way else None)
+        changes = [asyncio.ensure_future(store.wait_for_version_after(version)),
+                   asyncio.ensure_future(parents.wait_for_child(parent))]
+        try:
+            await asyncio.wait(changes, timeout=expiry, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for change in changes:
+                change.cancel()
+        if store.version != version:
+            version = store.version
+            for snapshot in store.all():
+                if snapshot.id not in seen:
+                    seen.add(snapshot.id)
+                    waiting.append(snapshot)
 
 
 def _offer(client: ClientPeer, snapshot: Snapshot, attach: Request, parent: str) -> None:
