@@ -261,10 +261,11 @@ ROUNDS_DRIVER = """
 import os, sys, time, ray
 mode, address, tasks = sys.argv[1], sys.argv[2], int(sys.argv[3])
 env = {}
-if mode != "plain":  # live: raydebug's default; off: its setup hook without the link
-    os.environ["RAYDEBUG_LIVE"] = "1" if mode == "live" else "0"
+if mode != "plain":  # live: raydebug's default; off: its setup hook without the link;
+    # snapshots: live with failure snapshots on (raydebug run --snapshots)
+    os.environ["RAYDEBUG_LIVE"] = "0" if mode == "off" else "1"
     import raydebug
-    env = raydebug.runtime_env()
+    env = raydebug.runtime_env(snapshots=mode == "snapshots")
 ray.init(address=address, runtime_env=env, logging_level="ERROR", log_to_driver=False)
 
 @ray.remote(num_cpus=1)  # one worker per CPU, as a real job would: a fair pool to compare

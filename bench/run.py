@@ -5,7 +5,8 @@ raydebug vs Ray's built-in debugger), ``scale`` (one hub with 1,000 paused sessi
 killed worker leaving the list; a worker's speed after its debug session), ``live`` (stacks
 across 1,000 live links against py-spy; 10,000 links on one hub: ps, pause, memory),
 ``armed`` (armed cluster breakpoints and the ``raised`` filter in a Ray worker, 3.11 and 3.12),
-``link`` (`raydebug link` of 20 running processes, beside ``debugpy --pid``).
+``link`` (`raydebug link` of 20 running processes, beside ``debugpy --pid``), ``snapshots``
+(a 20-frame traceback's capture; task throughput with snapshots on).
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ import link
 import live_scale
 import ray_bench
 import scale
+import snapshots
 import speed
 import speed_leave
 
 RESULTS = Path(__file__).with_name("results.json")
-SECTIONS = ("core", "ray", "scale", "live", "armed", "link")
+SECTIONS = ("core", "ray", "scale", "live", "armed", "link", "snapshots")
 
 # A measure read from a mode's results: a number, a Sample summary (median + spread), or None.
 Reader = Callable[[dict[str, Any]], Any]
@@ -211,7 +213,7 @@ def main() -> None:
     started = time.time()
     load_before = os.getloadavg()
     results: dict[str, Any] = {"core": None, "ray": None, "scale": None, "live": None,
-                               "armed": None, "link": None}
+                               "armed": None, "link": None, "snapshots": None}
     if "core" in sections:
         results["core"] = core.run(args.requests, args.steps, args.rounds)
         print(table(results["core"]), "\n")
@@ -244,6 +246,11 @@ def main() -> None:
               file=sys.stderr, flush=True)
         results["link"] = link.run()
         print(link.table(results["link"]), "\n")
+    if "snapshots" in sections:
+        print("measuring a snapshot's capture, and task throughput with snapshots on...",
+              file=sys.stderr, flush=True)
+        results["snapshots"] = snapshots.run(with_ray=not args.no_ray)
+        print(snapshots.table(results["snapshots"]), "\n")
     seconds = time.time() - started
     print(f"{seconds / 60:.1f} min; load average {load_before[0]:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after (on {os.cpu_count()} CPUs)")

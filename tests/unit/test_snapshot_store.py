@@ -143,3 +143,13 @@ def test_kept_messages_are_bounded_the_oldest_dropped():
         outbox.put(SnapshotTaken(snapshot={"id": f"x{number}"}), keep=True)
     outbox.clear()
     assert len(written(outbox)) == MAX_KEPT
+
+
+def test_a_message_over_the_limit_is_dropped_and_the_rest_written(
+        capsys: pytest.CaptureFixture[str]):
+    outbox = Outbox()
+    outbox.put(SnapshotTaken(snapshot={"id": "x1", "big": "y" * (2 << 20)}), keep=True)
+    outbox.put(LogpointOutput(text="after"))
+    assert written(outbox) == ["logpoint_output"]
+    assert not outbox.waiting_kept()
+    assert "a snapshot_taken message was not sent" in capsys.readouterr().err

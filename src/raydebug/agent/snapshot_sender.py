@@ -20,15 +20,14 @@ process, and the Ray integration's task failure hook in Ray workers, both throug
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import os
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from ..protocol.control import SnapshotTaken, encode_control
-from ..snapshots.capture import capture_exception, capture_point
-from ..snapshots.format import Snapshot
-from ..snapshots.limits import DEFAULT_LIMITS, RateLimit, SnapshotLimits
+from ..protocol.control import SnapshotTaken
+from ..snapshots.capture import exception_snapshot_json, point_snapshot_json
+from ..snapshots.limits import DEFAULT_LIMITS, RateLimit
 from .flags import is_on
 from .own_frames import is_debugger_file
 from .report import say
@@ -51,22 +50,24 @@ def send_failure(error: BaseException, link: Any, thread_name: str | None = None
     """Capture ``error``'s traceback and post it on ``link`` (the process's
     :class:`~.link.hub_link.HubLink`, started here if it was not); the snapshot's id, or None
     when none was sent (rate spent; a failure: said once). Never raises."""
-    return _send(link, lambda limits, process: capture_exception(
-        error, process, limits, hide=is_debugger_file, thread_name=thread_name))
+    return _send(link, lambda process: exception_snapshot_json(
+        error, process, DEFAULT_LIMITS, hide=is_debugger_file, thread_name=thread_name))
 
 
 def send_point(frame: FrameType, link: Any) -> str | None:
     """Capture ``frame`` and its callers (a snapshot point's hit) and post it on ``link``,
     as :func:`send_failure`."""
-    return _send(link, lambda limits, process: capture_point(frame, process, limits,
-                                                             hide=is_debugger_file))
+    return _send(link, lambda process: point_snapshot_json(frame, process, DEFAULT_LIMITS,
+                                                           hide=is_debugger_file))
 
 
-def _send(link: Any, capture: Any) -> str | None:
+def _send(link: Any, capture: Callable[[dict[str, Any]], dict[str, Any]]) -> str | None:
     try:
         if not _rate.allow():
             return None
-        message = _message(capture, _process())
+        # Built as the wire form; the link thread encodes it (one over a control message's
+        # limit, which the capture's budget keeps it under, is dropped there, said once).
+        message = SnapshotTaken(snapshot=capture(_process()))
         link.start()  # a process that is not live links now, in the background
         link.post(message, keep=True)
         # Written before the thread goes on when the link is up (a Ray worker may end from
@@ -78,22 +79,6 @@ def _send(link: Any, capture: Any) -> str | None:
     except Exception as error:  # a snapshot must never break the user's program
         _say_once(f"no snapshot taken ({type(error).__name__}: {error})")
         return None
-
-
-def _message(capture: Any, process: dict[str, Any]) -> SnapshotTaken:
-    """The snapshot as a control message that fits one: captured again with half the
-    budget while it does not (a snapshot near the limit, or JSON longer than estimated)."""
-    limits: SnapshotLimits = DEFAULT_LIMITS
-    while True:
-        snapshot: Snapshot = capture(limits, process)
-        message = SnapshotTaken(snapshot=snapshot.to_json())
-        try:
-            encode_control(message)
-            return message
-        except Exception:
-            if limits.max_bytes < 10_000:
-                raise
-            limits = dataclasses.replace(limits, max_bytes=limits.max_bytes // 2)
 
 
 def _process() -> dict[str, Any]:

@@ -27,12 +27,14 @@ from collections.abc import Callable, Mapping
 from types import FrameType, TracebackType
 from typing import Any
 
-from .format import ExceptionInfo, FrameCapture, Snapshot, Value
+from .format import FORMAT_VERSION, ExceptionInfo, FrameCapture, Snapshot
 from .limits import DEFAULT_LIMITS, SnapshotLimits
 
 # What a value costs in its JSON besides its name, type and repr (keys, quotes, commas).
 _VALUE_OVERHEAD = 40
 _LEAF_TYPES = (type(None), bool, int, float, complex, str, bytes, bytearray, range)
+_SHORT_INT = 10 ** 18  # an int whose repr needs no cut
+_ESCAPED = 6  # JSON characters of a character beyond ASCII (\uXXXX), at most
 _SEQUENCES = (list, tuple, set, frozenset)
 # Objects whose __dict__ is not their state: code, not data.
 _NOT_EXPANDED = (type, types.ModuleType, types.FunctionType, types.MethodType,
@@ -52,6 +54,15 @@ def capture_frames(tb_or_frame: TracebackType | FrameType | None,
     """The frames of a traceback (to where it was raised) or of a frame and its callers,
     innermost first, at most :attr:`SnapshotLimits.max_frames`; frames whose file ``hide``
     names (raydebug's own) are left out. Never raises for what a value does."""
+    return [FrameCapture.from_json(frame)
+            for frame in capture_frames_json(tb_or_frame, limits, hide)]
+
+
+def capture_frames_json(tb_or_frame: TracebackType | FrameType | None,
+                        limits: SnapshotLimits = DEFAULT_LIMITS,
+                        hide: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+    """:func:`capture_frames` in the wire form (:meth:`FrameCapture.to_json`'s dicts), built
+    as such: what an agent sends, without making the dataclasses first."""
     frames = _frames_innermost_first(tb_or_frame, limits.max_frames, hide)
     budget = _Budget(limits.max_bytes)
     captured = []
@@ -65,16 +76,17 @@ def capture_frames(tb_or_frame: TracebackType | FrameType | None,
         path = frame.f_code.co_filename
         if path not in sources:
             sources[path] = _source(path, limits, budget)
-        result.append(FrameCapture(function=frame.f_code.co_name, path=path, line=line,
-                                   source=sources[path], locals=values))
+        result.append({"function": frame.f_code.co_name, "path": path, "line": line,
+                       "source": sources[path], "locals": values})
     return result
 
 
-def capture_exception(error: BaseException, process: dict[str, Any],
-                      limits: SnapshotLimits = DEFAULT_LIMITS,
-                      hide: Callable[[str], bool] | None = None,
-                      thread_name: str | None = None) -> Snapshot:
-    """A failure snapshot (``reason`` ``"exception"``) of ``error`` and its traceback."""
+def exception_snapshot_json(error: BaseException, process: dict[str, Any],
+                            limits: SnapshotLimits = DEFAULT_LIMITS,
+                            hide: Callable[[str], bool] | None = None,
+                            thread_name: str | None = None) -> dict[str, Any]:
+    """A failure snapshot (``reason`` ``"exception"``) of ``error`` and its traceback, in
+    the wire form (:meth:`Snapshot.to_json`'s dict)."""
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     try:
         message = str(error)
@@ -83,19 +95,43 @@ def capture_exception(error: BaseException, process: dict[str, Any],
     info = ExceptionInfo(type_name=type(error).__qualname__,
                          message=message[:limits.repr_chars * 10],
                          traceback_text=text[-limits.source_bytes:])
-    return Snapshot(id=new_snapshot_id(), reason="exception", time=time.time(),
-                    process=process, thread_name=thread_name or threading.current_thread().name,
-                    exception=info,
-                    frames=capture_frames(error.__traceback__, limits, hide))
+    return _snapshot_json("exception", process, thread_name, info,
+                          capture_frames_json(error.__traceback__, limits, hide))
+
+
+def point_snapshot_json(frame: FrameType, process: dict[str, Any],
+                        limits: SnapshotLimits = DEFAULT_LIMITS,
+                        hide: Callable[[str], bool] | None = None) -> dict[str, Any]:
+    """A snapshot point's snapshot (``reason`` ``"snapshot"``) of ``frame`` and its callers,
+    in the wire form."""
+    return _snapshot_json("snapshot", process, None, None,
+                          capture_frames_json(frame, limits, hide))
+
+
+def _snapshot_json(reason: str, process: dict[str, Any], thread_name: str | None,
+                   exception: ExceptionInfo | None,
+                   frames: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"format": FORMAT_VERSION, "id": new_snapshot_id(), "reason": reason,
+            "time": time.time(), "process": dict(process),
+            "thread_name": thread_name or threading.current_thread().name,
+            "exception": exception.to_json() if exception is not None else None,
+            "frames": frames}
+
+
+def capture_exception(error: BaseException, process: dict[str, Any],
+                      limits: SnapshotLimits = DEFAULT_LIMITS,
+                      hide: Callable[[str], bool] | None = None,
+                      thread_name: str | None = None) -> Snapshot:
+    """:func:`exception_snapshot_json` as a :class:`Snapshot`."""
+    return Snapshot.from_json(exception_snapshot_json(error, process, limits, hide,
+                                                      thread_name))
 
 
 def capture_point(frame: FrameType, process: dict[str, Any],
                   limits: SnapshotLimits = DEFAULT_LIMITS,
                   hide: Callable[[str], bool] | None = None) -> Snapshot:
-    """A snapshot point's snapshot (``reason`` ``"snapshot"``) of ``frame`` and its callers."""
-    return Snapshot(id=new_snapshot_id(), reason="snapshot", time=time.time(),
-                    process=process, thread_name=threading.current_thread().name,
-                    frames=capture_frames(frame, limits, hide))
+    """:func:`point_snapshot_json` as a :class:`Snapshot`."""
+    return Snapshot.from_json(point_snapshot_json(frame, process, limits, hide))
 
 
 def _frames_innermost_first(start: TracebackType | FrameType | None, most: int,
@@ -132,30 +168,34 @@ class _Budget:
         return True
 
 
-def _frame_locals(frame: FrameType, limits: SnapshotLimits, budget: _Budget) -> list[Value]:
+def _frame_locals(frame: FrameType, limits: SnapshotLimits,
+                  budget: _Budget) -> list[dict[str, Any]]:
     try:
         items = list(frame.f_locals.items())
     except Exception as error:  # a frame whose locals cannot be read: say why
-        return [Value("?", "", f"<cannot read locals: {type(error).__name__}>", None, True)]
+        return [_cut_json("?", f"<cannot read locals: {type(error).__name__}>")]
     walker = _Walker(limits, budget)
-    values: list[Value] = []
+    values: list[dict[str, Any]] = []
     for name, value in items[:limits.width]:
         captured = walker.value(str(name), value, 0)
         if captured is None:
-            values.append(_cut(len(items) - len(values), "the snapshot's size limit"))
+            values.append(_cut_json(CUT_NAME, f"<{len(items) - len(values)} more not "
+                                              "captured: the snapshot's size limit>"))
             return values
         values.append(captured)
     if len(items) > limits.width:
-        values.append(_cut(len(items) - limits.width, "the width limit"))
+        values.append(_cut_json(CUT_NAME, f"<{len(items) - limits.width} more not captured: "
+                                          "the width limit>"))
     return values
 
 
-def _cut(count: int, why: str) -> Value:
-    return Value(CUT_NAME, "", f"<{count} more not captured: {why}>", None, True)
+def _cut_json(name: str, text: str) -> dict[str, Any]:
+    return {"name": name, "type": "", "repr": text, "truncated": True}
 
 
 class _Walker:
-    """Turns values into :class:`Value` trees for one frame."""
+    """Turns values into :class:`.format.Value` trees, in their wire form (dicts: what is
+    sent; the dataclasses would cost as much again), for one frame."""
 
     def __init__(self, limits: SnapshotLimits, budget: _Budget) -> None:
         self.limits = limits
@@ -165,44 +205,67 @@ class _Walker:
         self.repr.maxlong = limits.repr_chars // 2
         self.on_path: set[int] = set()
 
-    def value(self, name: str, value: Any, level: int) -> Value | None:
+    def value(self, name: str, value: Any, level: int) -> dict[str, Any] | None:
         """``value`` as a Value named ``name``, ``level`` levels below a local; None when
         the budget is spent."""
         kind = type(value)
-        text = self._repr(value)
-        if not self.budget.spend(len(name) + len(kind.__name__) + len(text) + _VALUE_OVERHEAD):
+        text = self._repr(value, kind)
+        size = len(name) + len(kind.__name__) + _VALUE_OVERHEAD + (
+            len(text) if text.isascii() else len(text) * _ESCAPED)
+        if not self.budget.spend(size):
             return None
-        parts = None if isinstance(value, _LEAF_TYPES) else _parts(value, kind)
+        captured: dict[str, Any] = {"name": name, "type": kind.__qualname__, "repr": text}
+        parts = None if kind in _LEAF_TYPES or isinstance(value, _LEAF_TYPES) \
+            else _parts(value, kind)
         if parts is None:
-            return Value(name, kind.__qualname__, text, None,
-                         len(text) >= self.limits.repr_chars)
+            if len(text) >= self.limits.repr_chars:
+                captured["truncated"] = True
+            return captured
         if level >= self.limits.depth or id(value) in self.on_path:
-            return Value(name, kind.__qualname__, text, None, True)
+            captured["truncated"] = True
+            return captured
         self.on_path.add(id(value))
         try:
-            return self._expanded(name, kind.__qualname__, text, parts, level)
+            self._expand(captured, parts, level)
         finally:
             self.on_path.discard(id(value))
+        return captured
 
-    def _expanded(self, name: str, type_name: str, text: str, parts: Any,
-                  level: int) -> Value:
-        children: list[Value] = []
-        truncated = False
+    def _expand(self, captured: dict[str, Any], parts: Any, level: int) -> None:
+        children: list[dict[str, Any]] = []
+        captured["children"] = children
+        width = self.limits.width
+        spend = self.budget.spend
         try:
             for index, (child_name, child) in enumerate(parts):
-                if index >= self.limits.width:
-                    truncated = True
-                    break
-                captured = self.value(child_name, child, level + 1)
-                if captured is None:
-                    truncated = True
-                    break
-                children.append(captured)
+                if index >= width:
+                    captured["truncated"] = True
+                    return
+                kind = type(child)
+                if kind is float or (kind is int and -_SHORT_INT < child < _SHORT_INT):
+                    # The common case of a long list (numbers): inline, as value() would.
+                    text = repr(child)
+                    if not spend(len(child_name) + len(text) + _VALUE_OVERHEAD + 5):
+                        captured["truncated"] = True
+                        return
+                    children.append({"name": child_name, "type": kind.__name__,
+                                     "repr": text})
+                    continue
+                found = self.value(child_name, child, level + 1)
+                if found is None:
+                    captured["truncated"] = True
+                    return
+                children.append(found)
         except Exception:  # a container changed by another thread, or a broken mapping
-            truncated = True
-        return Value(name, type_name, text, children, truncated)
+            captured["truncated"] = True
 
-    def _repr(self, value: Any) -> str:
+    def _repr(self, value: Any, kind: type) -> str:
+        # The common scalars directly (reprlib would call repr() too, through two layers);
+        # a long string or a huge int through reprlib, which cuts them.
+        if kind is float or kind is bool or value is None or (
+                kind is int and -_SHORT_INT < value < _SHORT_INT) or (
+                kind is str and len(value) < self.limits.repr_chars - 2):
+            return repr(value)
         try:
             return self.repr.repr(value)
         except Exception as error:
@@ -237,8 +300,10 @@ def _source(path: str, limits: SnapshotLimits, budget: _Budget) -> str | None:
     if not lines or size > limits.source_bytes:
         return None
     text = "".join(lines)
-    # JSON escapes each newline, quote and backslash with one more character.
-    escaped = len(lines) + text.count('"') + text.count("\\")
+    # JSON escapes each newline, quote and backslash with one more character, and each
+    # character beyond ASCII with six.
+    escaped = len(lines) + text.count('"') + text.count("\\") if text.isascii() \
+        else size * (_ESCAPED - 1)
     return text if budget.spend(size + escaped + _VALUE_OVERHEAD) else None
 
 

@@ -3,7 +3,7 @@
 The defaults keep a capture cheap (a 20-frame traceback with typical locals takes about a
 millisecond: ``bench/snapshots.py``) and a snapshot small enough that a hub can keep a
 thousand: each value's repr as ``raydebug stacks --locals`` caps it, containers and objects
-expanded 3 levels deep and 100 items wide, at most 1 MB of JSON. A process takes at most
+expanded 3 levels deep and 100 items wide, at most about 900 kB of JSON. A process takes at most
 :attr:`SnapshotLimits.burst` snapshots at once and then one per
 :attr:`SnapshotLimits.refill_seconds` (:class:`RateLimit`): a loop that fails a thousand
 tasks a second sends a few snapshots, not a thousand.
@@ -22,8 +22,8 @@ class SnapshotLimits:
     depth: int = 3  # levels of a container's or an object's parts below a local
     width: int = 100  # items (or attributes, or locals) kept of each
     repr_chars: int = 120  # a string's or an object's repr (reprlib's maxstring / maxother)
-    max_bytes: int = 1_000_000  # the snapshot's JSON, about: values and file texts past it
-    # are left out (the frames' places are always kept)
+    max_bytes: int = 900_000  # the snapshot's JSON, about: values and file texts past it
+    # are left out (the frames' places are always kept); under a control message's 1 MiB
     max_frames: int = 100  # innermost frames kept
     source_bytes: int = 256_000  # a file larger than this is sent without its text
     burst: int = 5  # snapshots a process may take at once...

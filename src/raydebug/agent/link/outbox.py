@@ -11,7 +11,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from ...errors import LocalProtocolError
 from ...protocol.control import ControlMessage, encode_control
+from ..report import say
 
 MAX_KEPT = 20  # messages waiting for a connection (snapshots: a rate limit bounds them too)
 
@@ -57,9 +59,18 @@ class Outbox:
 
     def write_to(self, sock: socket.socket) -> None:
         """On the link thread: write the queued messages to ``sock``, in order; each leaves
-        the queue once written. Raises ``OSError`` (what was not written stays queued)."""
+        the queue once written. Raises ``OSError`` (what was not written stays queued). A
+        message that cannot be encoded (over the control message's limit) is dropped, said
+        on stderr."""
         while self._queue:
-            sock.sendall(encode_control(self._queue[0]))
+            try:
+                data = encode_control(self._queue[0])
+            except LocalProtocolError as error:  # over the limit (a snapshot): it never can
+                dropped = self._queue.popleft()
+                self._kept.pop(id(dropped), None)
+                say(f"a {dropped.TYPE} message was not sent: {error}")
+                continue
+            sock.sendall(data)
             written = self._queue.popleft()  # only once written (see wait_sent)
             self._kept.pop(id(written), None)
 
