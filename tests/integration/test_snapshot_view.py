@@ -3,6 +3,7 @@ fails at once, and after it has gone a DAP client and ``raydebug attach`` read i
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -187,3 +188,30 @@ def test_the_web_page_lists_it_exception_first_and_opens_it_read_only(failed):
             By.CSS_SELECTOR, "#console-log .result .value")), 30, "the console's answer")
         errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
         assert not errors, errors
+
+
+def test_a_hub_with_a_client_token_serves_it_only_with_the_token(failed, tmp_path: Path):
+    hub, _, snapshot_id = failed
+    # The same snapshot, kept by a hub that reads it back from its --snapshot-dir.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / f"{snapshot_id}.json").write_text(json.dumps(
+        hub.get(f"/api/snapshot?id={snapshot_id}")))
+    guarded = start_hub("--client-token", "s3cret", "--snapshot-dir", str(kept))
+
+    async def attach(raydebug: dict[str, Any]) -> str:
+        client = await DapClient.connect(*guarded.client)
+        await client.initialize()
+        try:
+            stopped = await client.attach(snapshot_id, raydebug=raydebug)
+            return str(stopped.body["reason"])
+        except DapRequestError as error:
+            return str(error)
+        finally:
+            await client.close()
+
+    try:
+        assert "requires its client token" in run(attach({}))
+        assert run(attach({"token": "s3cret"})) == "exception"
+    finally:
+        guarded.close()
