@@ -1,7 +1,8 @@
 """`raydebug link job=ID` on a Ray cluster: a plain `python job.py` (no `raydebug run`, no
 raydebug variable) whose tasks loop in Python on both nodes, and one waits in C; linking
 the job links its workers on both nodes (a task pinned to each does it there) and its
-driver: `ps` lists them with their tasks, `stacks` shows every task's function, `pause` and
+driver: `ps` says before how many workers are not linked and the command that links them,
+then lists them with their tasks, `stacks` shows every task's function, `pause` and
 a DAP client evaluate in the task waiting in C, and the job completes. A real two-node
 loopback cluster, the real CLI."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +58,17 @@ print("job done", all(ray.get(refs)), flush=True)
 RAY_NODES = ({"num_cpus": 2}, {"num_cpus": 2})  # the ``cluster`` fixture's two nodes
 
 
+def unlinked_count(ps_output: str, address: str) -> int:
+    """How many workers `raydebug ps` says are not linked (0: it says nothing), checking
+    that it names the command that links them."""
+    found = re.search(r"^(\d+) Ray workers? (?:is|are) not linked .*`raydebug link "
+                      r"--ray-address (\S+)`", ps_output, re.MULTILINE)
+    if found is None:
+        return 0
+    assert found.group(2) == address, ps_output
+    return int(found.group(1))
+
+
 def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
     job = write_script(tmp_path, "job.py", JOB)
     env = {k: v for k, v in os.environ.items()
@@ -69,11 +82,18 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
         ask_until("the three tasks running", lambda: len(list(tmp_path.glob("started-*"))) == 3,
                   timeout=120)
 
+        before = unlinked_count(raydebug_cli("ps", "--ray-address", cluster.address).stdout,
+                                cluster.address)
+        assert before >= 3, before  # the three tasks' workers at least
+
         linked = raydebug_cli("link", "--ray-address", cluster.address, f"job={job_id}")
         assert linked.returncode == 0, (linked.stderr, raydebug_cli(
             "ps", "--json", "--ray-address", cluster.address).stdout)
         assert linked.stdout.count("linked pid") >= 4, linked.stdout  # 3 workers, the driver
 
+        after = unlinked_count(raydebug_cli("ps", "--ray-address", cluster.address).stdout,
+                               cluster.address)
+        assert after <= before - 3, (before, after)  # left: idle workers of no job, if any
         listed = json.loads(raydebug_cli("ps", "--json", "--ray-address", cluster.address,
                                          f"job={job_id}").stdout)
         tasks = sorted(p["task_name"] for p in listed if p.get("task_name"))

@@ -133,3 +133,16 @@ def test_ray_terms_pick_processes_and_jobs():
     assert picked_jobs(["01000000", "02000000"], []) == ["01000000", "02000000"]
     assert driver.identity() == {"job_id": "02000000", "node_id": "aa11",
                                  "node_ip": "10.0.0.1"}
+
+
+def test_ps_says_how_many_workers_are_not_linked_and_how_to_link_them():
+    from raydebug.integrations.ray.link_jobs import RayProcess, unlinked, unlinked_notice
+
+    workers = [RayProcess(10, "aa", "10.0.0.1", ""), RayProcess(11, "bb", "10.0.0.2", ""),
+               RayProcess(12, "aa", "10.0.0.1", "01000000", driver=True)]
+    assert unlinked(workers, {("aa", 10)}) == [workers[1]]  # a driver is not a worker
+    assert unlinked_notice(0, "head:6379") == ""
+    assert unlinked_notice(1, "head:6379").startswith("1 Ray worker is not linked")
+    assert unlinked_notice(3, "head:6379") == (
+        "3 Ray workers are not linked (idle ones among them): `raydebug link --ray-address "
+        "head:6379` links those of the running jobs")

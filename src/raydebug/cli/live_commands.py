@@ -153,6 +153,12 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
     console = _console()
     _print_table(console, processes_table(
         found, width=console.width, hub=location.address, found_by=location.found_by))
+    if location.gcs and not selector:  # what `raydebug link` would add to the list
+        from ..integrations.ray.link_jobs import unlinked_line
+
+        notice = unlinked_line(location.gcs, found)
+        if notice:
+            click.echo(notice)
 
 
 @click.command(epilog=_epilog(

@@ -26,6 +26,7 @@ class HubLocation:
     found_by: str  # e.g. "--hub", "the hub of the Ray cluster at 127.0.0.1:6379"
     unix: str | None = None  # the Unix socket of a hub started on this machine, if any
     is_default: bool = False  # nothing was found: the default address, a guess
+    gcs: str | None = None  # the GCS address of the Ray cluster whose hub this is
 
     def describe(self) -> str:
         """``127.0.0.1:5678 (the Ray cluster at ...)``: where a command looked."""
@@ -107,4 +108,4 @@ def _cluster_hub(address: str | None, start: bool, required: bool) -> HubLocatio
         if published is None:
             raise HubUnreachableError(f"the Ray cluster at {gcs} has no raydebug hub yet")
         info = published
-    return HubLocation(info.client, f"the hub of the Ray cluster at {gcs}")
+    return HubLocation(info.client, f"the hub of the Ray cluster at {gcs}", gcs=gcs)

@@ -94,17 +94,18 @@ def running_processes(own_job: str, hub_pid: int | None) -> tuple[list[RayProces
     a node of the cluster; and the running jobs. The GCS does not say which job a worker
     serves (a worker started ahead of its job says none): its bootstrap tells, inside.
     ``own_job`` (the linker's) and the hub actor's worker are left out. Called in a
-    connected driver."""
-    from ray._private import state
+    connected driver, or after :func:`read_tables_of`."""
+    from ray._private import state as ray_state
     from ray.core.generated import common_pb2, gcs_pb2
 
-    jobs = {job["JobID"]: job for job in state.jobs() if not job["IsDead"]}
+    state = ray_state.state
+    jobs = {job["JobID"]: job for job in state.job_table() if not job["IsDead"]}
     jobs.pop(own_job, None)
-    nodes = {node["NodeID"]: node["NodeManagerAddress"] for node in ray.nodes()
+    nodes = {node["NodeID"]: node["NodeManagerAddress"] for node in state.node_table()
              if node.get("Alive")}
     classes = {(actor["Address"]["NodeID"], actor["Pid"]): actor["ActorClassName"]
-               for actor in state.actors().values() if actor.get("State") == "ALIVE"}
-    accessor = state.state._connect_and_get_accessor()
+               for actor in state.actor_table(None).values() if actor.get("State") == "ALIVE"}
+    accessor = state._connect_and_get_accessor()
     found = []
     for raw in accessor.get_worker_table():
         worker = gcs_pb2.WorkerTableData.FromString(raw)  # type: ignore[attr-defined]
@@ -122,6 +123,51 @@ def running_processes(own_job: str, hub_pid: int | None) -> tuple[list[RayProces
             found.append(RayProcess(int(job["DriverPid"]), node, nodes[node], job_id,
                                     driver=True))
     return found, sorted(jobs)
+
+
+def read_tables_of(gcs_address: str) -> None:
+    """Point Ray's GCS tables (``ray._private.state``) at the cluster the CLI reached with
+    :func:`~.discovery.connect_kv`, without a driver (~0.1 s, not the seconds of a
+    ``ray.init``)."""
+    from ray._private import state
+    from ray._raylet import GcsClientOptions  # type: ignore[attr-defined]
+    from ray.experimental import internal_kv
+
+    client = internal_kv.internal_kv_get_gcs_client()
+    state.state._initialize_global_state(GcsClientOptions.create(
+        gcs_address, client.cluster_id.hex(), allow_cluster_id_nil=False,
+        fetch_cluster_id_if_nil=False))
+
+
+def unlinked(processes: list[RayProcess], linked: set[tuple[str, int]]) -> list[RayProcess]:
+    """The workers of ``processes`` whose ``(node_id, pid)`` is not ``linked``."""
+    return [p for p in processes if not p.driver and (p.node_id, p.pid) not in linked]
+
+
+def unlinked_notice(count: int, gcs_address: str) -> str:
+    """What ``raydebug ps`` says under its table when ``count`` workers are not linked."""
+    if not count:
+        return ""
+    workers = "1 Ray worker is" if count == 1 else f"{count} Ray workers are"
+    return (f"{workers} not linked (idle ones among them): `raydebug link --ray-address "
+            f"{gcs_address}` links those of the running jobs")
+
+
+def unlinked_line(gcs_address: str, hub_processes: list[dict[str, Any]]) -> str:
+    """:func:`unlinked_notice` for the cluster at ``gcs_address`` (reached by
+    :func:`~.discovery.connect_kv`) and the processes its hub lists; "" when every worker
+    is linked, or the GCS cannot say (a hint: never an error)."""
+    from .discovery import read_hub_info
+
+    try:
+        read_tables_of(gcs_address)
+        hub = read_hub_info()
+        processes, _ = running_processes("", hub.pid if hub else None)
+    except Exception:  # Ray's errors are many; ps has said what it came for
+        return ""
+    linked = {(str(p.get("node_id")), int(p["pid"])) for p in hub_processes
+              if isinstance(p.get("pid"), int)}
+    return unlinked_notice(len(unlinked(processes, linked)), gcs_address)
 
 
 @ray.remote(num_cpus=0)
