@@ -11,6 +11,8 @@ from test_cluster_breakpoint_set import NoBackend
 
 from raydebug.agent.armed.breakpoints import ArmedBreakpoints, BreakpointSet
 from raydebug.cli.breakpoints import format_breakpoints
+from raydebug.hub.clients.cluster_sessions import ClusterSessions
+from raydebug.hub.cluster_breakpoints import DapSessionBreakpoints
 
 
 def test_a_snapshot_point_captures_its_first_hits_and_never_pauses():
@@ -51,3 +53,17 @@ def test_the_list_says_a_snapshot_point_and_its_count():
     assert format_breakpoints(listing).splitlines() == [
         "/x/job.py:12 snapshot (first 3 hits per process)  [verified] (terminal)",
         "/x/job.py:14 if i > 2 snapshot  [not loaded yet] (terminal)"]
+
+
+def test_an_attached_debugger_is_not_sent_snapshot_points():
+    # The process's arm takes them while a client is attached too; pydevd would log
+    # "{snapshot}" as an expression to evaluate.
+    sessions = ClusterSessions()
+    sessions.set_from_terminal({"path": "/srv/job.py", "line": 3})
+    sessions.set_from_terminal({"path": "/srv/job.py", "line": 5, "logMessage": "{snapshot}",
+                                "hitCondition": "<=1"})
+    child = DapSessionBreakpoints(remote_root=None)
+    [request] = child.bring_up_to(sessions.cluster)
+    assert request.arguments["breakpoints"] == [{"line": 3}]
+    assert sessions.cluster.wire()["sources"][0]["breakpoints"][1]["logMessage"] == \
+        "{snapshot}"  # what the processes arm

@@ -22,10 +22,10 @@ import click
 
 from ..client.hub_api import get_json, post_json
 from ..errors import ConfigurationError
+from ..snapshots.format import SNAPSHOT_POINT_MESSAGE
 from .locate import locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 
-SNAPSHOT_MESSAGE = "{snapshot}"  # the agent's (raydebug.agent.armed.line_breakpoint)
 USAGE = "expected FILE:LINE [if CONDITION], e.g. `raydebug break 'job.py:12 if i > 3'`"
 # FILE:LINE, then anything after a space (a path may hold spaces, and colons before its line)
 _WHERE = re.compile(r"(?P<path>.+?):(?P<line>\d+)(?:\s+(?P<rest>.*))?", re.DOTALL)
@@ -76,7 +76,7 @@ def format_breakpoints(listing: list[dict[str, Any]]) -> str:
         text = f"{entry['path']}:{entry['line']}"
         if entry.get("condition"):
             text += f" if {entry['condition']}"
-        if entry.get("logMessage", "").strip() == SNAPSHOT_MESSAGE:
+        if entry.get("logMessage", "").strip() == SNAPSHOT_POINT_MESSAGE:
             count = _snapshot_count(entry.get("hitCondition") or "")
             text += " snapshot" + (f" (first {_plural(count, 'hit')} per process)" if count
                                    else f" (hit {entry['hitCondition']})"
@@ -186,7 +186,7 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
         if log_message:
             body["logMessage"] = log_message
         if snapshot:
-            body.update(logMessage=SNAPSHOT_MESSAGE, hitCondition=f"<={count or 1}")
+            body.update(logMessage=SNAPSHOT_POINT_MESSAGE, hitCondition=f"<={count or 1}")
         if local_root:
             body["localRoot"] = os.path.abspath(local_root)
         before = get_json(address, "/api/breakpoints", token=client_token)

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..protocol import Request
 from ..protocol.paths import PathTranslator
+from ..snapshots.format import SNAPSHOT_POINT_MESSAGE
 
 UNVERIFIED = "not loaded in any process yet: verified when a process loads its file"
 # The exception filters the hub offers (DAP ExceptionBreakpointsFilter ids, as debugpy's).
@@ -280,13 +281,18 @@ class DebuggerBreakpoints:
     @classmethod
     def of(cls, cluster: ClusterBreakpointSet, remote_root: str | None) -> DebuggerBreakpoints:
         """``cluster``'s breakpoints, every client's, for a process whose code lives in
-        ``remote_root`` (each source's path moved there from its client's ``localRoot``)."""
+        ``remote_root`` (each source's path moved there from its client's ``localRoot``),
+        but its snapshot points (logpoints ``{snapshot}``: the process's arm takes them)."""
         sources: dict[str, list[dict[str, Any]]] = {}
         for source in cluster.sources():
             paths = PathTranslator.for_attach({"raydebug": {"localRoot": source.local_root}},
                                               remote_root)
             path = paths.to_remote_path(source.path) if paths else source.path
-            sources.setdefault(path, []).extend(dict(b) for b in source.breakpoints)
+            # A snapshot point is the process's arm's to take, a client attached or not;
+            # pydevd would log its message, evaluating ``snapshot`` as an expression.
+            sources.setdefault(path, []).extend(
+                dict(b) for b in source.breakpoints
+                if str(b.get("logMessage") or "").strip() != SNAPSHOT_POINT_MESSAGE)
         return cls(sources, cluster.functions(), cluster.wire()["exceptions"])
 
     def plus(self, other: DebuggerBreakpoints) -> DebuggerBreakpoints:

@@ -23,6 +23,9 @@ from typing import Any, Literal
 from ..errors import SnapshotFormatError
 
 FORMAT_VERSION = 1
+# A logpoint with this message is a snapshot point (raydebug break --snapshot, an IDE's
+# logpoint): each hit is captured as a snapshot, never logged nor paused at.
+SNAPSHOT_POINT_MESSAGE = "{snapshot}"
 REASONS = ("exception", "snapshot")
 Reason = Literal["exception", "snapshot"]
 

@@ -12,5 +12,6 @@ decides which raises the IDE's ``raised`` filter stops at.
 
 A hit is handed to the caller's callback; this package never imports pydevd or the link.
 
-May import: ``raydebug.errors``, ``raydebug.agent.report``.
+May import: ``raydebug.errors``, ``raydebug.agent.report``,
+``raydebug.snapshots.format``.
 """

@@ -1,7 +1,7 @@
 """One line breakpoint: the client's DAP ``SourceBreakpoint``, and what it evaluates when its
 line runs (its ``condition``, its ``hitCondition``, a logpoint's ``logMessage``).
 
-A logpoint whose ``logMessage`` is :data:`SNAPSHOT_MESSAGE` (``{snapshot}``, what an IDE's
+A logpoint whose ``logMessage`` is ``SNAPSHOT_POINT_MESSAGE`` (``{snapshot}``, what an IDE's
 logpoint field takes) is a *snapshot point*: each hit that passes its condition and hit
 condition captures the frame and its callers' locals, and never pauses.
 ``raydebug break --snapshot --count N`` sets one with ``hitCondition`` ``<=N``: after N hits
@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from ...snapshots.format import SNAPSHOT_POINT_MESSAGE
 from ..report import say
-
-SNAPSHOT_MESSAGE = "{snapshot}"
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class LineBreakpoint:
     @property
     def is_snapshot(self) -> bool:
         """A snapshot point (see the module docstring), not a logpoint that logs."""
-        return self.log_message.strip() == SNAPSHOT_MESSAGE
+        return self.log_message.strip() == SNAPSHOT_POINT_MESSAGE
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> LineBreakpoint:
