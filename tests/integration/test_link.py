@@ -127,6 +127,36 @@ def test_refusals_are_one_line_each(hub: HubProcess, tmp_path: Path) -> None:
     assert bare.poll() is None  # untouched, running on
 
 
+def test_a_spinning_single_thread_is_left_alone_and_an_exit_midway_is_said(
+        hub: HubProcess, tmp_path: Path) -> None:
+    # Its one thread always runs Python: no safe place to call into it, so it is not touched.
+    spinning = start_plain(hub, write_script(tmp_path, "spin.py", """
+        print("ready", flush=True)
+        while True:
+            pass
+        """), sys.executable, PYTHONPATH=str(SOURCE))
+    refused = raydebug(hub, "link", f"pid={spinning.pid}")
+    assert refused.returncode == 1, refused
+    assert refused.stderr.strip() == (
+        f"raydebug: pid {spinning.pid}: none of its threads waits in a system call now (its "
+        "main thread runs Python, and no other thread waits in C): try again, or start it "
+        "under `raydebug run` next time"), refused.stderr
+    assert spinning.poll() is None
+
+    # A process that ends while being linked: its raydebug (on its own path) exits at import.
+    exiting = tmp_path / "exits" / "raydebug" / "linking"
+    exiting.mkdir(parents=True)
+    (exiting.parent / "__init__.py").write_text("")
+    (exiting / "__init__.py").write_text("")
+    (exiting / "inside.py").write_text("import os\nos._exit(3)\n")
+    ends = start_plain(hub, write_script(tmp_path, "plain.py", PLAIN), sys.executable,
+                       PYTHONPATH=str(exiting.parent.parent))
+    said = raydebug(hub, "link", f"pid={ends.pid}")
+    assert said.returncode == 1, said
+    assert said.stderr.strip() == f"raydebug: pid {ends.pid}: it exited while being linked"
+    assert ends.wait(timeout=TIMEOUT) == 3
+
+
 def test_another_users_process_is_refused_to_an_unprivileged_user(hub: HubProcess,
                                                                   tmp_path: Path) -> None:
     if os.geteuid() != 0:
