@@ -2,7 +2,8 @@
 
 Sections: ``core`` (one plain process, raydebug vs stock debugpy), ``ray`` (a local Ray,
 raydebug vs Ray's built-in debugger), ``scale`` (one hub with 1,000 paused sessions; a
-killed worker leaving the list; a worker's speed after its debug session), ``live`` (stacks
+killed worker leaving the list; a worker's speed after its debug session; 1,000 paused
+processes in one group session beside child sessions), ``live`` (stacks
 across 1,000 live links against py-spy; 10,000 links on one hub: ps, pause, memory),
 ``armed`` (armed cluster breakpoints and the ``raised`` filter in a Ray worker, 3.11 and 3.12),
 ``link`` (`raydebug link` of 20 running processes, beside ``debugpy --pid``), ``snapshots``
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import armed_ray
 import core
+import group_scale
 import link
 import live_scale
 import ray_bench
@@ -231,6 +233,8 @@ def main() -> None:
             hub.close()
         print(scale_table(results["scale"]), "\n")
         print(speed_leave.table(results["scale"]["leave"]), "\n")
+        results["scale"]["group"] = group_scale.run(args.sessions)
+        print(group_scale.table(results["scale"]["group"]), "\n")
     if "live" in sections:
         print("measuring 1,000 then 10,000 live links on one hub...", file=sys.stderr,
               flush=True)

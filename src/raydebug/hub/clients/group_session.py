@@ -68,6 +68,10 @@ log = logging.getLogger("raydebug.hub")
 
 # How long a process's agent has to open its data connection (as a child session's attach).
 SET_UP_TIMEOUT = 30.0
+# Data connections being opened at once: a job's 1,000 processes dialling the hub together
+# overflow its listen backlog (asyncio's is 100), and a dropped SYN is retried after 1, 2,
+# 4... s: measured, a third of 1,000 missed the 30 s set-up (bench/group_scale.py).
+SET_UP_CONCURRENCY = 64
 # How long a ``threads`` answer waits for a running process's agent to report its threads
 # (one that has not answered by then is listed with its last report).
 RUNNING_THREADS_TIMEOUT = 1.0
@@ -146,6 +150,7 @@ class GroupSession:
         self._running: dict[str, Process] = {}  # running live processes shown, by id
         self._tasks: set[asyncio.Task[None]] = set()
         self._disconnected = asyncio.Event()  # the client's disconnect was answered
+        self._setting_up = asyncio.Semaphore(SET_UP_CONCURRENCY)
 
     async def run(self) -> None:
         """Serve the group session (see the module docstring); always lets every process go."""
@@ -330,12 +335,13 @@ class GroupSession:
         until the connection ends; then it leaves."""
         process = bound.process
         try:
-            bound.data_id, future = self._data_connections.expect()
-            process.send(OpenDataConnection(channel=bound.data_id))
-            try:
-                bound.debugger = DataStream(await asyncio.wait_for(future, SET_UP_TIMEOUT))
-            finally:
-                self._data_connections.forget(bound.data_id)
+            async with self._setting_up:
+                bound.data_id, future = self._data_connections.expect()
+                process.send(OpenDataConnection(channel=bound.data_id))
+                try:
+                    bound.debugger = DataStream(await asyncio.wait_for(future, SET_UP_TIMEOUT))
+                finally:
+                    self._data_connections.forget(bound.data_id)
         except (RaydebugError, TimeoutError, OSError) as error:
             log.warning("group session: cannot reach session %s (pid %s): %s",
                         session.record.id, session.record.pid, str(error) or type(error))
