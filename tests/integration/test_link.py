@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,3 +182,34 @@ def test_another_users_process_is_refused_to_an_unprivileged_user(hub: HubProces
     assert line.startswith(f"raydebug: pid {proc.pid}: no ptrace rights over it (it runs as "
                            "uid 0, you as uid 1000)"), line
     assert proc.poll() is None
+
+
+def test_root_links_another_users_process(hub: HubProcess) -> None:
+    """The ticket is handed to the target's user (its directory chowned to it), never
+    readable by others; the process links to root's hub with the token in it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    as_user = ["setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups"]
+    readable = Path(tempfile.mkdtemp(prefix="raydebug-test-link-"))  # pytest's are 0700
+    readable.chmod(0o755)
+    script = write_script(readable, "plain.py", PLAIN)
+    script.chmod(0o644)
+    probe = subprocess.run([*as_user, sys.executable, "-c", "import raydebug"],
+                           env=plain_env(PYTHONPATH=str(SOURCE)), capture_output=True,
+                           timeout=TIMEOUT, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"uid 1000 cannot run this checkout's raydebug: {probe.stderr[-200:]!r}")
+    proc = subprocess.Popen([*as_user, sys.executable, str(script)],
+                            env=plain_env(PYTHONPATH=str(SOURCE)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    hub.workers.append(proc)
+    assert read_line(proc).strip() == "ready", proc.stderr and proc.stderr.read()
+    done = raydebug(hub, "link", f"pid={proc.pid}")
+    assert done.returncode == 0, done.stderr
+    [record] = hub.wait_processes(f"pid {proc.pid} listed", lambda ps: [
+        p for p in ps if p["pid"] == proc.pid])
+    assert record["live"], record
+    left = [d for d in Path(tempfile.gettempdir()).glob("raydebug-link-*")
+            if d.stat().st_uid == 1000]
+    assert not left, f"tickets left behind: {left}"
+    shutil.rmtree(readable)
