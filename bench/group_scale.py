@@ -333,8 +333,6 @@ def run(count: int = 1000, repeats: int = 10) -> dict[str, Any]:
             raise RuntimeError(f"the hub refused {refused} simulated processes")
         bench.wait_waiting()
         group = run_async(group_session(bench, repeats), timeout=600)
-        # every session ended (the group let each process go) before they pause again
-        bench.hub.get("/api/sessions?max=0&timeout=60", timeout=90)
         bench.command("pause")
         bench.wait_waiting()
         child = run_async(child_sessions(bench, repeats), timeout=600)

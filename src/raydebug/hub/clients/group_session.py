@@ -26,7 +26,8 @@ change reaches every joined process's debugger. A group with no process yet says
 Ends. When the client disconnects or its connection drops, :meth:`GroupSession.run` cancels
 every joining and reading task and awaits them, then for each bound process tells its agent
 ``ClientGone``, detaches it, and hands back its data connection; after the client's
-``disconnect`` (every process resumed), that process's sessions end.
+``disconnect`` (every process resumed), the sessions that process had when the
+``disconnect`` went out end (a stop that came after is a new session, waiting for a client).
 """
 
 from __future__ import annotations
@@ -150,6 +151,9 @@ class GroupSession:
         self._running: dict[str, Process] = {}  # running live processes shown, by id
         self._tasks: set[asyncio.Task[None]] = set()
         self._disconnected = asyncio.Event()  # the client's disconnect was answered
+        # The sessions each bound process had when the client's disconnect went out: those
+        # its debugger resumed (a stop after it is a new session, for the next client).
+        self._resumed_by_disconnect: dict[str, set[str]] = {}
         self._setting_up = asyncio.Semaphore(SET_UP_CONCURRENCY)
 
     async def run(self) -> None:
@@ -181,6 +185,9 @@ class GroupSession:
                 message = await self._client.next_client_message()
             except PeerClosed:
                 return
+            if isinstance(message, Request) and message.command == "disconnect":
+                self._resumed_by_disconnect = {key: set(bound.process.sessions)
+                                               for key, bound in self._bound.items()}
             self.carry_out(self._policy.from_client(message))
 
     def carry_out(self, actions: list[Action]) -> None:
@@ -368,7 +375,7 @@ class GroupSession:
 
     async def _let_go(self, bound: _Bound) -> None:
         """Unbind a process: its agent is told the client has gone, its data connection is
-        handed back, and after the client's ``disconnect`` its sessions end."""
+        handed back, and after the client's ``disconnect`` the sessions it resumed end."""
         if self._bound.get(bound.process.id) is not bound:
             return
         del self._bound[bound.process.id]
@@ -381,7 +388,7 @@ class GroupSession:
             process.send(ClientGone(channel=bound.data_id))
         await self._registry.detach(process, self)
         if self._disconnected.is_set():
-            for session_id in list(process.sessions):
+            for session_id in self._resumed_by_disconnect.get(process.id, set()):
                 await self._registry.end_session(process, session_id)
         if bound.debugger is not None:
             bound.debugger.finish()
