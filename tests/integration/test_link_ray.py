@@ -125,6 +125,19 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
                                          timeout=60), timeout=120)
         assert seen.result == str(waiting["pid"]), seen.result
 
+        # The driver, linked too, keeps a driver's breakpoint() (pdb in its terminal).
+        (linked_driver,) = [p for p in listed if p["pid"] == driver.pid]
+        paused = raydebug_cli("pause", "--ray-address", cluster.address, f"pid={driver.pid}")
+        assert paused.returncode == 0, paused.stderr
+        sessions = wait_processes(f"127.0.0.1:{port}", "the driver's session", lambda _: [
+            s for s in json.loads(raydebug_cli("list", "--json", "--ray-address",
+                                               cluster.address).stdout)
+            if s["process"] == linked_driver["id"] and s["thread"] == "MainThread"],
+            timeout=10)
+        seen = run(evaluate_and_continue("127.0.0.1", port, sessions[0]["id"],
+                                         "sys.breakpointhook.__name__", timeout=60), timeout=120)
+        assert seen.result == "'driver_breakpoint'", seen.result
+
         (tmp_path / "stop").touch()
         out, err = driver.communicate(timeout=120)
         assert "job done True" in out, err[-3000:]

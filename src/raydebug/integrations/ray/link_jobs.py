@@ -28,18 +28,21 @@ from ...agent.link import discovery
 
 
 def as_ray_process() -> dict[str, Any]:
-    """In a Ray worker being linked (on the thread the bootstrap runs on): install Ray's
-    discovery and raydebug's ``breakpoint()``; return the process's ids for its record
-    (``{}`` when Ray is not connected here)."""
+    """In a Ray worker or driver being linked (on the thread the bootstrap runs on):
+    install Ray's discovery and raydebug's ``breakpoint()`` (a driver's: pdb in its
+    terminal, as under ``raydebug run``); return the process's ids for its record (``{}``
+    when Ray is not connected here)."""
     from .metadata import in_ray_worker, live_identity
     from .worker_hooks import RayDiscovery
 
     if not in_ray_worker():
         return {}
-    from ...agent import set_trace
+    from ...agent import driver_breakpoint, set_trace
 
     discovery.install(RayDiscovery())
-    sys.breakpointhook = set_trace
+    # A driver's breakpoint() opens pdb in its terminal, as under `raydebug run`.
+    driver = ray._private.worker.global_worker.mode == ray.SCRIPT_MODE
+    sys.breakpointhook = driver_breakpoint if driver else set_trace
     try:
         return dict(live_identity())
     except Exception:  # Ray's errors are many; the link works without the ids
