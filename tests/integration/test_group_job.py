@@ -4,7 +4,11 @@ sessions attaches once with ``group: true`` to paused and running live processes
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import shutil
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ pytestmark = pytest.mark.integration
 
 PAUSED = 12
 RUNNING = 2
+DAP_JS = Path(__file__).with_name("dap_js")  # Microsoft's DebugClient, installed by .ci/run
 
 WORKER = """
 import os
@@ -70,15 +75,42 @@ async def thread_pids(client: DapClient) -> dict[int, int]:
             for thread in (await client.request("threads"))["threads"]}
 
 
-def test_one_session_shows_paused_and_running_processes_and_controls_them(
-        hub: HubProcess, tmp_path: Path):
+@dataclass
+class Job:
+    """``PAUSED`` processes paused in work() (rank label: their index) and ``RUNNING`` live
+    ones spinning until ``stop`` exists."""
+
+    script: Path
+    paused: dict[int, int]  # pid -> rank
+    running: list[subprocess.Popen[str]]
+    procs: dict[int, subprocess.Popen[str]]
+    stop: Path
+
+    def check_finished(self) -> None:
+        """Each paused one ran to its end; the running ones end once told to."""
+        self.stop.touch()
+        for pid, rank in self.paused.items():
+            code, out, _ = finish(self.procs[pid])
+            assert code == 0 and f"{rank} done {rank + 100}" in out
+        for proc in self.running:
+            code, out, _ = finish(proc)
+            assert code == 0 and "spun True" in out
+
+
+def start_job(hub: HubProcess, tmp_path: Path) -> Job:
     script = write_script(tmp_path, "worker.py", WORKER)
     spinner = write_script(tmp_path, "spinner.py", SPINNER)
     stop = tmp_path / "stop"
     paused = {hub.spawn(script, str(rank), RANK=str(rank)).pid: rank for rank in range(PAUSED)}
     running = [hub.spawn_linked(spinner, STOP_FILE=str(stop)) for _ in range(RUNNING)]
-    procs = {proc.pid: proc for proc in hub.workers}
     hub.wait_sessions(PAUSED, timeout=120)
+    return Job(script, paused, running, {proc.pid: proc for proc in hub.workers}, stop)
+
+
+def test_one_session_shows_paused_and_running_processes_and_controls_them(
+        hub: HubProcess, tmp_path: Path):
+    job = start_job(hub, tmp_path)
+    script, paused, running, procs = job.script, job.paused, job.running, job.procs
 
     async def scenario() -> None:
         client = await attach_group(hub)
@@ -127,17 +159,38 @@ def test_one_session_shows_paused_and_running_processes_and_controls_them(
         for pid in paused:
             assert await asyncio.to_thread(procs[pid].wait, 60) == 0
         assert client.reverse_requests == []  # no startDebugging
-        stop.touch()
         await client.request("disconnect", {})
         await client.close()
 
     run(scenario(), timeout=180)
-    for pid, rank in paused.items():
-        code, out, _ = finish(procs[pid])
-        assert code == 0 and f"{rank} done {rank + 100}" in out
-    for proc in running:
-        code, out, _ = finish(proc)
-        assert code == 0 and "spun True" in out
+    job.check_finished()
+
+
+@pytest.mark.skipif(shutil.which("node") is None
+                    or not (DAP_JS / "node_modules" / "@vscode").is_dir(),
+                    reason="needs node and `npm install` in tests/integration/dap_js "
+                           "(.ci/run does it)")
+def test_microsofts_debug_client_refusing_child_sessions_debugs_the_job(
+        hub: HubProcess, tmp_path: Path):
+    job = start_job(hub, tmp_path)
+    target = job.running[0].pid
+    done = subprocess.run(["node", str(DAP_JS / "group_job.js"), str(hub.client[1]),
+                           str(PAUSED), str(target)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    named = {pid_in(name) for name in report["threadNames"]}
+    assert named == set(job.paused) | {proc.pid for proc in job.running}
+    assert {int(pid): (seen["pid"], seen["rank"]) for pid, seen in report["evaluated"].items()} \
+        == {pid: (pid, rank) for pid, rank in job.paused.items()}
+    first = next(iter(report["evaluated"].values()))["line"]
+    assert report["stepped"]["line"] == first + 1 == line_of(job.script, "the next line")
+    assert report["otherAnswered"] in job.paused.values()
+    assert "spin" in report["pausedRunning"][:2]
+    assert report["allThreadsContinued"] is True and report["reverse"] == []
+    for pid in job.paused:
+        assert job.procs[pid].wait(60) == 0
+    job.check_finished()
 
 
 STEPPER = """
