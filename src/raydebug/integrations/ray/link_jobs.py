@@ -15,6 +15,7 @@ would have: Ray's discovery (what a task runs now, for ``ps`` and ``stacks``), r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -173,6 +174,9 @@ def unlinked_line(gcs_address: str, hub_processes: list[dict[str, Any]]) -> str:
     return unlinked_notice(len(unlinked(processes, linked)), gcs_address)
 
 
+NODE_TASK_TIMEOUT = 60.0  # seconds for a node's linking task (its processes in parallel)
+
+
 @ray.remote(num_cpus=0)
 def link_on_this_node(pids: list[int], hub: dict[str, Any],
                       identities: dict[int, dict[str, Any]],
@@ -217,8 +221,16 @@ def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token
                  for node, group in by_node.items()}
         outcomes: list[tuple[RayProcess, Any]] = []
         for node, call in calls.items():
-            answers = ray.get(call, timeout=60)
             places = {p.pid: p for p in by_node[node]}
+            try:
+                answers = ray.get(call, timeout=NODE_TASK_TIMEOUT)
+            except Exception as error:  # the node's task failed or never ran: its processes say so
+                why = str(error).strip().splitlines()[-1:] or [type(error).__name__]
+                answers = [asdict(Outcome(pid, "failed", f"pid {pid}: the linking task on node "
+                                                         f"{node[:8]} failed ({why[0]})"))
+                           for pid in places]
+                with contextlib.suppress(Exception):  # it may have ended meanwhile
+                    ray.cancel(call, force=True)
             outcomes += [(places[a["pid"]], Outcome(**a)) for a in answers
                          if a["status"] != "skipped"]
     finally:
