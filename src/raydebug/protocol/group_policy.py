@@ -41,7 +41,7 @@ threads as debugpy treats one process:
 Sequence numbers. The hub numbers what it sends each process on that data connection, from
 1 (the set-up it makes itself at :meth:`GroupPolicy.join`, then the client's requests), and
 notes each as :class:`_Asked`: for which client request (its ``seq``), and for a request sent
-to several processes the :class:`_Gather` that waits for all of them. A process's answer is
+to several processes the :class:`Gather` that waits for all of them. A process's answer is
 found by its ``request_seq`` among that process's; the client's answer carries the client's
 ``seq``. What the client receives is numbered by the hub's connection to it (a merged stream
 cannot keep any process's numbers), so unlike the relay's there is no byte pass-through.
@@ -68,6 +68,7 @@ from .group_actions import (
     ToClient,
     ToProcess,
 )
+from .group_gather import Gather, merged
 from .group_ids import FRAME, SOURCE, THREAD, VARIABLES, GroupIds
 from .group_rewrite import Member, ProcessAnswer, client_body, output_body
 from .group_running import RunningMembers
@@ -88,22 +89,13 @@ RUNS = "runs: pause it first (its process has no debugger until it pauses)"
 
 
 @dataclass
-class _Gather:
-    """A client request sent to several processes, until each has answered or left."""
-
-    request: Request
-    owed: set[str]
-    answers: list[tuple[Member, Response]] = field(default_factory=list)
-
-
-@dataclass
 class _Asked:
     """A request sent to one process until its answer: the client's (None: the hub's own
     set-up), the gather it is part of, the process's thread its answer's ids belong to."""
 
     command: str
     request: Request | None
-    gather: _Gather | None = None
+    gather: Gather | None = None
     thread: int | None = None
 
 
@@ -130,7 +122,7 @@ class GroupPolicy:
         self.running = RunningMembers(self.ids)
         self._steps = StepTogether() if step_together else None
         # ``threads`` requests that wait for a running process's report, oldest first
-        self._reports_owed: list[_Gather] = []
+        self._reports_owed: list[Gather] = []
 
     # -- processes joining and leaving --------------------------------------------------------
 
@@ -323,7 +315,7 @@ class GroupPolicy:
     def _threads(self, request: Request) -> list[Action]:
         """Every joined process's debugger is asked, every running process's agent too
         (:class:`AskThreads`); one answer once all have answered or left."""
-        gather = _Gather(request, set(self._joined) | set(self.running))
+        gather = Gather(request, set(self._joined) | set(self.running))
         actions: list[Action] = []
         for joined in self._joined.values():
             actions.append(self._ask(joined, Request(0, "threads", request.arguments),
@@ -349,7 +341,7 @@ class GroupPolicy:
                 clear_stopped: bool = False) -> list[Action]:
         """Send ``request`` to each of ``targets`` (with ``arguments(target)``, or the
         client's), to be answered once when each has answered or left: at once if none."""
-        gather = _Gather(request, {joined.member.key for joined in targets})
+        gather = Gather(request, {joined.member.key for joined in targets})
         actions: list[Action] = []
         for joined in targets:
             sent = arguments(joined) if arguments else request.arguments
@@ -466,25 +458,13 @@ class GroupPolicy:
 
     # -- answers ------------------------------------------------------------------------------
 
-    def _complete(self, gather: _Gather) -> list[Action]:
+    def _complete(self, gather: Gather) -> list[Action]:
         """The one answer to a gathered request, once no process owes it anything."""
         if gather.owed:
             return []
-        request = gather.request
-        answers = gather.answers
-        if request.command == "threads":
-            # A process that left after answering has had its threads' exits told.
-            threads = [thread for member, answer in sorted(answers, key=lambda a: a[0].order())
-                       if answer.success and (member.key in self._joined
-                                              or member.key in self.running)
-                       for thread in answer.body["threads"]]
-            return [ToClient(success(request, {"threads": threads}))]
-        if request.command == "continue" and answers and not any(
-                answer.success for _, answer in answers):
-            return [ToClient(failure(request, "; ".join(sorted(
-                f"{member.prefix}{answer.message}" for member, answer in answers))))]
-        body = {"allThreadsContinued": True} if request.command == "continue" else {}
-        return [ToClient(success(request, body))]
+        # A process that left after answering has had its threads' exits told.
+        return [ToClient(merged(gather, lambda key: key in self._joined
+                                or key in self.running))]
 
     @staticmethod
     def _answer_after_left(request: Request) -> ToClient:
