@@ -267,8 +267,11 @@ def test_a_group_that_matches_nothing_says_so_once_and_waits(hub: HubProcess,
         await client.request("continue", {"threadId": stop.body["threadId"]})
         exited = await client.wait_event("thread", timeout=60, reason="exited")
         assert exited.body["threadId"] >= 1 and await asyncio.to_thread(proc.wait, 60) == 0
+        await asyncio.to_thread(hub.wait_processes, "the process gone", lambda ps: all(
+            p["pid"] != proc.pid for p in ps) or None)
+        assert (await client.request("threads"))["threads"] == []  # (after any output)
         assert [e.body["output"] for e in client.events("output")
-                if "no process" in e.body["output"]] == []  # said once: consumed above
+                if "no process" in e.body["output"]] == []  # said once, not again when empty
         await client.request("disconnect", {})
         await client.close()
 

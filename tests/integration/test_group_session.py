@@ -70,6 +70,11 @@ def test_a_client_without_child_sessions_sees_every_paused_process_as_threads(
         assert {event.body["threadId"] for event in stopped} <= set(pid_of)
         for proc in procs.values():  # resumed by the continue, before any disconnect
             assert await asyncio.to_thread(proc.wait, 60) == 0
+        await asyncio.to_thread(hub.wait_processes, "the processes gone", lambda ps: not any(
+            p["pid"] in pids for p in ps))
+        assert (await client.request("threads"))["threads"] == []  # (after any output)
+        # the group had processes: it does not say it has none yet once they are gone
+        assert [e for e in client.events("output") if "no process" in e.body["output"]] == []
         assert client.reverse_requests == []  # no startDebugging
         await client.request("disconnect", {})
         await client.close()

@@ -263,7 +263,7 @@ class GroupSession:
     async def _join_paused(self) -> None:
         """Join every paused process of the group, now and as they pause; show every
         running live process of it; say once when the group has no process yet."""
-        told_empty = False
+        first_look = True  # only it says the group has no process yet (not: no longer)
         while True:
             for session in self._registry.all_sessions():
                 if self._wanted(session):
@@ -276,12 +276,12 @@ class GroupSession:
                     session.process.on_lost.append(bound.on_lost)
                     self._start(self._serve(bound, session), f"group-{session.process.id}")
             self._show_running()
-            if not told_empty and not self._bound and not self._running:
-                told_empty = True
+            if first_look and not self._bound and not self._running:
                 which = (f"matches {self._selector.text}" if self._selector is not None
                          else "is linked or paused")
                 self._client.say_now(f"raydebug: no process {which} yet; each joins this "
                                      "session as it links (running) or pauses")
+            first_look = False
             await self._registry.wait_for_change()
 
     def _show_running(self) -> None:
