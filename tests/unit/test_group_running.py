@@ -76,6 +76,7 @@ def test_a_running_thread_answers_what_needs_it_stopped_with_an_error_and_contin
     pair, running = running_group()
     trace = pair.client_sends(pair.request("stackTrace", threadId=running["MainThread"]))
     assert trace.to_process == {} and "pause it first" in trace.responses[0].message
+    assert "(rank 1 · train_step · pid 4201 · MainThread)" in trace.responses[0].message
     (go,) = pair.client_sends(pair.request("continue", threadId=running["MainThread"],
                                            singleThread=True)).responses
     assert go.success and go.body == {"allThreadsContinued": False}

@@ -279,9 +279,8 @@ class GroupPolicy:
             return [ToClient(success(request)), PauseRunning(key)]
         if request.command == "continue":
             return [ToClient(success(request, {"allThreadsContinued": False}))]
-        member = self.running.member(key)
         return [ToClient(failure(request, f"thread {request.arguments.get('threadId')} "
-                                          f"({member.thread_name(str(local))}) {RUNS}"))]
+                                          f"({self.running.thread_name(key, local)}) {RUNS}"))]
 
     def _moved(self, joined: _Joined, local: int | None) -> None:
         """``local`` of ``joined`` (None: every thread) runs on: its stop and ids go."""

@@ -93,6 +93,11 @@ class RunningMembers:
                 events.append(Event(0, "thread", {"reason": "exited", "threadId": client}))
         return events
 
+    def thread_name(self, key: str, ident: int) -> str:
+        """Thread ``ident`` of running ``key`` named where it lives, as ``threads`` lists it."""
+        running = self._running[key]
+        return running.member.thread_name(running.threads.get(ident, f"thread {ident}"))
+
     def client_threads(self, key: str) -> list[dict[str, Any]]:
         """``key``'s threads as a ``threads`` answer lists them: the group's ids, each
         named where it lives."""
