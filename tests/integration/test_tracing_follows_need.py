@@ -19,7 +19,15 @@ from pathlib import Path
 import pytest
 
 from devtools.pythons import SOURCE, interpreter
-from helpers import HubProcess, finish, line_of, run, venv_with_debugpy, write_script
+from helpers import (
+    HubProcess,
+    finish,
+    line_of,
+    read_line,
+    run,
+    venv_with_debugpy,
+    write_script,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -141,3 +149,27 @@ def test_full_speed_while_attached_and_after_leaving(hub: HubProcess, tmp_path: 
     assert code == 0 and "done" in out, err
     # 3x: traced runs 10-40x slower on 3.11; a loaded 2-core machine adds up to ~2x.
     assert all(speed < 3.0 for speed in speeds.values()), (speeds, err[-2000:])
+
+
+WAITING = """
+import sys, threading
+
+from raydebug.agent import get_agent
+
+def watch():
+    debugger = get_agent().debugger
+    debugger.ensure_started()  # pydevd's start traces every thread, this one included
+    untraced = debugger.wait_untraced(5)
+    (lambda: None)()  # a call: where a thread's tracing, once removed, leaves it
+    print("untraced" if untraced and sys.gettrace() is None else "traced", flush=True)
+
+threading.Thread(target=watch, daemon=True).start()
+breakpoint()
+"""
+
+
+def test_full_speed_while_a_first_pause_waits_for_a_client(hub: HubProcess, tmp_path: Path):
+    """The first pause starts pydevd, which traces every thread; nothing needs that while the
+    pause waits for a client (seen: other threads at 0.06-0.13 of their speed until one came)."""
+    proc = hub.spawn(write_script(tmp_path, "waiting.py", WAITING))
+    assert read_line(proc, timeout=30).strip() == "untraced"

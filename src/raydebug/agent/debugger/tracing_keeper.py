@@ -73,6 +73,9 @@ class TracingKeeper:
         """pydevd has just started (so its tracing is on): keep its tracing from now on."""
         self._py_db = py_db
         self._traced = True
+        # Look at once, not at the first request: pydevd's start traced every thread, and a
+        # first pause waits for its client in raydebug, untraced.
+        self._reconsider.set()
         keeper = threading.Thread(target=self._keep_tracing, name="raydebug-tracing",
                                   daemon=True)
         mark_invisible(keeper)
