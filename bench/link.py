@@ -42,16 +42,20 @@ threading.Event().wait()
 """
 
 # Its spinning thread keeps the longest gap between two iterations since the last "reset"
-# line on stdin; "gap" prints it (ms). The main thread waits in read(): in C.
+# line on stdin (done by that thread itself: a reset written by the main thread could be
+# lost in its read-max-write); "gap" prints it (ms). The main thread waits in read(): in C.
 SPINNING = """
 import sys, threading, time
 longest = 0.0
+asked = done = 0  # resets asked by the main thread, and done by the spinning one
 
 def spin():
-    global longest
+    global longest, done
     last = time.perf_counter()
     while True:
         now = time.perf_counter()
+        if done != asked:  # only this thread writes longest: no reset is lost
+            longest, done = 0.0, asked
         longest = max(longest, now - last)
         last = now
 
@@ -59,7 +63,9 @@ threading.Thread(target=spin, daemon=True).start()
 print("ready", flush=True)
 for line in sys.stdin:
     if line.strip() == "reset":
-        longest = 0.0
+        asked += 1
+        while done != asked:
+            time.sleep(0.001)
         print("reset", flush=True)
     elif line.strip() == "gap":
         print(f"{longest * 1000:.3f}", flush=True)
