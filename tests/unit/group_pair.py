@@ -53,8 +53,9 @@ class Delivered:
 class GroupPair:
     """``client`` and each member's ``pydevd[key]`` are the ends' own connections."""
 
-    def __init__(self, allow_terminate: bool = False, step_together: bool = False) -> None:
-        self.policy = GroupPolicy(allow_terminate, step_together)
+    def __init__(self, allow_terminate: bool = False, step_together: bool = False,
+                 pause_together: bool = False) -> None:
+        self.policy = GroupPolicy(allow_terminate, step_together, pause_together)
         self.client = DapConnection()
         self._hub_client = DapConnection()
         self.pydevd: dict[str, DapConnection] = {}

@@ -135,3 +135,16 @@ def test_a_process_that_joins_while_running_is_not_listed_twice():
     assert pair.runs(RUNNING).asked_threads == ["p1"]
     assert pair.runs(RUNNING).asked_threads == []
     assert not isinstance(pair.policy.running_threads("p9", []), Event)
+
+
+def test_with_pause_together_a_pause_of_any_thread_pauses_every_process_of_the_group():
+    pair = GroupPair(pause_together=True)
+    pair.join_set_up(PAUSED)
+    pair.runs(RUNNING)
+    (started, _) = pair.agent_reports("p1", "MainThread", "loader").events
+    pause = pair.request("pause", threadId=started.body["threadId"])
+    sent = pair.client_sends(pause)
+    assert (sent.paused, sent.paused_running) == (["p0"], ["p1"])
+    assert [(r.request_seq, r.success) for r in sent.responses] == [(pause.seq, True)]
+    (refused,) = pair.client_sends(pair.request("pause", threadId=99)).responses
+    assert not refused.success and "never given" in (refused.message or "")

@@ -17,9 +17,10 @@ threads as debugpy treats one process:
   ``singleThread`` it goes to that thread's process only and answers ``false``;
 - ``pause`` is answered by the hub and pauses the thread's process only, all its threads
   (the group's pause rule: DAP's ``pause`` names one thread, a toolbar sends the selected
-  one's, and pausing a whole job on one click would surprise; "pause all" is ``raydebug
-  pause SELECTOR``'s): a joined process through its agent (:class:`PauseProcess`), as in a
-  one-process session, a running one through its live link (:class:`PauseRunning`);
+  one's, and pausing a whole job on one click would surprise): a joined process through its
+  agent (:class:`PauseProcess`), as in a one-process session, a running one through its live
+  link (:class:`PauseRunning`); a client that says so (``"pauseTogether": true``) has any
+  ``pause`` pause every process of the group;
 - running live processes of the group (:mod:`.group_running`) have no debugger: their
   threads are their agents' reports (:class:`AskThreads`), listed by ``threads`` as
   running threads; when one pauses it joins, and its running thread ids exit;
@@ -115,8 +116,10 @@ class _Joined:
 class GroupPolicy:
     """The rules of one group session, from the client's ``attach`` to its ``disconnect``."""
 
-    def __init__(self, allow_terminate: bool = False, step_together: bool = False) -> None:
+    def __init__(self, allow_terminate: bool = False, step_together: bool = False,
+                 pause_together: bool = False) -> None:
         self._allow_terminate = allow_terminate
+        self._pause_together = pause_together
         self.ids = GroupIds()
         self._joined: dict[str, _Joined] = {}
         self.running = RunningMembers(self.ids)
@@ -226,6 +229,8 @@ class GroupPolicy:
             return self._disconnect(message)
         if command == "continue" and not message.arguments.get("singleThread"):
             return self._continue_all(message)
+        if command == "pause" and self._pause_together:
+            return self._pause_all(message)
         try:
             return self._to_owner(message)
         except UnknownIdError as error:
@@ -281,6 +286,18 @@ class GroupPolicy:
             return [ToClient(success(request, {"allThreadsContinued": False}))]
         return [ToClient(failure(request, f"thread {request.arguments.get('threadId')} "
                                           f"({self.running.thread_name(key, local)}) {RUNS}"))]
+
+    def _pause_all(self, request: Request) -> list[Action]:
+        """``pauseTogether``: a ``pause`` of any thread of the group pauses every process of
+        it, joined (its agent; stopped threads stay as they are) and running (its link)."""
+        try:
+            self.ids.to_local(THREAD, request.arguments.get("threadId"))
+        except UnknownIdError as error:
+            return [ToClient(failure(request, str(error)))]
+        wait_ms = round(CLIENT_PAUSE_WAIT * 1000)
+        return [ToClient(success(request)),
+                *(PauseProcess(key, wait_ms) for key in self._joined),
+                *(PauseRunning(key) for key in self.running)]
 
     def _moved(self, joined: _Joined, local: int | None) -> None:
         """``local`` of ``joined`` (None: every thread) runs on: its stop and ids go."""

@@ -95,9 +95,10 @@ def group_selector(attach: Request) -> Selector | None:
     return parse(str(group).split())
 
 
-def steps_together(attach: Request) -> bool:
-    """Whether a group attach asks for step together (``"stepTogether": true``)."""
-    return attach.arguments["raydebug"].get("stepTogether") is True
+def asks(attach: Request, setting: str) -> bool:
+    """Whether a group attach turns ``setting`` on (``"stepTogether": true``,
+    ``"pauseTogether": true``)."""
+    return attach.arguments["raydebug"].get(setting) is True
 
 
 def labels_of(process: Process) -> dict[str, str]:
@@ -145,7 +146,8 @@ class GroupSession:
         self._attach = attach
         self._selector = selector
         self._queries = queries  # None: running processes are not shown
-        self._policy = GroupPolicy(allow_terminate, steps_together(attach))
+        self._policy = GroupPolicy(allow_terminate, asks(attach, "stepTogether"),
+                                   asks(attach, "pauseTogether"))
         self._key = parents.add(client.peer_host, client.say_now, client.send_event)
         self._bound: dict[str, _Bound] = {}  # by process id
         self._running: dict[str, Process] = {}  # running live processes shown, by id
