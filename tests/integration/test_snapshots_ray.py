@@ -1,5 +1,5 @@
-"""Snapshots in Ray: a task that raises under ``raydebug run --snapshots`` fails in the
-driver at once, as without raydebug, and the cluster's hub keeps its snapshot after the job
+"""Snapshots in Ray: a task, an actor method and an async actor's method that raise under
+``raydebug run --snapshots`` fail in the driver at once, as without raydebug, and the cluster's hub keeps its snapshot after the job
 and its workers are gone; a snapshot point on a line of a task run 5 times never pauses the
 job and leaves one snapshot with that line's locals."""
 
@@ -32,12 +32,27 @@ def train_step(batch):
     total = sum(batch)
     raise ValueError(f"diverged at {total}")  # raised here
 
+@ray.remote(max_restarts=0)
+class Trainer:
+    def fit(self, epochs):
+        raise RuntimeError(f"fit failed after {epochs}")
+
+    async def evaluate(self, split):
+        raise KeyError(split)
+
 started = time.monotonic()
 try:
     ray.get(train_step.remote([1, 2, 3]))
 except ray.exceptions.RayTaskError as error:
     print("driver got", type(error.cause).__name__, f"{time.monotonic() - started:.1f}s",
           flush=True)
+trainer = Trainer.remote()
+for call in (trainer.fit.remote(2), trainer.evaluate.remote("test")):
+    try:
+        ray.get(call)
+    except ray.exceptions.RayTaskError as error:
+        print("driver got", type(error.cause).__name__, flush=True)
+print("the actor still answers:", ray.get(trainer.__ray_ready__.remote()), flush=True)
 """
 
 
@@ -63,7 +78,13 @@ def test_a_failing_task_fails_at_once_and_its_snapshot_outlives_the_job(cluster:
     job = write_script(tmp_path, "job.py", FAILING_JOB)
     code, out, err = finish(run_job(job, cluster.address, "--snapshots"))
     assert code == 0 and "driver got ValueError" in out, (out, err)
+    assert "driver got RuntimeError" in out and "driver got KeyError" in out, (out, err)
+    assert "the actor still answers: True" in out, (out, err)
     port = hub_port(cluster.address)
+    [fit] = snapshots_of(port, "Trainer.fit")
+    assert fit["exception"] == "RuntimeError: fit failed after 2" and fit["function"] == "fit"
+    [evaluate] = snapshots_of(port, "Trainer.evaluate")  # an async actor's method
+    assert evaluate["exception"] == "KeyError: 'test'"
     [row] = snapshots_of(port, "train_step")  # the driver and its job are gone by now
     assert row["exception"] == "ValueError: diverged at 6"
     assert (row["function"], row["line"]) == ("train_step", line_of(job, "raised here"))

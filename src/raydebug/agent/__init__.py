@@ -218,13 +218,15 @@ def install_snapshot_hooks() -> None:
         error, thread.name if thread is not None else None), "raydebug_snapshots")
 
 
-def snapshot_failure(error: BaseException, thread_name: str | None = None) -> None:
-    """Send a snapshot of ``error`` (see :mod:`.snapshot_sender`) and return at once.
-    Never raises: what goes wrong is one line on stderr."""
+def snapshot_failure(error: BaseException, thread_name: str | None = None,
+                     identity: dict[str, Any] | None = None) -> None:
+    """Send a snapshot of ``error`` (see :mod:`.snapshot_sender`; ``identity``: the failing
+    task's ids, when the caller knows them) and return at once. Never raises: what goes
+    wrong is one line on stderr."""
     def send() -> None:
         from .snapshot_sender import send_failure
 
-        send_failure(error, get_agent().link, thread_name)
+        send_failure(error, get_agent().link, thread_name, identity)
 
     _guarded(send)
 

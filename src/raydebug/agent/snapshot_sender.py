@@ -46,12 +46,16 @@ def enabled() -> bool:
     return is_on(os.environ.get(SNAPSHOTS_VARIABLE))
 
 
-def send_failure(error: BaseException, link: Any, thread_name: str | None = None) -> str | None:
+def send_failure(error: BaseException, link: Any, thread_name: str | None = None,
+                 identity: dict[str, Any] | None = None) -> str | None:
     """Capture ``error``'s traceback and post it on ``link`` (the process's
     :class:`~.link.hub_link.HubLink`, started here if it was not); the snapshot's id, or None
-    when none was sent (rate spent; a failure: said once). Never raises."""
+    when none was sent (rate spent; a failure: said once). ``identity``: the failing task's
+    ids when the caller knows them better than this thread's runtime context. Never
+    raises."""
     return _send(link, lambda process: exception_snapshot_json(
-        error, process, DEFAULT_LIMITS, hide=is_debugger_file, thread_name=thread_name))
+        error, process, DEFAULT_LIMITS, hide=is_debugger_file, thread_name=thread_name),
+        identity)
 
 
 def send_point(frame: FrameType, link: Any) -> str | None:
@@ -61,13 +65,14 @@ def send_point(frame: FrameType, link: Any) -> str | None:
                                                            hide=is_debugger_file))
 
 
-def _send(link: Any, capture: Callable[[dict[str, Any]], dict[str, Any]]) -> str | None:
+def _send(link: Any, capture: Callable[[dict[str, Any]], dict[str, Any]],
+          identity: dict[str, Any] | None = None) -> str | None:
     try:
         if not _rate.allow():
             return None
         # Built as the wire form; the link thread encodes it (one over a control message's
         # limit, which the capture's budget keeps it under, is dropped there, said once).
-        message = SnapshotTaken(snapshot=capture(_process()))
+        message = SnapshotTaken(snapshot=capture(_process(identity)))
         link.start()  # a process that is not live links now, in the background
         link.post(message, keep=True)
         # Written before the thread goes on when the link is up (a Ray worker may end from
@@ -81,14 +86,15 @@ def _send(link: Any, capture: Callable[[dict[str, Any]], dict[str, Any]]) -> str
         return None
 
 
-def _process() -> dict[str, Any]:
+def _process(identity: dict[str, Any] | None = None) -> dict[str, Any]:
     """This process as the hub lists it, with what the calling thread runs now (a Ray
-    task's ids: the integration's discovery asks the runtime context of this thread)."""
+    task's ids: ``identity``, else the integration's discovery asks the runtime context of
+    this thread)."""
     from .link import discovery, live
 
     record = live.process_record().to_dict()
     try:
-        now = discovery.installed().process_identity()
+        now = identity if identity is not None else discovery.installed().process_identity()
     except Exception:  # Ray's errors are many; the record is enough
         now = {}
     record.update({name: value for name, value in now.items() if value is not None})

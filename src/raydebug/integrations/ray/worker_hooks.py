@@ -111,9 +111,33 @@ def on_task_failure() -> None:
 
         error = sys.exc_info()[1]
         if error is not None:
-            snapshot_failure(error)
+            snapshot_failure(error, identity=failing_task_fields(error))
     if post_mortem_enabled():
         post_mortem()
+
+
+def failing_task_fields(error: BaseException) -> dict[str, Any] | None:
+    """The failing task's identities (see :func:`.metadata.session_fields`), its name taken
+    from the traceback for an actor's method: an async actor runs several methods at once,
+    and its runtime context then names the one that started last, not the one that failed
+    (the task's id is unknown then: None). None when Ray cannot say (the caller asks again)."""
+    try:
+        fields = session_fields()
+    except Exception:  # Ray's errors are many
+        return None
+    actor_class = fields.get("actor_class")
+    tb = error.__traceback__
+    ray_code = os.path.dirname(ray.__file__) + os.sep  # its wrappers take self too
+    while actor_class and tb is not None:  # the outermost frame of the actor's own methods
+        receiver = tb.tb_frame.f_locals.get("self")
+        if receiver is not None and type(receiver).__name__ == actor_class \
+                and not tb.tb_frame.f_code.co_filename.startswith(ray_code):
+            name = f"{actor_class}.{tb.tb_frame.f_code.co_name}"
+            if name != fields.get("task_name"):
+                fields.update(task_name=name, task_id=None, attempt=None)
+            break
+        tb = tb.tb_next
+    return fields
 
 
 def post_mortem() -> None:
