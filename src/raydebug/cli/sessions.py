@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import views
 from ..client.hub_api import (
     clear_snapshots,
     get_json,
@@ -36,6 +35,8 @@ def complete_session_ids(ctx: click.Context, param: click.Parameter,
     """Session ids of the hub the command would use, for the shell's Tab. Never starts a
     hub, never raises: no hub means nothing to complete."""
     from click.shell_completion import CompletionItem  # (only a Tab press needs it)
+
+    from .. import views
 
     try:
         location = locate_hub(ctx.params.get("hub"), ctx.params.get("ray_address"),
@@ -80,6 +81,8 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
         sessions = json.loads(raw) if wait_for else []  # only --wait needs them counted
     else:
         from rich.console import Console  # imported here: `list --json` stays quick
+
+        from .. import views
 
         console = Console()
         console.print(views.sessions_table(sessions, width=console.width,

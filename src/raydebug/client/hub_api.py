@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Sequence
-from http import HTTPStatus
 from typing import Any
 
 from ..errors import (
@@ -22,6 +21,7 @@ from ..errors import (
 )
 
 DEFAULT_HUB = "127.0.0.1:5678"
+UNAUTHORIZED = 401  # HTTP's status for a missing or wrong token (no http import for it)
 
 
 def get_json(hub: str, path: str, timeout: float = 10.0, token: str | None = None) -> Any:
@@ -81,7 +81,7 @@ def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
         if status == 400 and isinstance(decoded.get("known"), list):
             raise NoProcessMatchError(detail or f"{url}: nothing matches",
                                       list(decoded["known"]))
-        if status == HTTPStatus.UNAUTHORIZED:  # the token: the user's to act on, in words
+        if status == UNAUTHORIZED:  # the token: the user's to act on, in words
             raise ClientTokenError(f"the hub at {hub}: {detail}")
         raise RemoteProtocolError(f"{url}: HTTP {status} {detail}".strip())
     return answer
