@@ -76,6 +76,9 @@ SET_UP_CONCURRENCY = 64
 # How long a ``threads`` answer waits for a running process's agent to report its threads
 # (one that has not answered by then is listed with its last report).
 RUNNING_THREADS_TIMEOUT = 1.0
+# A running process's report younger than this answers a ``threads`` as it is: an editor asks
+# ``threads`` at every stop, and a job's 1,000 stops must not ask 1,000 stacks of each.
+RUNNING_THREADS_FRESH = 1.0
 
 
 def wants_group(attach: Request) -> bool:
@@ -151,6 +154,7 @@ class GroupSession:
         self._key = parents.add(client.peer_host, client.say_now, client.send_event)
         self._bound: dict[str, _Bound] = {}  # by process id
         self._running: dict[str, Process] = {}  # running live processes shown, by id
+        self._reported_at: dict[str, float] = {}  # (loop time) a running one's last report
         self._tasks: set[asyncio.Task[None]] = set()
         self._disconnected = asyncio.Event()  # the client's disconnect was answered
         # The sessions each bound process had when the client's disconnect went out: those
@@ -301,17 +305,23 @@ class GroupSession:
                     self.carry_out(self._policy.runs(member_of(process)))
         for key in [key for key in self._running if key not in now]:
             del self._running[key]
+            self._reported_at.pop(key, None)
             self.carry_out(self._policy.not_running(key))
 
     async def _ask_threads(self, keys: tuple[str, ...]) -> None:
         """Ask running processes ``keys`` their threads (their stacks), under one bound."""
-        processes = [self._running[key] for key in keys if key in self._running]
+        loop = asyncio.get_running_loop()
+        processes = [self._running[key] for key in keys if key in self._running and
+                     loop.time() - self._reported_at.get(key, -RUNNING_THREADS_FRESH)
+                     >= RUNNING_THREADS_FRESH]  # the others' last report stands
         reports: dict[str, list[Any] | None] = {}
         if processes and self._queries is not None:
             stacks = await self._queries.stacks(processes, with_locals=False,
                                                 timeout=RUNNING_THREADS_TIMEOUT)
             for process, entry in zip(processes, stacks, strict=True):
-                reports[process.id] = entry["threads"] if entry["answered"] else None
+                if entry["answered"]:
+                    reports[process.id] = entry["threads"]
+                    self._reported_at[process.id] = loop.time()
         for key in keys:
             self.carry_out(self._policy.running_threads(key, reports.get(key)))
 
