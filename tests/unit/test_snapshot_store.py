@@ -58,8 +58,10 @@ def test_a_listing_row_says_task_node_exception_and_where():
 def test_what_an_agent_sends_is_checked_and_merged_with_the_hub_view():
     store = SnapshotStore()
     kept, dropped = store.receive(snapshot(1).to_json(), {"id": "p1", "pid": 1, "host": "h",
-                                                          "labels": {"rank": "0"}})
+                                                          "labels": {"rank": "0"},
+                                                          "state": "running", "sessions": []})
     assert kept.process["id"] == "p1" and kept.process["labels"] == {"rank": "0"}
+    assert "state" not in kept.process and "sessions" not in kept.process
     assert dropped == []
     with pytest.raises(RemoteProtocolError, match="taken"):
         store.receive(snapshot(1).to_json(), {})  # an id already kept

@@ -155,7 +155,8 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
                   spec: tuple[str, ...], log_message: str | None, snapshot: bool,
                   count: int | None, local_root: str | None, as_list: bool,
                   remove: str | None, clear: bool, as_json: bool) -> None:
-    """Pause every process that reaches FILE:LINE [if CONDITION] (no breakpoint() needed).
+    """Pause every process that reaches FILE:LINE [if CONDITION] (no breakpoint() needed;
+    with --log it logs instead, with --snapshot it captures a snapshot instead).
     Quote it as one word when the condition holds what the shell reads (> < ( | &):
     raydebug break 'job.py:12 if len(rows) > 3'."""
     if sum((bool(spec), as_list, remove is not None, clear)) != 1:

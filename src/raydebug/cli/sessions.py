@@ -119,13 +119,13 @@ def _print_snapshots(console: Any, hub: str, client_token: str | None) -> None:
 @RAY_ADDRESS_OPTION
 @CLIENT_TOKEN_OPTION
 @click.option("--clear", is_flag=True,
-              help="Drop the snapshots of the processes SELECTOR matches (all without one).")
+              help="Drop the snapshots of the processes the terms match (all without any).")
 @click.option("--json", "as_json", is_flag=True, help="Print the snapshots as JSON.")
 def snapshots_command(selector: tuple[str, ...], hub: str | None, ray_address: str | None,
                       client_token: str | None, clear: bool, as_json: bool) -> None:
-    """List the snapshots the hub keeps (newest first), of the processes SELECTOR matches
-    (pid=, host=, node=, job=, task=, actor=, rank=, a label): what `raydebug run
-    --snapshots` and snapshot points captured, read with `raydebug attach ID`."""
+    """List the snapshots the hub keeps (newest first), of the processes the KEY=VALUE
+    terms match (pid=, host=, node=, job=, task=, actor=, rank=, a label): what `raydebug
+    run --snapshots` and snapshot points captured, read with `raydebug attach ID`."""
     from ..selectors import parse
     from ..views_snapshots import cleared_line, snapshots_table
 

@@ -34,6 +34,8 @@ from ..snapshots.format import Snapshot
 log = logging.getLogger("raydebug.hub")
 
 DEFAULT_CAPACITY = 1_000
+# What the hub's view of a process says of its moment, left out of a snapshot's record.
+_MOMENTARY = ("state", "sessions", "live", "pause_requested", "activity_stale")
 # What a listing row says of the process (the rest is in the snapshot).
 _PROCESS_FIELDS = ("pid", "host", "node_ip", "job_id", "task_name", "actor_class", "labels")
 
@@ -63,7 +65,10 @@ class SnapshotStore:
         snapshot = Snapshot.from_json(data)  # SnapshotFormatError: a RemoteProtocolError
         if snapshot.id in self._snapshots or not snapshot.id.isalnum():
             raise RemoteProtocolError(f"snapshot id {snapshot.id!r} is taken or not a name")
-        merged = {**process, **snapshot.process, "id": process.get("id")}
+        # What the hub knows of the process that holds at any time (not its state, its
+        # sessions, whether it is live, or a pause request: those of this moment).
+        lasting = {key: value for key, value in process.items() if key not in _MOMENTARY}
+        merged = {**lasting, **snapshot.process, "id": process.get("id")}
         snapshot = dataclasses.replace(snapshot, process=merged)
         self.received += 1
         return snapshot, self.add(snapshot)
