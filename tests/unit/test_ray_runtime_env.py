@@ -99,3 +99,12 @@ def test_raydebug_run_no_live_reaches_the_driver():
                                 sys.executable, "-c", code], capture_output=True, text=True,
                                timeout=60, check=True)
         assert shown.stdout.strip() == expected, shown
+
+
+def test_snapshots_are_asked_for_every_worker(monkeypatch: pytest.MonkeyPatch):
+    import raydebug
+
+    env = raydebug.runtime_env({"env_vars": {"MINE": "1"}}, snapshots=True)
+    assert env["env_vars"] == {"MINE": "1", "RAYDEBUG_SNAPSHOTS": "1", "RAYDEBUG_LIVE": "ray"}
+    monkeypatch.setenv("RAYDEBUG_SNAPSHOTS", "1")  # `raydebug run --snapshots`'s driver
+    assert ray_integration.runtime_env(None)["env_vars"]["RAYDEBUG_SNAPSHOTS"] == "1"
