@@ -296,13 +296,19 @@ class GroupSession:
         if self._queries is None:
             return
         now = set()
+        asking: list[str] = []  # new ones' threads, asked in one round (a job's 1,000 at once)
         for process in self._registry.all_processes():
             if (process.live and process.state is ProcessState.RUNNING and process.client is None
                     and process.id not in self._bound and self._in_group(process)):
                 now.add(process.id)
                 if process.id not in self._running:
                     self._running[process.id] = process
-                    self.carry_out(self._policy.runs(member_of(process)))
+                    actions = self._policy.runs(member_of(process))
+                    asking += [key for action in actions if isinstance(action, AskThreads)
+                               for key in action.keys]
+                    self.carry_out([a for a in actions if not isinstance(a, AskThreads)])
+        if asking:
+            self.carry_out([AskThreads(tuple(asking))])
         for key in [key for key in self._running if key not in now]:
             del self._running[key]
             self._reported_at.pop(key, None)
