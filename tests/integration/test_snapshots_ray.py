@@ -18,7 +18,7 @@ from ray_cluster import LOOPBACK, get, hub_port, raydebug_cli
 
 pytestmark = pytest.mark.integration
 
-RAY_NODES = ({"num_cpus": 2},)
+RAY_NODES = ({"num_cpus": 1}, {"num_cpus": 1})  # two nodes on loopback
 
 FAILING_JOB = """
 import sys, time
@@ -89,6 +89,7 @@ def test_a_failing_task_fails_at_once_and_its_snapshot_outlives_the_job(cluster:
     assert row["exception"] == "ValueError: diverged at 6"
     assert (row["function"], row["line"]) == ("train_step", line_of(job, "raised here"))
     assert row["job_id"] and row["node_ip"] == "127.0.0.1"
+    assert row["node_id"] in {node.node_id for node in cluster.list_all_nodes()}
     top = get(port, f"/api/snapshot?id={row['id']}")["frames"][0]
     assert value(top["locals"], "total")["repr"] == "6"
     layers = value(value(top["locals"], "config")["children"], "['layers']")

@@ -37,7 +37,8 @@ DEFAULT_CAPACITY = 1_000
 # What the hub's view of a process says of its moment, left out of a snapshot's record.
 _MOMENTARY = ("state", "sessions", "live", "pause_requested", "activity_stale")
 # What a listing row says of the process (the rest is in the snapshot).
-_PROCESS_FIELDS = ("pid", "host", "node_ip", "job_id", "task_name", "actor_class", "labels")
+_PROCESS_FIELDS = ("pid", "host", "node_id", "node_ip", "job_id", "task_name", "actor_class",
+                   "labels")
 
 
 class SnapshotStore:
