@@ -5,6 +5,7 @@ raydebug, and the hub keeps the snapshot after the process is gone, across a res
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,16 @@ def test_a_snapshot_point_captures_once_and_never_pauses(hub: HubProcess, tmp_pa
     top = hub.get(f"/api/snapshot?id={row['id']}")["frames"][0]
     assert (value(top["locals"], "i")["repr"], value(top["locals"], "total")["repr"]) == \
         ("0", "0")
+
+
+def test_without_a_hub_the_failure_goes_on_and_says_no_snapshot_was_taken(tmp_path: Path):
+    script = write_script(tmp_path, "failing.py", FAILING)
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith("RAYDEBUG_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "raydebug", "run", "--snapshots", "--", sys.executable,
+         str(script)], env={**env, "XDG_STATE_HOME": str(tmp_path / "no-hub-here")},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.rstrip().endswith("KeyError: 'weights.bin'")
+    said = [line for line in done.stderr.splitlines() if line.startswith("raydebug:")]
+    assert said and all(line.endswith("; no snapshot taken") for line in said), done.stderr

@@ -223,12 +223,17 @@ def snapshot_failure(error: BaseException, thread_name: str | None = None,
     """Send a snapshot of ``error`` (see :mod:`.snapshot_sender`; ``identity``: the failing
     task's ids, when the caller knows them) and return at once. Never raises: what goes
     wrong is one line on stderr."""
-    def send() -> None:
-        from .snapshot_sender import send_failure
+    try:
+        link = get_agent().link
+    except RaydebugError as problem:  # no hub configured: the failure goes on as it is
+        say(f"{problem}; no snapshot taken")
+        return
+    except Exception as problem:  # raydebug must never break the user's program
+        say(f"internal error ({type(problem).__name__}: {problem}); no snapshot taken")
+        return
+    from .snapshot_sender import send_failure
 
-        send_failure(error, get_agent().link, thread_name, identity)
-
-    _guarded(send)
+    send_failure(error, link, thread_name, identity)  # (never raises)
 
 
 def chain_excepthooks(on_uncaught: Callable[[BaseException, threading.Thread | None], object],
