@@ -39,10 +39,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import core
+import live_scale
 import scale
 from devtools.processes import read_line, stop
 from devtools.processes import run as run_async
 from raydebug.client.dap import DapClient
+from raydebug.hub.clients.group_session import RUNNING_THREADS_FRESH
 from raydebug.hub.net import read_next
 from raydebug.protocol import NEED_DATA, DapConnection, Event, Request, Response
 from raydebug.protocol.control import (
@@ -51,11 +53,14 @@ from raydebug.protocol.control import (
     Challenge,
     ClientGone,
     ClientReady,
+    CollectStacks,
     ControlConnection,
     Identify,
     OpenDataConnection,
+    Register,
     SessionEnded,
     SessionStarted,
+    Stacks,
     Welcome,
     encode_control,
 )
@@ -72,12 +77,21 @@ def _frames() -> list[dict[str, Any]]:
              "source": {"path": "/tmp/ray/job/train/step.py"}} for index in range(1, FRAMES + 1)]
 
 
+RUNNING_THREADS = [{"id": 140_000_000 + n, "name": name, "daemon": n > 0,
+                    "frames": [{"file": "/tmp/ray/job/train/step.py", "line": 40 + n,
+                                "function": "loop", "code": "step()"}]}
+                   for n, name in enumerate(("MainThread", "loader", "heartbeat"))]
+
+
 class FakeProcess:
     """One simulated paused process: its control connection and, while a client debugs it,
-    one data connection whose DAP it answers as pydevd does."""
+    one data connection whose DAP it answers as pydevd does. ``running``: a running live
+    process instead, which answers the hub's ``CollectStacks`` with three threads."""
 
-    def __init__(self, host: str, port: int, token: str, index: int) -> None:
+    def __init__(self, host: str, port: int, token: str, index: int,
+                 running: bool = False) -> None:
         self.address, self.token, self.index = (host, port), token, index
+        self.running = running
         self.session = scale.fake_session(index)
         self.control: asyncio.StreamWriter | None = None
         self.data: dict[int, tuple[asyncio.StreamWriter, DapConnection]] = {}
@@ -114,8 +128,14 @@ class FakeProcess:
             except (OSError, RuntimeError):
                 return False
         self.control = writer
-        writer.write(encode_control(Identify(process=scale.fake_process(self.index))))
-        writer.write(encode_control(SessionStarted(session=self.session)))
+        if self.running:
+            record = live_scale.fake_record(self.index)
+            writer.write(encode_control(Identify(process={
+                key: record[key] for key in ("pid", "host", "argv", "python")})))
+            writer.write(encode_control(Register(process=record)))
+        else:
+            writer.write(encode_control(Identify(process=scale.fake_process(self.index))))
+            writer.write(encode_control(SessionStarted(session=self.session)))
         self._start(self._serve_control(reader, rest))
         return True
 
@@ -125,7 +145,11 @@ class FakeProcess:
             connection.receive_data(rest)
         while (message := await read_next(reader, connection.receive_data,
                                           connection.next_event)) is not None:
-            if isinstance(message, OpenDataConnection):
+            if isinstance(message, CollectStacks) and self.control is not None:
+                self.control.write(encode_control(Stacks(
+                    request_id=message.request_id,
+                    threads=RUNNING_THREADS if message.frames else [])))
+            elif isinstance(message, OpenDataConnection):
                 self._start(self._serve_data(message.channel))
             elif isinstance(message, ClientReady) and message.channel in self.data:
                 self._send(message.channel, Event(0, "stopped", {
@@ -180,15 +204,18 @@ class FakeProcess:
     def pause_again(self) -> None:
         """A new breakpoint() stop: the next client finds it paused."""
         assert self.control is not None
-        self.control.write(encode_control(SessionStarted(session=self.session)))
+        if not self.running:
+            self.control.write(encode_control(SessionStarted(session=self.session)))
 
 
-async def generate(agent: str, token: str, count: int) -> None:
+async def generate(agent: str, token: str, count: int, running: int) -> None:
     """Serve commands from stdin: ``register`` (answers ``SENT refused``), ``pause`` (every
     process that resumed pauses again: ``PAUSED``); end of input closes everything."""
     host, port = agent.rsplit(":", 1)
     loop = asyncio.get_running_loop()
     processes = [FakeProcess(host, int(port), token, index) for index in range(count)]
+    processes += [FakeProcess(host, int(port), token, index, running=True)
+                  for index in range(running)]
     while command := (await loop.run_in_executor(None, sys.stdin.readline)).strip():
         if command == "register":
             gate = asyncio.Semaphore(scale.CONNECT_CONCURRENCY)
@@ -206,15 +233,16 @@ async def generate(agent: str, token: str, count: int) -> None:
 class Bench:
     """A hub subprocess and the generator."""
 
-    def __init__(self, count: int) -> None:
-        self.count = count
-        limit = str(2 * count + 64)
+    def __init__(self, count: int, running: int) -> None:
+        self.count, self.running = count, running
+        limit = str(2 * count + running + 64)
         self.hub, self.hub_log = core.start_logged_hub(
             "--max-sessions", limit, "--max-agent-connections", limit,
             "--max-client-connections", limit, "--log-level", "warning")
         self.generator = subprocess.Popen(
             [sys.executable, __file__, "--generate", self.hub.agent_address, self.hub.token,
-             str(count)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             str(count), str(running)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True)
 
     def command(self, command: str) -> str:
         assert self.generator.stdin is not None
@@ -253,11 +281,17 @@ async def group_session(bench: Bench, repeats: int) -> dict[str, Any]:
     await client.request("configurationDone")
     stopped = [await client.wait_event("stopped", timeout=60) for _ in range(bench.count)]
     join = time.perf_counter() - start
-    threads = core.Sample()
-    for _ in range(repeats):
+    listed = bench.count + len(RUNNING_THREADS) * bench.running
+    threads, asking = core.Sample(), core.Sample()
+    for _ in range(repeats):  # the running ones' reports are fresh: as they are
         elapsed, answer = await _timed(client.request("threads", timeout=60))
-        assert len(answer["threads"]) == bench.count
+        assert len(answer["threads"]) == listed
         threads.values.append(elapsed)
+    for _ in range(3 if bench.running else 0):  # each running one's agent asked again
+        await asyncio.sleep(RUNNING_THREADS_FRESH)
+        elapsed, answer = await _timed(client.request("threads", timeout=60))
+        assert len(answer["threads"]) == listed
+        asking.values.append(elapsed)
     rss_joined = core.rss_kib(hub.proc.pid)
     stack = core.Sample()
     for _ in range(STACK_SAMPLES):
@@ -271,7 +305,8 @@ async def group_session(bench: Bench, repeats: int) -> dict[str, Any]:
     await client.request("disconnect", {}, timeout=120)
     await client.close()
     return {"join": join, "threads": threads.summary(), "stackTrace": stack.summary(),
-            "continue_all": elapsed,
+            "continue_all": elapsed, "running": bench.running,
+            "threads_asking_running": asking.summary() if asking.values else None,
             "hub_kb_per_process": (rss_joined - rss_before) * 1024 / 1000 / bench.count}
 
 
@@ -323,10 +358,10 @@ async def child_sessions(bench: Bench, repeats: int) -> dict[str, Any]:
             "hub_kb_per_process": (rss_joined - rss_before) * 1024 / 1000 / bench.count}
 
 
-def run(count: int = 1000, repeats: int = 10) -> dict[str, Any]:
+def run(count: int = 1000, repeats: int = 10, running: int = 200) -> dict[str, Any]:
     scale.raise_fd_limit(6 * count + 256)
     os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="raydebug-bench-state-"))
-    bench = Bench(count)
+    bench = Bench(count, running)
     try:
         refused = bench.command("register").split()[1]
         if int(refused):
@@ -356,6 +391,9 @@ def table(results: dict[str, Any]) -> str:
              ms(child["join"]), "-"),
             (f"threads naming {n:,} processes (median)", ms(group["threads"]),
              ms(child["threads"]), "<= 1 s"),
+            *([(f"  + {group['running']:,} running, each agent asked (median)",
+                ms(group["threads_asking_running"]), "n/a", "-")]
+              if group.get("threads_asking_running") else []),
             ("stackTrace, 30 frames, through the hub (median)", ms(group["stackTrace"]),
              ms(child["stackTrace"]), "<= 5 ms"),
             (f"continue all {n:,}", ms(group["continue_all"]), ms(child["continue_all"]),
@@ -370,16 +408,18 @@ def table(results: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--generate", nargs=3, metavar=("AGENT", "TOKEN", "COUNT"),
+    parser.add_argument("--generate", nargs=4, metavar=("AGENT", "TOKEN", "COUNT", "RUNNING"),
                         help="Be the load generator (driven through stdin).")
     parser.add_argument("--processes", type=int, default=1000)
+    parser.add_argument("--running", type=int, default=200,
+                        help="Running live processes in the group besides the paused.")
     args = parser.parse_args()
     if args.generate:
-        agent, token, count = args.generate
-        scale.raise_fd_limit(3 * int(count) + 256)
-        asyncio.run(generate(agent, token, int(count)))
+        agent, token, count, running = args.generate
+        scale.raise_fd_limit(3 * int(count) + int(running) + 256)
+        asyncio.run(generate(agent, token, int(count), int(running)))
     else:
-        results = run(args.processes)
+        results = run(args.processes, running=args.running)
         print(json.dumps(results, indent=1))
         print(table(results))
 
