@@ -1,7 +1,8 @@
 """Snapshots in Ray: a task, an actor method and an async actor's method that raise under
-``raydebug run --snapshots`` fail in the driver at once, as without raydebug, and the cluster's hub keeps its snapshot after the job
-and its workers are gone; a snapshot point on a line of a task run 5 times never pauses the
-job and leaves one snapshot with that line's locals."""
+``raydebug run --snapshots`` fail in the driver at once, as without raydebug, and the
+cluster's hub keeps their snapshots after the job and its workers are gone; a snapshot point
+on a line of a task run 5 times never pauses the job and leaves a snapshot with that line's
+locals."""
 
 from __future__ import annotations
 
