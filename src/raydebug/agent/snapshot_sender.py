@@ -2,14 +2,16 @@
 
 Theory of operation. A failure (a Ray task's or actor method's exception, an uncaught one in
 a thread or the main thread) or a snapshot point's hit calls :func:`send_failure` or
-:func:`send_point` on the thread concerned, with the process's link. That thread captures its frames
-(:mod:`raydebug.snapshots.capture`, about a millisecond), posts the snapshot to the link's
-outbox and returns: nothing waits for the hub, nothing is paused, and the task fails (or
-runs on) exactly as it would without raydebug. The outbox keeps a snapshot across a link not
-yet connected (a process that fails in its first second) until it is written; a process that
-exits with one still queued waits at most :data:`SEND_AT_EXIT` seconds for it. A per-process
-:class:`~raydebug.snapshots.limits.RateLimit` drops snapshots past a burst. Every entry point
-catches its own failures: a snapshot that cannot be taken is one line on stderr, at most once.
+:func:`send_point` on the thread concerned, with the process's link. That thread captures
+its frames (:mod:`raydebug.snapshots.capture`, a few milliseconds: ``bench/snapshots.py``),
+posts the snapshot to the link's outbox, waits at most :data:`SEND_WAIT` for its local write
+when the link is up, and returns: nothing waits for the hub, nothing is paused, and the task
+fails (or runs on) exactly as it would without raydebug. The outbox keeps a snapshot across
+a link not yet connected (a process that fails in its first second) until it is written; a
+process that exits with one still queued waits at most :data:`SEND_AT_EXIT` seconds for it.
+A per-process :class:`~raydebug.snapshots.limits.RateLimit` drops snapshots past a burst
+(said once). Every entry point catches its own failures: a snapshot that cannot be taken is
+one line on stderr, at most once.
 
 ``RAYDEBUG_SNAPSHOTS=1`` (``raydebug run --snapshots``, ``raydebug.runtime_env(snapshots=
 True)``) turns failure snapshots on: :func:`raydebug.agent.install_snapshot_hooks` in any
@@ -20,7 +22,6 @@ process, and the Ray integration's task failure hook in Ray workers, both throug
 from __future__ import annotations
 
 import atexit
-import os
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -28,22 +29,15 @@ from typing import Any
 from ..protocol.control import SnapshotTaken
 from ..snapshots.capture import exception_snapshot_json, point_snapshot_json
 from ..snapshots.limits import DEFAULT_LIMITS, RateLimit
-from .flags import is_on
 from .own_frames import is_debugger_file
 from .report import say
 
-SNAPSHOTS_VARIABLE = "RAYDEBUG_SNAPSHOTS"
 SEND_WAIT = 1.0  # seconds a snapshot waits at most to be written to a connected link
 SEND_AT_EXIT = 3.0  # seconds an exiting process waits for its snapshots to leave
 
 _rate = RateLimit(DEFAULT_LIMITS)
 _said: set[str] = set()
 _exit_wait_registered = False
-
-
-def enabled() -> bool:
-    """Whether failure snapshots are on (``RAYDEBUG_SNAPSHOTS``)."""
-    return is_on(os.environ.get(SNAPSHOTS_VARIABLE))
 
 
 def send_failure(error: BaseException, link: Any, thread_name: str | None = None,
@@ -69,9 +63,11 @@ def _send(link: Any, capture: Callable[[dict[str, Any]], dict[str, Any]],
           identity: dict[str, Any] | None = None) -> str | None:
     try:
         if not _rate.allow():
+            _say_once(f"snapshots past {_rate.limits.burst} at once, then one per "
+                      f"{_rate.limits.refill_seconds:g} s, are not taken in this process")
             return None
         # Built as the wire form; the link thread encodes it (one over a control message's
-        # limit, which the capture's budget keeps it under, is dropped there, said once).
+        # limit, which the capture's budget keeps it under, is dropped there, said so).
         message = SnapshotTaken(snapshot=capture(_process(identity)))
         link.start()  # a process that is not live links now, in the background
         link.post(message, keep=True)

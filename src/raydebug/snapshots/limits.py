@@ -40,6 +40,7 @@ class RateLimit:
 
     def __init__(self, limits: SnapshotLimits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = limits
         self._burst = float(limits.burst)
         self._refill = limits.refill_seconds
         self._clock = clock
