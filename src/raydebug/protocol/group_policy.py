@@ -41,8 +41,8 @@ threads as debugpy treats one process:
 
 Sequence numbers. The hub numbers what it sends each process on that data connection, from
 1 (the set-up it makes itself at :meth:`GroupPolicy.join`, then the client's requests), and
-notes each as :class:`_Asked`: for which client request (its ``seq``), and for a request sent
-to several processes the :class:`Gather` that waits for all of them. A process's answer is
+notes each (:mod:`.group_gather`): for which client request (its ``seq``), and for a request
+sent to several processes the gather that waits for all of them. A process's answer is
 found by its ``request_seq`` among that process's; the client's answer carries the client's
 ``seq``. What the client receives is numbered by the hub's connection to it (a merged stream
 cannot keep any process's numbers), so unlike the relay's there is no byte pass-through.
@@ -55,7 +55,6 @@ owes nothing more to a gathering request, and its single requests are answered b
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UnknownIdError
@@ -69,7 +68,7 @@ from .group_actions import (
     ToClient,
     ToProcess,
 )
-from .group_gather import Gather, merged
+from .group_gather import Asked, Gather, Joined, ask, merged
 from .group_ids import FRAME, SOURCE, THREAD, VARIABLES, GroupIds
 from .group_rewrite import Member, ProcessAnswer, client_body, output_body
 from .group_running import RunningMembers
@@ -89,30 +88,6 @@ PROCESS_LEFT = "the process left the group session (it exited, was killed, or wa
 RUNS = "runs: pause it first (its process has no debugger until it pauses)"
 
 
-@dataclass
-class _Asked:
-    """A request sent to one process until its answer: the client's (None: the hub's own
-    set-up), the gather it is part of, the process's thread its answer's ids belong to."""
-
-    command: str
-    request: Request | None
-    gather: Gather | None = None
-    thread: int | None = None
-
-
-@dataclass
-class _Joined:
-    """A member with a data connection to its debugger, and the hub's dealings with it."""
-
-    member: Member
-    configuration: list[Request]
-    next_seq: int = 1
-    asked: dict[int, _Asked] = field(default_factory=dict)  # by the hub's seq
-    stopped: set[int] = field(default_factory=set)  # its threads stopped, its ids
-    attached: bool = False  # its debugger answered the hub's attach
-    mid_line: set[str] = field(default_factory=set)  # output categories not at a line start
-
-
 class GroupPolicy:
     """The rules of one group session, from the client's ``attach`` to its ``disconnect``."""
 
@@ -121,11 +96,9 @@ class GroupPolicy:
         self._allow_terminate = allow_terminate
         self._pause_together = pause_together
         self.ids = GroupIds()
-        self._joined: dict[str, _Joined] = {}
+        self._joined: dict[str, Joined] = {}
         self.running = RunningMembers(self.ids)
         self._steps = StepTogether() if step_together else None
-        # ``threads`` requests that wait for a running process's report, oldest first
-        self._reports_owed: list[Gather] = []
 
     # -- processes joining and leaving --------------------------------------------------------
 
@@ -136,10 +109,10 @@ class GroupPolicy:
         as the cluster's breakpoints, and ``configurationDone``). Their answers are the
         hub's; the last brings :class:`ProcessReady`."""
         actions = self.not_running(member.key)
-        joined = self._joined[member.key] = _Joined(member, list(configuration))
+        joined = self._joined[member.key] = Joined(member, list(configuration))
         return [*actions,
-                self._ask(joined, Request(0, "initialize", initialize), _Asked("initialize", None)),
-                self._ask(joined, Request(0, "attach", attach), _Asked("attach", None))]
+                ask(joined, Request(0, "initialize", initialize), Asked("initialize", None)),
+                ask(joined, Request(0, "attach", attach), Asked("attach", None))]
 
     def configure(self, key: str, requests: Sequence[Request]) -> list[Action]:
         """Send ``requests`` (the breakpoint set's changes) to ``key``'s debugger as the
@@ -151,7 +124,7 @@ class GroupPolicy:
         if not joined.attached:
             joined.configuration.extend(requests)
             return []
-        return [self._ask(joined, request, _Asked(request.command, None))
+        return [ask(joined, request, Asked(request.command, None))
                 for request in requests]
 
     def runs(self, member: Member) -> list[Action]:
@@ -170,20 +143,8 @@ class GroupPolicy:
             return []
         actions: list[Action] = [ToClient(event) for event in
                                  self.running.reported(key, threads)]
-        return actions + self._report_given(key)
-
-    def _report_given(self, key: str) -> list[Action]:
-        """``threads`` requests no longer wait for running process ``key``."""
-        actions: list[Action] = []
-        for gather in [g for g in self._reports_owed if key in g.owed]:
-            gather.owed.discard(key)
-            if key in self.running:
-                member = self.running.member(key)
-                gather.answers.append((member, success(gather.request, {
-                    "threads": self.running.client_threads(key)})))
-            actions.extend(self._complete(gather))
-        self._reports_owed = [g for g in self._reports_owed if g.owed]
-        return actions
+        return actions + [action for gather in self.running.report_given(key)
+                          for action in self._complete(gather)]
 
     def not_running(self, key: str) -> list[Action]:
         """``key`` no longer runs in the group (it paused, exited, or another client took
@@ -191,7 +152,8 @@ class GroupPolicy:
         if key not in self.running:
             return []
         actions: list[Action] = [ToClient(event) for event in self.running.remove(key)]
-        return actions + self._report_given(key)
+        return actions + [action for gather in self.running.report_given(key)  # (no threads)
+                          for action in self._complete(gather)]
 
     def left(self, key: str) -> list[Action]:
         """Process ``key``'s data connection has closed: what it owed is answered (a
@@ -273,8 +235,8 @@ class GroupPolicy:
             actions = self._step_companions(command, arguments, joined, owner.local)
         if command in STEPS or command == "continue":
             self._moved(joined, owner.local)
-        return [self._ask(joined, Request(0, command, arguments),
-                          _Asked(command, request, thread=owner.thread)), *actions]
+        return [ask(joined, Request(0, command, arguments),
+                          Asked(command, request, thread=owner.thread)), *actions]
 
     def _to_running(self, request: Request, key: str, local: int) -> list[Action]:
         """A request about a thread of running process ``key`` (no debugger yet): ``pause``
@@ -299,7 +261,7 @@ class GroupPolicy:
                 *(PauseProcess(key, wait_ms) for key in self._joined),
                 *(PauseRunning(key) for key in self.running)]
 
-    def _moved(self, joined: _Joined, local: int | None) -> None:
+    def _moved(self, joined: Joined, local: int | None) -> None:
         """``local`` of ``joined`` (None: every thread) runs on: its stop and ids go."""
         if local is None:
             joined.stopped.clear()
@@ -309,7 +271,7 @@ class GroupPolicy:
         if self._steps is not None:
             self._steps.moved(joined.member.key, local)
 
-    def _step_companions(self, command: str, arguments: dict[str, Any], stepping: _Joined,
+    def _step_companions(self, command: str, arguments: dict[str, Any], stepping: Joined,
                          local: int) -> list[Action]:
         """Step together: the same step for the thread of every other paused process stopped
         in the same function (:mod:`.group_steps`), as the hub's own; the client is told
@@ -320,9 +282,9 @@ class GroupPolicy:
         for key, thread in self._steps.companions(stepping.member.key, local, stopped):
             joined = self._joined[key]
             self._moved(joined, thread)
-            actions.append(self._ask(joined, Request(0, command, {**arguments,
+            actions.append(ask(joined, Request(0, command, {**arguments,
                                                                   "threadId": thread}),
-                                     _Asked(command, None, thread=thread)))
+                                     Asked(command, None, thread=thread)))
             actions.append(ToClient(Event(0, "continued", {
                 "threadId": self.ids.thread_to_client(key, thread),
                 "allThreadsContinued": False})))
@@ -334,10 +296,10 @@ class GroupPolicy:
         gather = Gather(request, set(self._joined) | set(self.running))
         actions: list[Action] = []
         for joined in self._joined.values():
-            actions.append(self._ask(joined, Request(0, "threads", request.arguments),
-                                     _Asked("threads", request, gather)))
+            actions.append(ask(joined, Request(0, "threads", request.arguments),
+                                     Asked("threads", request, gather)))
         if self.running:
-            self._reports_owed.append(gather)
+            self.running.owe(gather)
             actions.append(AskThreads(tuple(self.running)))
         return actions or self._complete(gather)
 
@@ -352,8 +314,8 @@ class GroupPolicy:
         return self._gather(request, list(self._joined.values()), lambda _: arguments,
                             clear_stopped=True)
 
-    def _gather(self, request: Request, targets: list[_Joined],
-                arguments: Callable[[_Joined], dict[str, Any]] | None = None,
+    def _gather(self, request: Request, targets: list[Joined],
+                arguments: Callable[[Joined], dict[str, Any]] | None = None,
                 clear_stopped: bool = False) -> list[Action]:
         """Send ``request`` to each of ``targets`` (with ``arguments(target)``, or the
         client's), to be answered once when each has answered or left: at once if none."""
@@ -361,8 +323,8 @@ class GroupPolicy:
         actions: list[Action] = []
         for joined in targets:
             sent = arguments(joined) if arguments else request.arguments
-            actions.append(self._ask(joined, Request(0, request.command, sent),
-                                     _Asked(request.command, request, gather)))
+            actions.append(ask(joined, Request(0, request.command, sent),
+                                     Asked(request.command, request, gather)))
             if clear_stopped:
                 self._moved(joined, None)
         return actions or self._complete(gather)
@@ -403,7 +365,7 @@ class GroupPolicy:
             return self._complete(asked.gather)
         return [ToClient(answer)]
 
-    def _set_up(self, joined: _Joined, asked: _Asked, answer: Response) -> list[Action]:
+    def _set_up(self, joined: Joined, asked: Asked, answer: Response) -> list[Action]:
         """The answer to the hub's own request: attached, configure; configured, the
         process's agent may go on; a stopped thread's top frame, step together knows where it
         is. A refusal is told on the client's console."""
@@ -417,13 +379,13 @@ class GroupPolicy:
             return [ToClient(Event(0, "output", {"category": "console", "output": text}))]
         if asked.command == "attach":
             joined.attached = True
-            return [self._ask(joined, request, _Asked(request.command, None))
+            return [ask(joined, request, Asked(request.command, None))
                     for request in [*joined.configuration, Request(0, "configurationDone")]]
         if asked.command == "configurationDone":
             return [ProcessReady(joined.member.key)]
         return []
 
-    def _event(self, joined: _Joined, event: Event) -> list[Action]:
+    def _event(self, joined: Joined, event: Event) -> list[Action]:
         handler = self._EVENTS.get(event.event)
         if handler is None:  # a debugger's own lifecycle (``initialized``...) is not the group's
             return []
@@ -431,19 +393,19 @@ class GroupPolicy:
             return []
         return handler(self, joined, event.body)
 
-    def stopped_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
+    def stopped_event(self, joined: Joined, body: dict[str, Any]) -> list[Action]:
         joined.stopped.add(body["threadId"])
         everywhere = body.get("allThreadsStopped") and all(
             other.stopped for other in self._joined.values())
         actions = self._thread_event(joined, "stopped", {**body,
                                                          "allThreadsStopped": bool(everywhere)})
         if self._steps is not None:  # where it stopped, for step together
-            actions.append(self._ask(joined, Request(0, "stackTrace", {
+            actions.append(ask(joined, Request(0, "stackTrace", {
                 "threadId": body["threadId"], "levels": 1}),
-                _Asked("stackTrace", None, thread=body["threadId"])))
+                Asked("stackTrace", None, thread=body["threadId"])))
         return actions
 
-    def continued_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
+    def continued_event(self, joined: Joined, body: dict[str, Any]) -> list[Action]:
         local = body["threadId"]
         every_thread = body.get("allThreadsContinued", True)  # DAP: omitted means true
         self._moved(joined, None if every_thread else local)
@@ -451,7 +413,7 @@ class GroupPolicy:
         return self._thread_event(joined, "continued", {**body,
                                                         "allThreadsContinued": everywhere})
 
-    def thread_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
+    def thread_event(self, joined: Joined, body: dict[str, Any]) -> list[Action]:
         if body.get("reason") != "exited":
             return self._thread_event(joined, "thread", body)
         self._moved(joined, body["threadId"])
@@ -459,16 +421,16 @@ class GroupPolicy:
         return [] if client is None else [ToClient(Event(0, "thread", {**body,
                                                                       "threadId": client}))]
 
-    def _thread_event(self, joined: _Joined, name: str, body: dict[str, Any]) -> list[Action]:
+    def _thread_event(self, joined: Joined, name: str, body: dict[str, Any]) -> list[Action]:
         client = self.ids.thread_to_client(joined.member.key, body["threadId"])
         return [ToClient(Event(0, name, {**body, "threadId": client}))]
 
-    def output_event(self, joined: _Joined, body: dict[str, Any]) -> list[Action]:
+    def output_event(self, joined: Joined, body: dict[str, Any]) -> list[Action]:
         client_body = output_body(ProcessAnswer(self.ids, joined.member, None), body,
                                   joined.mid_line)
         return [] if client_body is None else [ToClient(Event(0, "output", client_body))]
 
-    _EVENTS: dict[str, Callable[[GroupPolicy, _Joined, dict[str, Any]], list[Action]]] = {
+    _EVENTS: dict[str, Callable[[GroupPolicy, Joined, dict[str, Any]], list[Action]]] = {
         "stopped": stopped_event, "continued": continued_event, "thread": thread_event,
         "output": output_event}
 
@@ -489,13 +451,6 @@ class GroupPolicy:
         if request.command in RESUMING:
             return ToClient(success(request))
         return ToClient(failure(request, PROCESS_LEFT))
-
-    @staticmethod
-    def _ask(joined: _Joined, request: Request, asked: _Asked) -> ToProcess:
-        """``request`` numbered on ``joined``'s data connection, noted until its answer."""
-        seq, joined.next_seq = joined.next_seq, joined.next_seq + 1
-        joined.asked[seq] = asked
-        return ToProcess(joined.member.key, Request(seq, request.command, request.arguments))
 
     def statistics(self) -> dict[str, int]:
         """Processes joined, requests they have not answered, and the ids held."""

@@ -22,9 +22,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .group_gather import Gather
 from .group_ids import GroupIds
 from .group_rewrite import Member
 from .messages import Event
+from .proxy_policy import success
 
 RUNNING = " running"  # appended to a process's key: the ids of its running threads
 
@@ -46,6 +48,7 @@ class RunningMembers:
     def __init__(self, ids: GroupIds) -> None:
         self._ids = ids
         self._running: dict[str, _Running] = {}
+        self._owed: list[Gather] = []  # ``threads`` requests waiting for reports, oldest first
 
     def __contains__(self, key: object) -> bool:
         return key in self._running
@@ -106,6 +109,23 @@ class RunningMembers:
         return [{"id": self._ids.thread_to_client(ids_key, ident),
                  "name": running.member.thread_name(name)}
                 for ident, name in running.threads.items()]
+
+    def owe(self, gather: Gather) -> None:
+        """``gather`` (a ``threads``) waits for a report of each running process it owes."""
+        self._owed.append(gather)
+
+    def report_given(self, key: str) -> list[Gather]:
+        """``key`` reported (or no longer runs): the ``threads`` requests that waited for it
+        have its threads among their answers now (none if it no longer runs). Returns
+        them; those that owe nothing more are answered by the caller."""
+        given = [gather for gather in self._owed if key in gather.owed]
+        for gather in given:
+            gather.owed.discard(key)
+            if key in self._running:
+                gather.answers.append((self._running[key].member, success(gather.request, {
+                    "threads": self.client_threads(key)})))
+        self._owed = [gather for gather in self._owed if gather.owed]
+        return given
 
     def remove(self, key: str) -> list[Event]:
         """``key`` no longer runs in the group (it paused and joins, or it exited): the
