@@ -25,6 +25,7 @@
     ├── NotRewritableError          breakpoints of a file rewritten code cannot serve (3.10/3.11)
     ├── LinkError                   a running process could not be linked (`raydebug link`)
     │   ├── ProcessGoneError        it ended (or never was) while being linked
+    │   ├── LinkPendingError        its GIL is held in C: a helper finishes the link later
     │   └── NotInSystemCallError    the thread stopped runs code, not a wait (the next is tried)
     └── ConfigurationError          a setting or environment variable that cannot work
 
@@ -228,6 +229,15 @@ class LinkError(RaydebugError):
 
 class ProcessGoneError(LinkError):
     """The process to link ended (or never was)."""
+
+
+class LinkPendingError(LinkError):
+    """The call into the process waits for its GIL, held by a thread in C; it cannot be
+    taken back, so a helper process sees it through (``helper``: its pid)."""
+
+    def __init__(self, message: str, helper: int) -> None:
+        super().__init__(message)
+        self.helper = helper
 
 
 class NotInSystemCallError(LinkError):

@@ -213,3 +213,42 @@ def test_root_links_another_users_process(hub: HubProcess) -> None:
             if d.stat().st_uid == 1000]
     assert not left, f"tickets left behind: {left}"
     shutil.rmtree(readable)
+
+
+GIL_HOLDER = """
+import re, sys, threading
+
+def hold_the_gil():
+    sys.stdin.readline()
+    re.match(r"(a+)+$", "a" * 27 + "b")  # seconds in C, the GIL held throughout
+    print("let go", flush=True)
+
+threading.Thread(target=hold_the_gil).start()
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_gil_held_in_c_delays_the_link_without_harm(hub: HubProcess, tmp_path: Path
+                                                       ) -> None:
+    """The call into the process waits for the GIL and cannot be taken back: past --timeout
+    the command says why and exits 1, its helper finishes the link once the GIL is free,
+    and the process lives on (an abandoned call would have killed it)."""
+    script = write_script(tmp_path, "holder.py", GIL_HOLDER)
+    proc = subprocess.Popen([sys.executable, str(script)],
+                            env=plain_env(PYTHONPATH=str(SOURCE)), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hub.workers.append(proc)
+    assert read_line(proc).strip() == "ready"
+    assert proc.stdin is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    late = raydebug(hub, "link", "--timeout", "1", f"pid={proc.pid}")
+    assert late.returncode == 1, late
+    [line] = late.stderr.splitlines()
+    assert line.startswith(f"raydebug: pid {proc.pid}: a thread of it holds the GIL in C (no "
+                           "answer within 1 s): the link finishes when it lets go"), line
+    assert read_line(proc, timeout=120).strip() == "let go"
+    hub.wait_processes(f"pid {proc.pid} linked", lambda ps: [
+        p for p in ps if p["pid"] == proc.pid and p["live"]])
+    assert proc.poll() is None

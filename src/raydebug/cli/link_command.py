@@ -36,8 +36,11 @@ RAY_KEYS = ("job", "node", "actor", "pid")
 @HUB_OPTION
 @RAY_ADDRESS_OPTION
 @CLIENT_TOKEN_OPTION
-@click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
-              metavar="SECONDS", help="How long to wait for the hub to list each process.")
+@click.option("--timeout", default=20.0, show_default=True, type=click.FloatRange(min=0.1),
+              metavar="SECONDS",
+              help="How long a process may take to run the link's code (a thread holding "
+                   "its GIL in C delays that: the link then finishes later, on its own), "
+                   "and then to be listed by the hub.")
 @click.argument("selector", nargs=-1, metavar="[KEY=VALUE]...")
 def link(hub: str | None, ray_address: str | None, client_token: str | None,
          timeout: float, selector: tuple[str, ...]) -> None:
@@ -91,7 +94,8 @@ def _link_local(location: HubLocation, token: str | None, timeout: float,
         already = listed() & {target.pid for target in targets}
     outcomes = refused + [Outcome(pid, "already", f"pid {pid} was linked already")
                           for pid in sorted(already)]
-    outcomes += link_targets([t for t in targets if t.pid not in already], agents)
+    outcomes += link_targets([t for t in targets if t.pid not in already], agents,
+                             timeout=timeout)
     linked = [o.pid for o in outcomes if o.status == "linked"]
     shown = wait_listed(linked, listed, timeout) if linked else set()
     _report([o if o.status != "linked" or o.pid in shown else replace(

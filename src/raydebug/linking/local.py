@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import ProcessGoneError, RaydebugError
+from ..errors import LinkPendingError, ProcessGoneError, RaydebugError
 from . import inject, ptrace_call
 from .target import Linker, Target, read_target, refusal, this_linker, uses_remote_exec
 from .ticket import HubForAgents, Ticket
@@ -31,7 +31,8 @@ INJECTOR_VARIABLE = "RAYDEBUG_LINK_WITH"  # "gdb" to use gdb instead of raydebug
 @dataclass(frozen=True)
 class Outcome:
     """What became of one process: ``status`` is ``linked``, ``already`` (it was live: a
-    no-op), ``skipped`` (a Ray worker of no job asked for), ``refused`` (not tried, or its
+    no-op), ``skipped`` (a Ray worker of no job asked for), ``pending`` (its GIL is held in
+    C: a helper finishes the link later), ``refused`` (not tried, or its
     raydebug is missing), ``gone`` (no such process, or it ended meanwhile) or ``failed``;
     ``line`` says it to the user."""
 
@@ -63,15 +64,17 @@ def screen(pids: Sequence[int], linker: Linker | None = None
 
 def link_targets(targets: Sequence[Target], hub: HubForAgents,
                  identities: dict[int, dict[str, Any]] | None = None,
-                 parallel: int = PARALLEL, jobs: list[str] | None = None) -> list[Outcome]:
+                 parallel: int = PARALLEL, jobs: list[str] | None = None,
+                 timeout: float = ptrace_call.CALL_TIMEOUT) -> list[Outcome]:
     """Link each of ``targets`` (as :func:`screen` left them) to ``hub``, ``parallel`` at a
     time; outcomes in their order. ``identities``: what to register for a pid (a Ray
-    worker's ids); ``jobs``: only a process of these Ray jobs (the others: ``skipped``)."""
+    worker's ids); ``jobs``: only a process of these Ray jobs (the others: ``skipped``);
+    ``timeout``: how long one process may take to run the link's code."""
     linker = this_linker()
     identities = identities or {}
 
     def one(target: Target) -> Outcome:
-        return link_target(target, hub, linker, identities.get(target.pid), jobs)
+        return link_target(target, hub, linker, identities.get(target.pid), jobs, timeout)
 
     if len(targets) <= 1:
         return [one(target) for target in targets]
@@ -81,25 +84,33 @@ def link_targets(targets: Sequence[Target], hub: HubForAgents,
 
 def link_pids(pids: Sequence[int], hub: HubForAgents,
               identities: dict[int, dict[str, Any]] | None = None,
-              jobs: list[str] | None = None) -> list[Outcome]:
+              jobs: list[str] | None = None,
+              timeout: float = ptrace_call.CALL_TIMEOUT) -> list[Outcome]:
     """:func:`screen` then :func:`link_targets`: refusals first, then the others' outcomes."""
     refused, left = screen(pids)
-    return refused + link_targets(left, hub, identities, jobs=jobs)
+    return refused + link_targets(left, hub, identities, jobs=jobs, timeout=timeout)
 
 
 def link_target(target: Target, hub: HubForAgents, linker: Linker,
                 identity: dict[str, Any] | None = None,
-                jobs: list[str] | None = None) -> Outcome:
+                jobs: list[str] | None = None,
+                timeout: float = ptrace_call.CALL_TIMEOUT) -> Outcome:
     """Link one process that :func:`screen` let through; never raises."""
     started = time.perf_counter()
     pid = target.pid
     owner = target.uids[1] if target.uids[1] != os.geteuid() else None
     try:
         with Ticket(hub, owner=owner, identity=identity, jobs=jobs) as ticket:
-            injector(target, linker)(pid, ticket)
+            try:
+                injector(target, linker)(pid, ticket, timeout)
+            except LinkPendingError:
+                ticket.hand_over()
+                raise
             answer = ticket.read_result()
     except ProcessGoneError as gone:
         return Outcome(pid, "gone", str(gone))
+    except LinkPendingError as pending:  # its helper removes the ticket once done
+        return Outcome(pid, "pending", str(pending))
     except RaydebugError as error:
         status = "gone" if not read_target(pid).alive else "failed"
         return Outcome(pid, status, str(error) if status == "failed"
@@ -133,7 +144,7 @@ def _outcome(target: Target, answer: dict[str, Any] | None, seconds: float) -> O
                    seconds)
 
 
-Inject = Callable[[int, Ticket], None]
+Inject = Callable[[int, Ticket, float], None]  # pid, its ticket, seconds it may take
 
 
 def injector_name() -> str:
@@ -146,15 +157,16 @@ def injector(target: Target, linker: Linker) -> Inject:
     if uses_remote_exec(target, linker):
         return _with_remote_exec
     if injector_name() == "gdb":
-        return lambda pid, ticket: inject.run_with_gdb(pid, ticket.injected_code())
+        return lambda pid, ticket, timeout: inject.run_with_gdb(pid, ticket.injected_code(),
+                                                                timeout)
     return _with_ptrace
 
 
-def _with_ptrace(pid: int, ticket: Ticket) -> None:
-    ptrace_call.run_python(pid, ticket.injected_code())
+def _with_ptrace(pid: int, ticket: Ticket, timeout: float) -> None:
+    ptrace_call.run_python(pid, ticket.injected_code(), timeout, then_remove=ticket.directory)
 
 
-def _with_remote_exec(pid: int, ticket: Ticket) -> None:
+def _with_remote_exec(pid: int, ticket: Ticket, timeout: float) -> None:
     """``sys.remote_exec``, then ptrace if the bootstrap has not answered in time (a main
     thread blocked in C runs no Python: docs/design.md#linking). Untested: no 3.14 here."""
     inject.run_with_remote_exec(pid, ticket.boot)
@@ -165,7 +177,7 @@ def _with_remote_exec(pid: int, ticket: Ticket) -> None:
         time.sleep(0.01)
     if not ticket.ticket.exists():  # it ran (the ticket is gone) but wrote no result yet
         return
-    ptrace_call.run_python(pid, ticket.injected_code())
+    ptrace_call.run_python(pid, ticket.injected_code(), timeout, then_remove=ticket.directory)
 
 
 K = TypeVar("K")  # what names a process: its pid, or (node, pid) on a cluster

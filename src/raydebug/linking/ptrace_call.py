@@ -23,25 +23,32 @@ registers are put back and the thread let go: the system call it was blocked in 
 functions' addresses come from the dynamic symbol table of the executable or
 ``libpython`` mapped in the process (:func:`find_symbols`).
 
-Bounds: every wait has :data:`CALL_TIMEOUT`; a process that ends meanwhile is reported as
-such. A thread holding the GIL in C for longer makes ``PyGILState_Ensure`` wait: the call
-cannot be taken back then, so the linker says so and leaves the process to finish it.
+Bounds: a call cannot be taken back once made (abandoned, the thread would return to
+address 0 with no tracer to catch it, and the process would die), so the tracer is a helper
+process (:func:`main`) that waits as long as the calls take, and the linker waits for the
+helper at most :data:`CALL_TIMEOUT` (:func:`run_python`): past it, a thread holds the GIL
+in C, the linker says so, and the helper finishes the link when the GIL is free. A process
+that ends meanwhile is reported as such.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
+import shutil
 import signal
 import struct
-import threading
-import time
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..errors import LinkError, NotInSystemCallError, ProcessGoneError
+from ..errors import LinkError, LinkPendingError, NotInSystemCallError, ProcessGoneError
 
-CALL_TIMEOUT = 20.0  # seconds for each of the three calls (the GIL may be busy)
+HANDED_OVER = "handed-over"  # in a ticket's directory: the helper removes it when done
+CALL_TIMEOUT = 20.0  # seconds the linker waits for the three calls (the GIL may be busy)
 
 PTRACE_CONT, PTRACE_GETREGS, PTRACE_SETREGS = 7, 12, 13
 PTRACE_GETFPREGS, PTRACE_SETFPREGS, PTRACE_DETACH = 14, 15, 17
@@ -71,22 +78,58 @@ TRIES = 5  # threads tried before giving up (each left as it was when not in a s
 
 
 
-def run_python(pid: int, code: str, timeout: float = CALL_TIMEOUT) -> int:
-    """Run ``code`` in ``pid``, on a thread blocked in a system call (:func:`candidates`);
-    returns ``PyRun_SimpleString``'s result (0: ran, -1: raised, the traceback printed in
-    the target). Raises :class:`LinkError`."""
+def run_python(pid: int, code: str, timeout: float = CALL_TIMEOUT,
+               then_remove: Path | None = None) -> int:
+    """Run ``code`` in ``pid`` (see :func:`run_python_here`) through a helper process, the
+    tracer, waiting at most ``timeout`` seconds for it. A call that started cannot be taken
+    back (the thread is inside ``PyGILState_Ensure``, waiting for a GIL that another thread
+    holds in C): past the bound, the helper is left to finish it when the GIL is free, in a
+    session of its own, and this raises :class:`LinkPendingError` saying so; the helper then
+    removes ``then_remove`` (the ticket's directory, which the code reads), once done.
+    Returns ``PyRun_SimpleString``'s result."""
+    helper = subprocess.Popen(
+        [sys.executable, "-m", __name__, str(pid), str(then_remove or "")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])})
+    try:
+        out, _ = helper.communicate(code.encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if then_remove is not None:
+            (then_remove / HANDED_OVER).touch()
+            if helper.poll() is not None:  # it finished meanwhile, before seeing the mark
+                shutil.rmtree(then_remove, ignore_errors=True)
+        raise LinkPendingError(
+            f"pid {pid}: a thread of it holds the GIL in C (no answer within {timeout:g} s): "
+            f"the link finishes when it lets go (helper pid {helper.pid})", helper.pid) from None
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        raise LinkError(f"pid {pid}: the ptrace helper failed (exit {helper.returncode})"
+                        ) from None
+    if "error" in answer:
+        raise (ProcessGoneError if answer.get("gone") else LinkError)(str(answer["error"]))
+    return int(answer["result"])
+
+
+def run_python_here(pid: int, code: str) -> int:
+    """Run ``code`` in ``pid``, on a thread blocked in a system call (:func:`candidates`),
+    this thread its tracer; returns ``PyRun_SimpleString``'s result (0: ran, -1: raised,
+    the traceback printed in the target). Waits as long as the call takes (see
+    :func:`run_python` for the bound). Raises :class:`LinkError`."""
     if os.uname().machine != "x86_64":
         raise LinkError(f"pid {pid}: linking works on x86-64 Linux only (this is "
-                          f"{os.uname().machine})")
+                        f"{os.uname().machine})")
     functions = python_functions(pid)
     for tid in candidates(pid)[:TRIES]:
         try:
-            return Tracee(pid, timeout, tid).run(functions, code.encode() + b"\0")
+            return Tracee(pid, tid).run(functions, code.encode() + b"\0")
         except NotInSystemCallError:
             continue  # it left its system call meanwhile: the next one
     raise LinkError(f"pid {pid}: none of its threads waits in a system call now (its main "
-                      "thread runs Python, and no other thread waits in C): try again, or "
-                      "start it under `raydebug run` next time")
+                    "thread runs Python, and no other thread waits in C): try again, or "
+                    "start it under `raydebug run` next time")
 
 
 def candidates(pid: int) -> list[int]:
@@ -121,10 +164,9 @@ def waiting_in(pid: int, tid: int) -> int | None:
 class Tracee:
     """One thread ``tid`` of ``pid`` under ptrace for the time of :meth:`run`."""
 
-    def __init__(self, pid: int, timeout: float, tid: int | None = None) -> None:
+    def __init__(self, pid: int, tid: int | None = None) -> None:
         self.pid = pid
         self.tid = tid or pid
-        self.timeout = timeout
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.libc.ptrace.restype = ctypes.c_long
         self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
@@ -166,9 +208,8 @@ class Tracee:
         regs[RAX], regs[ORIG_RAX] = 0, NO_SYSCALL
         self._set_registers(regs)
         self._ptrace(PTRACE_CONT, 0, 0, what="continue")
-        deadline = time.monotonic() + self.timeout
         while True:
-            sig = self._wait_stop(deadline=deadline)
+            sig = self._wait_stop()
             now = self._registers()
             if sig == signal.SIGSEGV and now[RIP] == 0:
                 return now[RAX]
@@ -177,28 +218,19 @@ class Tracee:
                                   f"at {now[RIP]:#x})")
             self._ptrace(PTRACE_CONT, 0, sig, what="continue")  # another signal: deliver it
 
-    def _wait_stop(self, deadline: float | None = None) -> int:
+    def _wait_stop(self) -> int:
         """Wait until the thread stops; the signal it stopped with (0 for our interrupt).
-        Raises :class:`ProcessGoneError` when it ended, :class:`LinkError` on the bound."""
-        deadline = deadline or time.monotonic() + self.timeout
-        while True:
-            try:
-                waited, status = os.waitpid(self.tid, WALL | os.WNOHANG)
-            except ChildProcessError:
-                raise ProcessGoneError(f"pid {self.pid}: it exited while being linked") from None
-            if waited:
-                break
-            if time.monotonic() > deadline:
-                raise LinkError(f"pid {self.pid}: no answer within {self.timeout:g} s (a "
-                                  "thread holding the GIL in C?); it finishes the link "
-                                  "when that thread lets go")
-            _nap()
+        Raises :class:`ProcessGoneError` when it ended. Unbounded: a call, once started,
+        must be seen to its end (:func:`run_python` bounds the wait for it)."""
+        try:
+            _, status = os.waitpid(self.tid, WALL)
+        except ChildProcessError:
+            raise ProcessGoneError(f"pid {self.pid}: it exited while being linked") from None
         if os.WIFEXITED(status) or os.WIFSIGNALED(status):
             raise ProcessGoneError(f"pid {self.pid}: it exited while being linked")
-        sig = os.WSTOPSIG(status)
         if status >> 16:  # PTRACE_EVENT_STOP: our interrupt (or a group stop)
             return 0
-        return sig
+        return os.WSTOPSIG(status)
 
     def _registers(self) -> list[int]:
         regs = (ctypes.c_ulong * REGS)()
@@ -234,11 +266,6 @@ class Tracee:
                     "(Kubernetes: SYS_PTRACE); or start it under `raydebug run` next time")
             raise LinkError(f"pid {self.pid}: ptrace could not {what} "
                               f"({os.strerror(errno)})")
-
-
-def _nap() -> None:
-    """waitpid has no timeout: poll it, at a short interval (a stop comes within ms)."""
-    threading.Event().wait(0.001)
 
 
 def python_functions(pid: int) -> Functions:
@@ -314,3 +341,27 @@ def find_symbols(path: str, names: tuple[str, ...]) -> dict[str, tuple[int, bool
             if name in wanted:
                 found[name] = (value, elf_type == 3)  # ET_DYN
     return found
+
+
+def main(argv: list[str]) -> int:
+    """The helper :func:`run_python` starts: ``python -m raydebug.linking.ptrace_call PID
+    [DIRECTORY]``, the code on stdin; one JSON object on stdout: ``{"result": N}`` or
+    ``{"error": LINE, "gone": BOOL}``. ``DIRECTORY`` is removed once the call is done if the
+    linker has handed it over (it marks it so when it stops waiting)."""
+    pid, code = int(argv[1]), sys.stdin.read()
+    try:
+        answer: dict[str, object] = {"result": run_python_here(pid, code)}
+    except LinkError as error:
+        answer = {"error": str(error), "gone": isinstance(error, ProcessGoneError)}
+    finally:
+        if len(argv) > 2 and argv[2] and os.path.exists(os.path.join(argv[2], HANDED_OVER)):
+            shutil.rmtree(argv[2], ignore_errors=True)
+    try:
+        print(json.dumps(answer), flush=True)
+    except OSError:  # the linker gave up waiting and went: the link is done all the same
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -47,6 +47,7 @@ class Ticket:
         self.ticket = self.directory / "ticket.json"
         self.boot = self.directory / "boot.py"
         self.result = self.directory / "result.json"
+        self.handed_over = False
         body: dict[str, Any] = {"hub": hub.address, "token": hub.token, "cert": hub.cert,
                 "identity": identity or {}, "result": str(self.result)}
         if jobs is not None:
@@ -74,7 +75,13 @@ class Ticket:
         return answer if isinstance(answer, dict) else None
 
     def close(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if not self.handed_over:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def hand_over(self) -> None:
+        """Leave the directory to whoever removes it later (a call still waiting in the
+        target reads it when it runs)."""
+        self.handed_over = True
 
     def __enter__(self) -> Ticket:
         return self

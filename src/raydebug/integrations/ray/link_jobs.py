@@ -180,13 +180,13 @@ NODE_TASK_TIMEOUT = 60.0  # seconds for a node's linking task (its processes in 
 @ray.remote(num_cpus=0)
 def link_on_this_node(pids: list[int], hub: dict[str, Any],
                       identities: dict[int, dict[str, Any]],
-                      jobs: list[str]) -> list[dict[str, Any]]:
+                      jobs: list[str], timeout: float) -> list[dict[str, Any]]:
     """Ray task, pinned to a node: link those of ``pids`` of this node that run one of
     ``jobs`` (:mod:`raydebug.linking`), each outcome as a dict."""
     from ...linking.local import link_pids
     from ...linking.ticket import HubForAgents
 
-    outcomes = link_pids(pids, HubForAgents(**hub), identities, jobs)
+    outcomes = link_pids(pids, HubForAgents(**hub), identities, jobs, timeout)
     return [asdict(outcome) for outcome in outcomes]
 
 
@@ -217,13 +217,13 @@ def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token
         calls = {node: link_on_this_node.options(
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
                  ).remote([p.pid for p in group], hub,
-                          {p.pid: p.identity() for p in group}, jobs)
+                          {p.pid: p.identity() for p in group}, jobs, timeout)
                  for node, group in by_node.items()}
         outcomes: list[tuple[RayProcess, Any]] = []
         for node, call in calls.items():
             places = {p.pid: p for p in by_node[node]}
             try:
-                answers = ray.get(call, timeout=NODE_TASK_TIMEOUT)
+                answers = ray.get(call, timeout=NODE_TASK_TIMEOUT + timeout)
             except Exception as error:  # the node's task failed or never ran: its processes say so
                 why = str(error).strip().splitlines()[-1:] or [type(error).__name__]
                 answers = [asdict(Outcome(pid, "failed", f"pid {pid}: the linking task on node "
