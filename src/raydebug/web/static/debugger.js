@@ -9,6 +9,9 @@ import { BLOCKED_IN_C, basename, decodeBase64Repr, el, sessionName } from "./for
 import { Tree } from "./tree.js";
 
 const WEB_PAGE = "web page"; // the hub's name for the page's cluster breakpoints
+// A logpoint with this message is a snapshot point (raydebug.snapshots.format): each hit
+// in a process is captured for the hub, never paused at; the gutter's takes the first.
+const SNAPSHOT_POINT = { logMessage: "{snapshot}", hitCondition: "<=1" };
 
 const MAX_OUTPUT = 200_000; // characters kept in the output panel
 
@@ -26,7 +29,7 @@ export class Debugger {
     this.app = app;
     this.dap = null;
     this.sources = new Map(); // path -> lines, as the worker has them
-    this.breakpoints = new Map(); // path -> Set of lines
+    this.breakpoints = new Map(); // path -> Map of line -> "breakpoint" or "snapshot"
     this.watches = [];
     this.history = [];
     this.historyAt = 0;
@@ -304,14 +307,17 @@ export class Debugger {
       box.replaceChildren(el("p", { class: "empty" }, `No source for ${path || frame.name}`));
       return;
     }
-    const marks = this.breakpoints.get(path) || new Set();
+    const marks = this.breakpoints.get(path) || new Map();
     const list = el("ol", { class: "code" });
     lines.forEach((text, index) => {
       const number = index + 1;
       const gutter = el("button", { type: "button", class: "gutter",
         "aria-label": `Breakpoint at line ${number}`,
-        "aria-pressed": marks.has(number) ? "true" : "false" }, number);
-      gutter.addEventListener("click", () => this.toggleBreakpoint(path, number, gutter));
+        title: "Click: a breakpoint. Shift+click: a snapshot point (captures, never pauses)",
+        "aria-pressed": marks.has(number) ? "true" : "false",
+        "data-kind": marks.get(number) || "" }, number);
+      gutter.addEventListener("click", (event) => this.toggleBreakpoint(
+        path, number, gutter, event.shiftKey ? "snapshot" : "breakpoint"));
       const line = el("li", { "data-line": number, class: number === frame.line ? "current" : "" },
         gutter, el("code", {}, text || " "));
       if (number === frame.line) line.setAttribute("aria-current", "true");
@@ -330,16 +336,21 @@ export class Debugger {
   // The gutter's breakpoints are the cluster's (the hub arms them in every linked process,
   // as an IDE's on its cluster session): the page owns its own lines. The hub gives this
   // process's pydevd the whole breakpoint set while the page debugs it, and follows it.
-  async toggleBreakpoint(path, line, gutter) {
+  // `kind`: "breakpoint", or "snapshot" for a snapshot point (Shift+click); the same kind
+  // again takes it back, the other replaces it.
+  async toggleBreakpoint(path, line, gutter, kind = "breakpoint") {
     if (this.readOnly) return; // a snapshot's lines are what ran: nothing runs them again
-    const marks = this.breakpoints.get(path) || new Set();
-    if (marks.has(line)) marks.delete(line);
-    else marks.add(line);
+    const marks = this.breakpoints.get(path) || new Map();
+    if (marks.get(line) === kind) marks.delete(line);
+    else marks.set(line, kind);
     this.breakpoints.set(path, marks);
     gutter.setAttribute("aria-pressed", marks.has(line) ? "true" : "false");
+    gutter.dataset.kind = marks.get(line) || "";
     try {
       const answer = await postJson("/api/breakpoints", {
-        source: { path }, breakpoints: [...marks].map((number) => ({ line: number })),
+        source: { path },
+        breakpoints: [...marks].map(([number, what]) => (what === "snapshot"
+          ? { line: number, ...SNAPSHOT_POINT } : { line: number })),
       });
       this.markBreakpoints(answer.breakpoints || [], [path]);
     } catch (error) {
@@ -356,8 +367,9 @@ export class Debugger {
       byPath.get(breakpoint.path).push(breakpoint);
     }
     for (const [path, breakpoints] of byPath) {
-      this.breakpoints.set(path, new Set(breakpoints.filter((b) => b.client === WEB_PAGE)
-        .map((b) => b.line)));
+      this.breakpoints.set(path, new Map(breakpoints.filter((b) => b.client === WEB_PAGE)
+        .map((b) => [b.line, (b.logMessage || "").trim() === SNAPSHOT_POINT.logMessage
+          ? "snapshot" : "breakpoint"])));
     }
   }
 
