@@ -146,3 +146,18 @@ def test_ps_says_how_many_workers_are_not_linked_and_how_to_link_them():
     assert unlinked_notice(3, "head:6379") == (
         "3 Ray workers are not linked (idle ones among them): `raydebug link --ray-address "
         "head:6379` links those of the running jobs")
+
+
+def test_a_raydebug_of_another_link_protocol_is_refused_at_once():
+    from raydebug.linking.inside import protocol_mismatch
+    from raydebug.protocol.control import PROTOCOL_VERSION
+
+    assert protocol_mismatch({"protocol": PROTOCOL_VERSION}) is None
+    assert protocol_mismatch({}) is None  # a ticket that does not say
+    other = protocol_mismatch({"protocol": PROTOCOL_VERSION + 1})
+    assert other is not None and other["status"] == "protocol"
+    outcome = _outcome(PLAIN, other, 0.1)
+    assert outcome.status == "refused" and outcome.line.startswith(
+        "pid 4242: its raydebug (") and outcome.line.endswith(
+        f"speaks link protocol {PROTOCOL_VERSION} and this raydebug {PROTOCOL_VERSION + 1}: "
+        "install the same raydebug version in its environment"), outcome.line

@@ -21,6 +21,6 @@ waits until the hub lists them.
 Nothing here imports ray; the Ray side (which workers, a task per node) is
 :mod:`raydebug.integrations.ray.link_jobs`.
 
-May import: ``raydebug.agent``, ``raydebug.errors``, ``raydebug.integrations.ray`` (in a
-Ray process only).
+May import: ``raydebug.agent``, ``raydebug.errors``, ``raydebug.protocol`` (the link
+protocol's version), ``raydebug.integrations.ray`` (in a Ray process only).
 """

@@ -29,6 +29,9 @@ job only from inside: an idle one, or one of another job, is left alone). Raises
         return {"status": "already"}
     if is_raydebug_command():
         return {"status": "own", "why": "it runs raydebug itself (a hub or a command)"}
+    other = protocol_mismatch(ticket)
+    if other is not None:
+        return other
     settings = {**os.environ, "RAYDEBUG_HUB": str(ticket["hub"]),
                 "RAYDEBUG_TOKEN": str(ticket["token"]),
                 "RAYDEBUG_HUB_CERT": str(ticket.get("cert") or "")}
@@ -41,6 +44,20 @@ job only from inside: an idle one, or one of another job, is left alone). Raises
         return {"status": "skipped", "why": f"job {identity.get('job_id') or 'none'}"}
     start_live_link(identity, config=config, started=True)
     return {"status": "linked"}
+
+
+def protocol_mismatch(ticket: dict[str, Any]) -> dict[str, Any] | None:
+    """``{"status": "protocol", ...}`` when the linker speaks another link protocol than
+    this process's raydebug (its hub would refuse the link at the handshake, and the
+    linker wait for nothing); None when they agree, or the ticket does not say."""
+    from ..protocol.control import PROTOCOL_VERSION
+
+    theirs = ticket.get("protocol")
+    if theirs is None or theirs == PROTOCOL_VERSION:
+        return None
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return {"status": "protocol", "why": f"its raydebug ({package}) speaks "
+            f"link protocol {PROTOCOL_VERSION} and this raydebug {theirs}"}
 
 
 def _as_ray_process(identity: dict[str, Any]) -> dict[str, Any]:

@@ -132,6 +132,9 @@ def _outcome(target: Target, answer: dict[str, Any] | None, seconds: float) -> O
         return Outcome(pid, "already", f"pid {pid} was linked already", seconds)
     if status == "skipped":
         return Outcome(pid, "skipped", f"pid {pid}: skipped ({answer.get('why')})", seconds)
+    if status == "protocol":
+        return Outcome(pid, "refused", f"pid {pid}: {answer.get('why')}: install the same "
+                       "raydebug version in its environment", seconds)
     if status == "own":
         return Outcome(pid, "refused", f"pid {pid}: not linked: {answer.get('why')}", seconds)
     if status == "no-raydebug":

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RaydebugError
+from ..protocol.control import PROTOCOL_VERSION
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 
@@ -49,7 +50,8 @@ class Ticket:
         self.result = self.directory / "result.json"
         self.handed_over = False
         body: dict[str, Any] = {"hub": hub.address, "token": hub.token, "cert": hub.cert,
-                "identity": identity or {}, "result": str(self.result)}
+                                "identity": identity or {}, "result": str(self.result),
+                                "protocol": PROTOCOL_VERSION}
         if jobs is not None:
             body["jobs"] = jobs
         _write_private(self.ticket, json.dumps(body).encode())
