@@ -77,7 +77,7 @@ def test_the_ranks_of_a_ray_job_are_one_session_and_step_together(cluster: Any,
             ranks = {int(match.group(1)): int(match.group(2)) for name in names
                      if (match := re.match(r"rank (\d) · train_step · pid (\d+) · MainThread",
                                            name))}
-            assert sorted(ranks) == [0, 1, 2]
+            assert sorted(ranks) == [0, 1, 2], names
             assert sum("pid" in name for name in names) > 6  # the driver runs: its threads too
             for stop in stops:
                 top = (await client.request("stackTrace", {

@@ -114,12 +114,14 @@ def labels_of(process: Process) -> dict[str, str]:
 
 
 def member_of(process: Process) -> Member:
-    """The process as the group's client is shown it: pid, rank label, task."""
-    record = process.record
+    """The process as the group's client is shown it: pid, rank label, task (the one its
+    paused threads stopped in; for a running one, what it ran when last asked: a Ray
+    worker's record names the task it ran when it linked, often none)."""
     labels = labels_of(process)
     rank = labels.get("RANK", labels.get("rank"))
-    return Member(process.id, record.pid, None if rank is None else str(rank),
-                  record.task_name)
+    tasks = [s.record.task_name for s in process.sessions.values() if s.record.task_name]
+    return Member(process.id, process.record.pid, None if rank is None else str(rank),
+                  tasks[0] if tasks else process.reported("task_name"))
 
 
 @dataclass
