@@ -317,19 +317,24 @@ class GroupSession:
             self.carry_out(self._policy.not_running(key))
 
     async def _ask_threads(self, keys: tuple[str, ...]) -> None:
-        """Ask running processes ``keys`` their threads (their stacks), under one bound."""
+        """Ask running processes ``keys`` their threads (their stacks), under one bound.
+        Each key's report (or None) reaches the policy whatever happens: a ``threads``
+        request waits for it."""
         loop = asyncio.get_running_loop()
         processes = [self._running[key] for key in keys if key in self._running and
                      loop.time() - self._reported_at.get(key, -RUNNING_THREADS_FRESH)
                      >= RUNNING_THREADS_FRESH]  # the others' last report stands
         reports: dict[str, list[Any] | None] = {}
-        if processes and self._queries is not None:
-            stacks = await self._queries.stacks(processes, with_locals=False,
-                                                timeout=RUNNING_THREADS_TIMEOUT)
-            for process, entry in zip(processes, stacks, strict=True):
-                if entry["answered"]:
-                    reports[process.id] = entry["threads"]
-                    self._reported_at[process.id] = loop.time()
+        try:
+            if processes and self._queries is not None:
+                stacks = await self._queries.stacks(processes, with_locals=False,
+                                                    timeout=RUNNING_THREADS_TIMEOUT)
+                for process, entry in zip(processes, stacks, strict=True):
+                    if entry["answered"]:
+                        reports[process.id] = entry["threads"]
+                        self._reported_at[process.id] = loop.time()
+        except Exception as error:  # our own bug: reported, and the request still answered
+            log.exception("group session: asking running processes' threads: %s", error)
         for key in keys:
             self.carry_out(self._policy.running_threads(key, reports.get(key)))
 
@@ -339,7 +344,11 @@ class GroupSession:
         process = self._running.get(key)
         if process is None or self._queries is None:
             return
-        result = await self._queries.pause([process], expire=CLIENT_PAUSE_WAIT)
+        try:
+            result = await self._queries.pause([process], expire=CLIENT_PAUSE_WAIT)
+        except Exception as error:  # our own bug: reported, said, contained
+            log.exception("group session: pausing pid %s: %s", process.record.pid, error)
+            result = {"failed": {process.id: f"raydebug could not ask it: {error}"}}
         for reason in result["failed"].values():
             self._client.say_now(f"raydebug: pid {process.record.pid} did not pause: {reason}")
 
