@@ -1,5 +1,6 @@
 """A Ray job as one DAP session: the ranks of a job under `raydebug run`, grouped by
-``job=``, in a client that refuses child sessions."""
+``job=``, in a client that refuses child sessions; its code shipped by ``working_dir`` and
+shown at the client's checkout (``localRoot``)."""
 
 from __future__ import annotations
 
@@ -28,25 +29,32 @@ import os
 import sys
 import ray
 
-ray.init(address=sys.argv[1])
+ray.init(address=sys.argv[1], runtime_env={"working_dir": os.path.dirname(__file__)})
 print("job", ray.get_runtime_context().get_job_id(), flush=True)
+from ranks import train_step
 
-@ray.remote(num_cpus=1)
+refs = [ray.remote(num_cpus=1)(train_step).options(
+            runtime_env={"env_vars": {"RANK": str(rank)}}).remote(rank) for rank in range(3)]
+print("results", sorted(loss for _, loss in ray.get(refs)), flush=True)
+"""
+
+RANKS = """
+import os
+
 def train_step(rank):
     loss = rank * 0.5
     breakpoint()  # pause here
     loss += 1  # stopped here first
     return os.getpid(), loss  # the next line
-
-refs = [train_step.options(runtime_env={"env_vars": {"RANK": str(rank)}}).remote(rank)
-        for rank in range(3)]
-print("results", sorted(loss for _, loss in ray.get(refs)), flush=True)
 """
 
 
 def test_the_ranks_of_a_ray_job_are_one_session_and_step_together(cluster: Any,
                                                                    tmp_path: Path):
-    job_file = write_script(tmp_path, "job.py", JOB)
+    code = tmp_path / "code"  # shipped: the workers run it from a _ray_pkg_ directory
+    code.mkdir()
+    job_file = write_script(code, "job.py", JOB)
+    ranks_file = write_script(code, "ranks.py", RANKS)
     driver = subprocess.Popen(
         [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job_file),
          cluster.address],
@@ -68,7 +76,7 @@ def test_the_ranks_of_a_ray_job_are_one_session_and_step_together(cluster: Any,
             client = await DapClient.connect("127.0.0.1", port)
             await client.initialize(supportsStartDebuggingRequest=False)
             attach = client.send_request("attach", {"name": "job", "raydebug": {
-                "group": f"job={job}", "stepTogether": True}})
+                "group": f"job={job}", "stepTogether": True, "localRoot": str(code)}})
             await client.wait_event("initialized")
             assert (await attach).success
             await client.request("configurationDone")
@@ -82,6 +90,7 @@ def test_the_ranks_of_a_ray_job_are_one_session_and_step_together(cluster: Any,
             for stop in stops:
                 top = (await client.request("stackTrace", {
                     "threadId": stop.body["threadId"]}))["stackFrames"][0]
+                assert top["source"]["path"] == str(ranks_file)  # not the shipped copy's
                 pid, rank = (await client.request("evaluate", {
                     "expression": "(os.getpid(), rank)", "frameId": top["id"],
                     "context": "repl"}))["result"].strip("()").split(", ")
@@ -91,7 +100,7 @@ def test_the_ranks_of_a_ray_job_are_one_session_and_step_together(cluster: Any,
                 await client.wait_event("stopped", timeout=30, threadId=stop.body["threadId"])
                 top = (await client.request("stackTrace", {
                     "threadId": stop.body["threadId"]}))["stackFrames"][0]
-                assert top["line"] == line_of(job_file, "the next line")
+                assert top["line"] == line_of(ranks_file, "the next line")
             go = await client.request("continue", {"threadId": stops[0].body["threadId"]})
             assert go["allThreadsContinued"] is True and client.reverse_requests == []
             await client.request("disconnect", {})

@@ -24,6 +24,7 @@ from raydebug.protocol.group_actions import (
 )
 from raydebug.protocol.group_policy import GroupPolicy
 from raydebug.protocol.group_rewrite import Member
+from raydebug.protocol.paths import PathTranslator
 
 
 @dataclass
@@ -80,13 +81,14 @@ class GroupPair:
 
     # -- the processes ----------------------------------------------------------------------
 
-    def join(self, member: Member, configuration: Sequence[Request] = ()) -> Delivered:
+    def join(self, member: Member, configuration: Sequence[Request] = (),
+             paths: PathTranslator | None = None) -> Delivered:
         """``member``'s data connection opens and the hub sets its debugger up."""
         self.pydevd[member.key] = DapConnection()
         self._hub_process[member.key] = DapConnection()
         delivered = Delivered()
         self._carry_out(self.policy.join(member, {"adapterID": "raydebug"}, {"name": "g"},
-                                         configuration), delivered)
+                                         configuration, paths), delivered)
         return delivered
 
     def join_set_up(self, *members: Member) -> None:

@@ -11,6 +11,7 @@ from group_pair import GroupPair, client_thread_ids, group, stopped
 from raydebug.protocol import Event, Request, Response
 from raydebug.protocol.group_policy import PROCESS_LEFT
 from raydebug.protocol.group_rewrite import Member, prefixed
+from raydebug.protocol.paths import PathTranslator
 from raydebug.protocol.proxy_policy import CLIENT_PAUSE_WAIT
 
 RANK_1 = Member("p1", pid=4201, rank="1", task="train_step")
@@ -254,6 +255,29 @@ def test_disconnect_lets_every_process_run_on_and_is_answered_once():
     (answer,) = pair.process_sends("p1", pair.answer(sent.requests_to("p1")[0], success=False,
                                                      message="gone")).responses
     assert answer.request_seq == bye.seq and answer.success
+
+
+def test_a_local_root_translates_each_processs_paths_both_ways():
+    pair = GroupPair()
+    shipped = "/tmp/ray/session_1/runtime_resources/working_dir_files/_ray_pkg_ab12"
+    pair.join_set_up(RANK_0)
+    for request in pair.join(RANK_1, paths=PathTranslator(shipped, "/home/me/job")) \
+            .requests_to("p1"):
+        for asked in pair.process_sends("p1", pair.answer(request)).requests_to("p1"):
+            pair.process_sends("p1", pair.answer(asked))
+    for key in ("p0", "p1"):
+        pair.process_sends(key, stopped())
+    threads = client_thread_ids(pair)
+    frames = [{"id": 1, "name": "step", "line": 3, "source": {"path": f"{shipped}/train.py"}}]
+    for key, seen in (("p1", "/home/me/job/train.py"), ("p0", f"{shipped}/train.py")):
+        (request,) = pair.client_sends(pair.request("stackTrace", threadId=threads[key])) \
+            .requests_to(key)
+        (answer,) = pair.process_sends(key, pair.answer(request, stackFrames=frames)).responses
+        assert answer.body["stackFrames"][0]["source"]["path"] == seen
+    reference = pair.policy.ids.ref_to_client("sourceReference", "p1", 4, None)
+    (source,) = pair.client_sends(pair.request("source", source={
+        "path": "/home/me/job/gen.py", "sourceReference": reference})).requests_to("p1")
+    assert source.arguments["source"] == {"path": f"{shipped}/gen.py", "sourceReference": 4}
 
 
 def test_the_group_modules_import_no_io_and_no_threads():

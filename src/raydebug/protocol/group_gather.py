@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .group_actions import ToProcess
 from .group_rewrite import Member
 from .messages import Request, Response
+from .paths import PathTranslator
 from .proxy_policy import failure, success
 
 
@@ -48,6 +49,7 @@ class Joined:
 
     member: Member
     configuration: list[Request]
+    paths: PathTranslator | None = None  # its code's directory <-> the client's checkout
     next_seq: int = 1
     asked: dict[int, Asked] = field(default_factory=dict)  # by the hub's seq
     stopped: set[int] = field(default_factory=set)  # its threads stopped, its ids

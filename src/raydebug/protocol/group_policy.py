@@ -74,6 +74,7 @@ from .group_rewrite import Member, ProcessAnswer, client_body, output_body
 from .group_running import RunningMembers
 from .group_steps import StepTogether
 from .messages import Event, Message, Request, Response, parse_message
+from .paths import PathTranslator
 from .proxy_policy import CLIENT_PAUSE_WAIT, REFUSED, RESUMING, failure, success
 
 BY_THREAD = frozenset({"stackTrace", "next", "stepIn", "stepOut", "exceptionInfo",
@@ -103,13 +104,15 @@ class GroupPolicy:
     # -- processes joining and leaving --------------------------------------------------------
 
     def join(self, member: Member, initialize: dict[str, Any], attach: dict[str, Any],
-             configuration: Sequence[Request] = ()) -> list[Action]:
+             configuration: Sequence[Request] = (),
+             paths: PathTranslator | None = None) -> list[Action]:
         """A data connection to ``member``'s debugger is open: set it up as a client would
         (``initialize``, ``attach``, then once attached the ``configuration`` requests, such
         as the cluster's breakpoints, and ``configurationDone``). Their answers are the
-        hub's; the last brings :class:`ProcessReady`."""
+        hub's; the last brings :class:`ProcessReady`. ``paths``: its code's directory and
+        the client's checkout (the attach's ``localRoot``), translated both ways."""
         actions = self.not_running(member.key)
-        joined = self._joined[member.key] = Joined(member, list(configuration))
+        joined = self._joined[member.key] = Joined(member, list(configuration), paths)
         return [*actions,
                 ask(joined, Request(0, "initialize", initialize), Asked("initialize", None)),
                 ask(joined, Request(0, "attach", attach), Asked("attach", None))]
@@ -235,8 +238,10 @@ class GroupPolicy:
             actions = self._step_companions(command, arguments, joined, owner.local)
         if command in STEPS or command == "continue":
             self._moved(joined, owner.local)
-        return [ask(joined, Request(0, command, arguments),
-                          Asked(command, request, thread=owner.thread)), *actions]
+        outgoing = Request(0, command, arguments)
+        if joined.paths is not None:
+            outgoing = joined.paths.request_to_remote(outgoing)
+        return [ask(joined, outgoing, Asked(command, request, thread=owner.thread)), *actions]
 
     def _to_running(self, request: Request, key: str, local: int) -> list[Action]:
         """A request about a thread of running process ``key`` (no debugger yet): ``pause``
@@ -337,7 +342,7 @@ class GroupPolicy:
         joined = self._joined.get(key)
         if joined is None:
             return []  # it has left: what it says now is of no one's concern
-        message = parse_message(body)
+        message = parse_message(body if joined.paths is None else joined.paths.to_local(body))
         if isinstance(message, Request):
             return [ToProcess(key, Response(0, message.seq, message.command, success=False,
                                             message=REFUSED))]

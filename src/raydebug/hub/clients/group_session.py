@@ -53,6 +53,7 @@ from ...protocol.group_actions import (
 )
 from ...protocol.group_policy import GroupPolicy
 from ...protocol.group_rewrite import Member
+from ...protocol.paths import PathTranslator
 from ...protocol.proxy_policy import CLIENT_PAUSE_WAIT, adapter_capabilities
 from ...selectors import Selector, parse
 from ...session import ProcessState, SessionState
@@ -388,7 +389,8 @@ class GroupSession:
         bound.breakpoints = DapSessionBreakpoints(session.record.remote_root)
         self.carry_out(self._policy.join(
             member_of(process), self._initialize, self._attach.arguments,
-            bound.breakpoints.bring_up_to(self._parents.cluster)))
+            bound.breakpoints.bring_up_to(self._parents.cluster),
+            PathTranslator.for_attach(self._attach.arguments, session.record.remote_root)))
         try:
             await bound.debugger.relay(self._from_process(process.id), self._client.backed_up,
                                        self._client.drain)
