@@ -5,7 +5,7 @@ loopback connection comes from); ``handler`` serves one DAP client (the adapter 
 ``attach``, choosing a session, opening the data connection), reading and writing it through
 ``stream``; ``relay`` runs the two pumps after attach; ``cluster_attach`` shows every paused
 process as a child session, seeing the client through ``peer``; ``group_session`` serves a
-group attach, one DAP session whose threads are every paused process's of a group;
+group attach, one DAP session whose threads are every process's of a group;
 ``cluster_sessions`` holds the live cluster sessions and changes the hub's one breakpoint
 set, which every linked process arms and every attached DAP session's pydevd is sent;
 ``snapshot_view`` serves a kept snapshot as a read-only session.
