@@ -140,8 +140,10 @@ class Suspensions:
         suspended: dict[int, tuple[Any, threading.Event]] = {}  # ident -> (info, event)
 
         def wake_moved() -> None:
+            # Resumed and stepping threads alike are set to run before pydevd sets events; a
+            # suspended thread always has a step command (pydevd sets one as it suspends).
             for info, event in list(suspended.values()):
-                if info.pydev_state != STATE_SUSPEND or info.pydev_step_cmd != -1:
+                if info.pydev_state != STATE_SUSPEND:
                     event.set()
 
         def get_internal_queue_and_event(thread_id: str) -> tuple[Any, Any]:
