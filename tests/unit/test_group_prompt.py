@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from raydebug.errors import DapRequestError
 from raydebug.protocol import Event
-from raydebug.terminal import group
+from raydebug.terminal import group, running
 from raydebug.terminal.debugger import Outcome
 from raydebug.terminal.group import GroupDebugger
 from raydebug.terminal.remote import DEFAULT_TIMEOUT, Debuggee, Stops
@@ -34,6 +35,8 @@ class ScriptedGroup:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.lines = {1: 2, 2: 2, 3: 2}
         self.exits: set[int] = set()
+        self.running: dict[int, str] = {}  # threads of live processes that run, by id
+        self.on_continue = lambda: None
         self._seq = 0
         for thread in self.lines:
             self.stop(thread)
@@ -52,7 +55,19 @@ class ScriptedGroup:
                                                             "reason": "breakpoint"}))
 
     def threads_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        return {"threads": [{"id": t, "name": name(t)} for t in sorted(self.lines)]}
+        return {"threads": [{"id": t, "name": name(t)} for t in sorted(self.lines)] +
+                [{"id": t, "name": n} for t, n in sorted(self.running.items())]}
+
+    def end_process(self, thread: int) -> None:
+        del self.lines[thread]
+        self.stops.on_thread(Event(0, "thread", {"reason": "exited", "threadId": thread}))
+
+    def pause_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        thread = arguments["threadId"]
+        if thread not in self.lines and thread not in self.running:
+            raise DapRequestError("pause", f"threadId {thread} is no longer valid")
+        self.stop(thread, self.lines.get(thread, 2))
+        return {}
 
     def stackTrace_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
         line = self.lines[arguments["threadId"]]
@@ -66,13 +81,16 @@ class ScriptedGroup:
     def next_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
         thread = arguments["threadId"]
         if thread in self.exits:
-            del self.lines[thread]
-            self.stops.on_thread(Event(0, "thread", {"reason": "exited", "threadId": thread}))
+            self.end_process(thread)
         else:
             self.stop(thread, self.lines[thread] + 1)
         return {}
 
+    def disconnect_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
     def continue_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.on_continue()
         return {"allThreadsContinued": not arguments.get("singleThread")}
 
 
@@ -131,3 +149,52 @@ def test_a_process_that_pauses_later_is_said_before_the_prompt_as_joined(
     said.clear()
     debugger.announce_other_stops()
     assert said == []  # said once
+
+
+def ctrl_c_then_q(after: int = 30) -> Any:
+    """poll_input for a wait: Ctrl-C at the first look at the keyboard, then nothing, then
+    (``after`` looks, ~3 s) ``q``, so that a wait no stop ends is bounded."""
+    looks = iter(range(after + 1))
+
+    def poll() -> str | None:
+        look = next(looks, after)
+        if look == 0:
+            raise KeyboardInterrupt
+        return "q" if look >= after else None
+    return poll
+
+
+def test_ctrl_c_once_the_current_threads_process_ended_pauses_the_groups_running_ones(
+        prompt: tuple[ScriptedGroup, GroupDebugger, list[str]]):
+    debuggee, debugger, said = prompt
+    debuggee.running = {7: "pid 300 · MainThread", 8: "pid 300 · loader"}
+    # `c`: every process runs; thread 1's process ends; ranks 1 and 2 run on.
+    debuggee.on_continue = lambda: debuggee.end_process(1)
+    debugger.poll_input = ctrl_c_then_q()
+
+    assert debugger.execute("c") is Outcome.STOPPED
+    paused = [arguments["threadId"] for command, arguments in debuggee.requests
+              if command == "pause"]
+    assert paused[0] == 2  # each process once (rank 1 first), none of the ended one's
+    assert sorted(paused) == [2, 3, 7]
+    assert not [line for line in said if "cannot pause" in line]
+
+
+def test_ctrl_c_with_nothing_of_the_group_running_says_so_once_and_asks_nothing(
+        prompt: tuple[ScriptedGroup, GroupDebugger, list[str]],
+        monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(running, "PAUSE_RETRY", 0.05)
+    monkeypatch.setattr(running, "PAUSE_GIVE_UP", 0.1)
+    debuggee, debugger, said = prompt
+
+    def every_process_ends() -> None:
+        for thread in list(debuggee.lines):
+            debuggee.end_process(thread)
+    debuggee.on_continue = every_process_ends
+    debugger.poll_input = ctrl_c_then_q(after=10)
+
+    assert debugger.execute("c") is Outcome.QUIT  # the `q` after the Ctrl-C
+    assert [c for c, _ in debuggee.requests if c == "pause"] == []
+    assert said.count("(no process of the group runs now: waiting for the next stop; "
+                      "Ctrl-C again or q detaches)") == 1
+    assert not [line for line in said if "does not pause" in line]

@@ -20,7 +20,8 @@ model, where a thread is a process here):
   one line each before the next prompt;
 - ``q`` (Ctrl-D) detaches: every process runs on. No ``kill``: it would end every process.
 
-Ctrl-C while the group runs pauses the current thread's process (as ``raydebug pause``); a
+Ctrl-C while the group runs pauses the current thread's process (as ``raydebug pause``), or,
+once that thread has left (its process ended), every process of the group that runs; a
 second one, or ``q``, detaches.
 """
 
@@ -70,6 +71,11 @@ class GroupDebugger(TerminalDebugger):
     def _stopped_in_order(self) -> list[int]:
         stopped = self.remote.stops.stopped_threads
         return [int(t["id"]) for t in self._threads() if int(t["id"]) in stopped]
+
+    def _process_of(self, thread_id: int) -> str:
+        """The pid in the thread's name (the hub names every thread with it)."""
+        match = PID.search(self.names.get(thread_id, ""))
+        return match.group(1) if match else f"thread {thread_id}"
 
     def _named(self, thread_id: int) -> str:
         return f"thread {thread_id} ({self.names.get(thread_id, '?')})"
@@ -213,11 +219,26 @@ class GroupDebugger(TerminalDebugger):
         stops = self.remote.stops
         return self._wait(stops.count, len(stops.ends), "", "")
 
-    def _ask_pause(self) -> None:
-        try:
-            super()._ask_pause()
-        except DapRequestError as error:  # its process ended: nothing of it to pause
-            self.write(render.error(f"cannot pause {self._named(self.thread_id)}: {error}"))
+    def _ask_pause(self) -> bool:
+        """Pause the current thread's process; when that thread has left (its process
+        ended), every process of the group that still runs, as a Ctrl-C stops a program.
+        False when nothing of the group runs (said, once)."""
+        running = [int(t["id"]) for t in self._threads()
+                   if not self.remote.stops.is_stopped(int(t["id"]))]
+        if self.thread_id in running:
+            targets = [self.thread_id]
+        else:  # one thread per process: a pause pauses the whole process
+            targets = sorted({self._process_of(t): t for t in reversed(running)}.values())
+        if not targets:
+            self.write("(no process of the group runs now: waiting for the next stop; "
+                       "Ctrl-C again or q detaches)")
+            return False
+        for thread_id in targets:
+            try:
+                self.remote.request("pause", {"threadId": thread_id})
+            except DapRequestError as error:  # its process ended meanwhile
+                self.write(render.error(f"cannot pause {self._named(thread_id)}: {error}"))
+        return True
 
     def _detach(self, what: str | None) -> None:
         """Disconnect: the hub lets every process of the group run on."""

@@ -121,6 +121,7 @@ class RunningCommands(DebuggerContext):
         paused_at: float | None = None  # when Ctrl-C asked for a pause
         last_ask = 0.0
         told_stuck = hinted = False
+        asked = False  # a pause was asked of something that runs
         while True:
             # Ctrl-C can land anywhere in a round (while asking for a pause, printing, looking
             # at the keyboard): wherever it lands, it is this loop's, never the prompt's.
@@ -133,7 +134,7 @@ class RunningCommands(DebuggerContext):
                         return Outcome.QUIT
                     paused_at = last_ask = time.monotonic()
                     self.write("\npausing (Ctrl-C; Ctrl-C again or q detaches)")
-                    self._ask_pause()
+                    asked = self._ask_pause()
                 try:
                     event = stops.wait(seen, timeout=POLL, ends_seen=ends_seen)
                 except TimeoutError:
@@ -145,7 +146,7 @@ class RunningCommands(DebuggerContext):
                             return Outcome.QUIT
                         self.write(render.error("the process is running: Ctrl-C pauses it, "
                                                 "q detaches"))
-                    if paused_at is not None:
+                    if paused_at is not None and asked:  # (nothing asked: said so)
                         if now - paused_at >= PAUSE_GIVE_UP and not told_stuck:
                             told_stuck = True
                             self.write(render.error(
@@ -156,8 +157,9 @@ class RunningCommands(DebuggerContext):
                             # pydevd drops a pause that lands while the step it follows is
                             # still being set up: ask again.
                             last_ask = now
-                            self._ask_pause()
-                    elif not hinted and now - started >= RUNNING_HINT_AFTER:
+                            asked = self._ask_pause()
+                    elif paused_at is None and not hinted and \
+                            now - started >= RUNNING_HINT_AFTER:
                         hinted = True  # a silent terminal looks hung: say so, once
                         self.write("(running; Ctrl-C pauses it, q detaches)")
                     continue
@@ -197,9 +199,11 @@ class RunningCommands(DebuggerContext):
             self._refresh_stack()
         return Outcome.STOPPED
 
-    def _ask_pause(self) -> None:
-        """Ctrl-C while it runs: ask for the running thread's pause."""
+    def _ask_pause(self) -> bool:
+        """Ctrl-C while it runs: ask for the running thread's pause. Whether something was
+        asked (False: nothing runs that a pause could stop, said already; not asked again)."""
         self.remote.request("pause", {"threadId": self.thread_id})
+        return True
 
     def _say_returned_before_moving(self, end: SessionEnd, resumed: str, function: str) -> None:
         """The resumed session's function returned and its thread went on into its next
