@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-processes test check lint bench clean pythons
+.PHONY: demo demo-processes test check lint bench clean pythons dap-js
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,18 @@ $(STAMP): pyproject.toml
 pythons: $(STAMP)
 	$(BIN)/python -m devtools.pythons 3.12
 
+# Microsoft's DAP test client (@vscode/debugadapter-testsupport, pinned by its lock file) for
+# the group session's acceptance test; node_modules is not committed. Without npm that test
+# is skipped, saying so.
+DAP_JS := tests/integration/dap_js
+$(DAP_JS)/node_modules/.installed: $(DAP_JS)/package-lock.json
+	cd $(DAP_JS) && npm ci --no-audit --no-fund --silent
+	touch $@
+
+dap-js:
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory $(DAP_JS)/node_modules/.installed; \
+	else echo "no npm: the DebugClient test is skipped"; fi
+
 demo: $(STAMP)
 	$(BIN)/python examples/ray_demo.py
 
@@ -26,7 +38,7 @@ demo-processes: $(STAMP)
 # The test files run on three workers (pytest-xdist; a file's tests stay together, so a
 # module's Ray cluster is started once); the 25 slowest are listed at the end.
 TEST_WORKERS ?= 3
-test: $(STAMP) pythons
+test: $(STAMP) pythons dap-js
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The inner loop: the in-memory tests (no Ray, no subprocess hub) and the linters, ~1-2 min.

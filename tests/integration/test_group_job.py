@@ -168,8 +168,8 @@ def test_one_session_shows_paused_and_running_processes_and_controls_them(
 
 @pytest.mark.skipif(shutil.which("node") is None
                     or not (DAP_JS / "node_modules" / "@vscode").is_dir(),
-                    reason="needs node and `npm install` in tests/integration/dap_js "
-                           "(.ci/run does it)")
+                    reason="needs node and `npm ci` in tests/integration/dap_js "
+                           "(`make test` does it where npm is installed)")
 def test_microsofts_debug_client_refusing_child_sessions_debugs_the_job(
         hub: HubProcess, tmp_path: Path):
     job = start_job(hub, tmp_path)
