@@ -446,3 +446,56 @@ def test_ray_log_markers_are_not_the_debuggees_output():
     finally:
         remote.close()
     assert printed == ["a line\nanother\n", "half :task_name: a line\n"]
+
+
+class WithALibraryThread(ScriptedDebuggee):
+    """Thread 2 (Ray's PythonGCThread, all of it library code) is stopped too: pydevd
+    shows it no frame (the library frames are left out)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seq += 1
+        self.stops.on_stopped(Event(seq=self._seq, event="stopped",
+                                    body={"threadId": 2, "reason": "pause"}))
+
+    def threads_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"threads": [{"id": 1, "name": "MainThread"}, {"id": 2, "name": "PythonGCThread"}]}
+
+    def stackTrace_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return super().stackTrace_request(arguments) if arguments["threadId"] == 1 \
+            else {"stackFrames": []}
+
+
+NO_FRAMES = ("*** thread 2 shows no frames: it is stopped in library code only; `threads` "
+             "lists the others")
+
+
+def test_thread_n_of_a_thread_with_no_frame_to_show_says_why_and_stays():
+    debuggee = WithALibraryThread()
+    said: list[str] = []
+    debugger = TerminalDebugger(debuggee, dict(SESSION), said.append)
+    debugger.start()
+    said.clear()
+
+    debugger.execute("thread 2")
+    assert said == [NO_FRAMES]
+    assert debugger.thread_id == 1
+    said.clear()
+    debugger.execute("where")
+    assert said[-2:] == [f"> {PATH}(2)f()", "-> x = n * 2"]  # still thread 1's frames
+
+
+def test_a_thread_with_no_frame_to_show_says_why_at_each_command():
+    """The session's own thread did not stop (blocked in C): the prompt starts on another,
+    which shows no frames."""
+    debuggee = WithALibraryThread()
+    said: list[str] = []
+    debugger = TerminalDebugger(debuggee, {**SESSION, "thread": "PythonGCThread"},
+                                said.append)
+    debugger.start()
+    assert said[-1] == NO_FRAMES
+    said.clear()
+
+    for command in ("where", "p x"):
+        debugger.execute(command)
+    assert said == [NO_FRAMES, NO_FRAMES]  # (where said nothing; p: 'not stopped')

@@ -71,8 +71,23 @@ class DebuggerContext:
     @property
     def frame(self) -> dict[str, Any]:
         if not self.frames:
-            raise CommandError("no frame is selected (the thread is not stopped)")
+            raise CommandError(self._no_frames(self.thread_id))
         return self.frames[self.frame_index]
+
+    def _no_frames(self, thread_id: int) -> str:
+        """Why ``thread_id`` has no frame to show: not stopped, or stopped where only library
+        code runs (a thread of Ray's, or one that runs ``Event.wait`` itself), which the
+        stack leaves out as it leaves out the library frames above the user's."""
+        if not self.remote.stops.is_stopped(thread_id):
+            return "no frame is selected (the thread is not stopped)"
+        return (f"thread {thread_id} shows no frames: it is stopped in library code only; "
+                "`threads` lists the others")
+
+    def _refuse_frameless(self, thread_id: int) -> None:
+        """Raises :class:`CommandError` (why) when the stopped ``thread_id`` has no frame to
+        show: ``thread N`` then stays on the current thread."""
+        if not self.remote.request("stackTrace", {"threadId": thread_id})["stackFrames"]:
+            raise CommandError(self._no_frames(thread_id))
 
     def _refresh_stack(self) -> None:
         self.frames = self.remote.request("stackTrace", {"threadId": self.thread_id})[
@@ -110,7 +125,7 @@ class DebuggerContext:
         self._refresh_stack()
         self._list_next = None
         if not self.frames:
-            self.write(render.error("the stopped thread has no Python frames"))
+            self.write(render.error(self._no_frames(self.thread_id)))
             return
         frame = self.frames[0]
         for line in render.stop_lines(frame, None if context else self._source_line(frame)):

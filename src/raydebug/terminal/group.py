@@ -180,6 +180,7 @@ class GroupDebugger(TerminalDebugger):
         self._threads()
         if wanted not in self.names or not self.remote.stops.is_stopped(wanted):
             raise CommandError(f"thread {wanted} is not stopped (see threads)")
+        self._refuse_frameless(wanted)
         self._move_to(wanted)
 
     def do_c1(self, arg: str) -> Outcome:

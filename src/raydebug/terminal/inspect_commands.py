@@ -19,6 +19,8 @@ class InspectCommands(DebuggerContext):
     # -- the stack --------------------------------------------------------------------------
 
     def do_where(self, arg: str) -> None:
+        if not self.frames:
+            raise CommandError(self._no_frames(self.thread_id))
         for line in render.stack_lines(self.frames, self.frame_index, self._source_line):
             self.write(line)
 

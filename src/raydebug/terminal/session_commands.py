@@ -116,6 +116,7 @@ class SessionCommands(DebuggerContext):
         known = {t["id"]: t.get("name", "") for t in self.remote.request("threads")["threads"]}
         if wanted not in known or not self.remote.stops.is_stopped(wanted):
             raise CommandError(f"thread {wanted} is not stopped (see threads)")
+        self._refuse_frameless(wanted)
         if wanted != self.thread_id:
             self._take_session_of(str(known[wanted]))
         self.thread_id = wanted
