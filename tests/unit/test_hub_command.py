@@ -108,3 +108,20 @@ def test_the_agents_connection_limit_keeps_its_old_name_hidden(
                                         "--max-worker-connections", "8")
     assert code == 2 and hub is None
     assert "--max-worker-connections is the old name of --max-agent-connections" in output
+
+
+def test_a_port_in_use_is_named_with_what_to_do():
+    from raydebug.cli.hub_command import cannot_listen
+
+    taken = OSError(98, "error while attempting to bind on address ('127.0.0.1', 5678): "
+                        "address already in use")
+    said = cannot_listen(taken)
+    assert said.startswith("cannot listen on 127.0.0.1:5678: the address is in use "
+                           "(another hub? `")
+    assert said.endswith(" list` names the hub it finds); --port and --agent-port pick "
+                         "other ports (0: any free one)")
+    other = OSError(99, "error while attempting to bind on address ('10.9.9.9', 5678): "
+                        "cannot assign requested address")
+    assert cannot_listen(other) == ("cannot listen: error while attempting to bind on "
+                                    "address ('10.9.9.9', 5678): cannot assign requested "
+                                    "address")

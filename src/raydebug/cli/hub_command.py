@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import re
 import signal
 import sys
 from typing import Any
@@ -13,6 +15,7 @@ from click.core import ParameterSource
 
 from .. import state_file, views
 from ..errors import ConfigurationError
+from ..shell_command import raydebug_command
 
 
 @click.command()
@@ -133,13 +136,25 @@ def _by_either_name(name: str) -> Any:
     return context.params[old]
 
 
+def cannot_listen(error: OSError) -> str:
+    """What ``raydebug hub`` says when it cannot listen (asyncio's bind error), and, when the
+    port is taken, what to do."""
+    text = error.strerror or str(error)
+    bound = re.search(r"\('([^']*)', (\d+)\)", text)
+    if error.errno != errno.EADDRINUSE or bound is None:
+        return f"cannot listen: {text}"
+    return (f"cannot listen on {bound.group(1)}:{bound.group(2)}: the address is in use "
+            f"(another hub? `{raydebug_command()} list` names the hub it finds); --port and "
+            "--agent-port pick other ports (0: any free one)")
+
+
 async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
     import asyncio
 
     try:
         await hub.start()
     except OSError as error:
-        raise ConfigurationError(f"cannot listen: {error.strerror or error}") from None
+        raise ConfigurationError(cannot_listen(error)) from None
     client = "{}:{}".format(*hub.client_address)
     agents = "{}:{}".format(*hub.agent_address)
     cert = hub.certificate.fingerprint if hub.certificate else None
