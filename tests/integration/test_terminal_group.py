@@ -12,7 +12,7 @@ import pexpect
 import pytest
 
 from devtools.terminal import PROMPT, Attach, start_attach
-from helpers import HubProcess, finish, write_script
+from helpers import HubProcess, finish, raydebug, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -70,3 +70,10 @@ def test_a_group_is_one_prompt_whose_threads_are_its_processes(
     assert "attach again" not in term.child.before  # q is no lost hub
     assert term.child.wait() == 0
     assert finish(late)[:2] == (0, "rank 2 -> 23\n")
+
+
+def test_a_group_where_nothing_pauses_within_the_timeout_says_so(hub: HubProcess):
+    done = raydebug(hub, "attach", "--group", "pid=1", "--timeout", "1")
+    assert done.returncode == 1, done
+    assert ("cannot attach to the group (pid=1): no process of it paused within 1 s"
+            in done.stderr), done.stderr

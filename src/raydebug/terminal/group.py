@@ -275,18 +275,20 @@ class GroupAttach(AttachCommand):
         try:
             host, port = parse_address(self.hub, "--hub")
             remote.connect(host, port)
+            wait = self.wait_timeout or FIRST_PAUSE_WAIT
             try:
-                remote.attach("", self.client_token, timeout=self.wait_timeout or
-                              FIRST_PAUSE_WAIT, group=text or True,
+                remote.attach("", self.client_token, timeout=wait, group=text or True,
                               on_slow=lambda: self.terminal.write(
                                   f"waiting for a process of the group ({which}) to pause "
                                   "(Ctrl-C stops waiting)"))
             except KeyboardInterrupt:
                 self.terminal.write("stopped waiting for the group")
                 raise
-            except (RaydebugError, TimeoutError) as error:
-                why = str(error) or "no process of it paused in time"
-                raise RaydebugError(f"cannot attach to the group ({which}): {why}") from None
+            except TimeoutError:  # (its text is the DAP client's: "no 'stopped' within")
+                raise RaydebugError(f"cannot attach to the group ({which}): no process of it "
+                                    f"paused within {wait:g} s") from None
+            except RaydebugError as error:
+                raise RaydebugError(f"cannot attach to the group ({which}): {error}") from None
             debugger = GroupDebugger(remote, session, self.terminal.write,
                                      colour=self.terminal.colour,
                                      confirm=self.terminal.confirm,
