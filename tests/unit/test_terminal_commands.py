@@ -322,3 +322,23 @@ def test_c1_is_a_command_of_its_own_and_c_still_continue():
     assert commands.parse("c1") == commands.Command("c1")
     assert commands.parse("c").name == "continue"
     assert commands.parse("c1 = 3").name == commands.STATEMENT  # an assignment, as in pdb
+
+
+def test_output_while_the_prompt_waits_goes_above_it_whole_lines_first(
+        capsys: pytest.CaptureFixture[str]):
+    """Another thread of the debuggee prints while the prompt waits for a line: each whole
+    line goes above the prompt, drawn again after it (it was written after the prompt, and
+    after what the user was typing); a piece of a line waits for its end."""
+    from raydebug.terminal.console import PROMPT, Terminal
+
+    terminal = Terminal()
+    terminal._prompt = PROMPT  # input() waits (as Terminal._input sets it)
+    terminal.write_output("tick 1\ntick", "stdout")
+    terminal.write_output(" 2\n", "stdout")
+    assert capsys.readouterr().out == (f"\r\x1b[Ktick 1\n{PROMPT}"
+                                       f"\r\x1b[Ktick 2\n{PROMPT}")
+    terminal.write_output("half", "stdout")
+    assert capsys.readouterr().out == ""
+    terminal._prompt = None
+    terminal._write_held()  # the prompt is gone: the piece is printed
+    assert capsys.readouterr().out == "half"

@@ -37,6 +37,8 @@ class Terminal:
         self._lock = threading.Lock()
         self._at_line_start = True
         self._prompt: str | None = None  # shown, and input() waits for a line
+        self._held: dict[Any, str] = {}  # by stream: output after its last newline, held
+                                         # while the prompt waits (write_output)
         self.completer: Any = None
         self._history = state_file.path().parent / "attach_history"
         self._interrupts: PromptInterrupts | None = None
@@ -63,12 +65,32 @@ class Terminal:
             return True
 
     def write_output(self, text: str, category: str) -> None:
-        """The debuggee's output, as it arrives (pieces of lines included)."""
+        """The debuggee's output, as it arrives (pieces of lines included). While a prompt
+        waits for a line, its whole lines go above the prompt, which is drawn again with
+        what was typed (a piece of a line waits there for its end, or the prompt's)."""
         stream = sys.stderr if category == "stderr" else sys.stdout
         with self._lock:
+            if self._prompt is not None:
+                lines, _, self._held[stream] = (self._held.get(stream, "") + text).rpartition(
+                    "\n")
+                if lines:
+                    stream.write(f"\r\x1b[K{lines}\n")
+                    stream.flush()
+                    sys.stdout.write(f"{self._prompt}{_typed()}")
+                    sys.stdout.flush()
+                return
             stream.write(text)
             stream.flush()
             self._at_line_start = text.endswith("\n")
+
+    def _write_held(self) -> None:
+        """The pieces of lines that came while the prompt waited, once it is gone."""
+        with self._lock:
+            for stream, text in self._held.items():
+                stream.write(text)
+                stream.flush()
+                self._at_line_start = self._at_line_start and not text
+            self._held.clear()
 
     def read(self, prompt: str = PROMPT) -> str | None:
         """One line; None at end of input (Ctrl-D). Ctrl-C starts the line again."""
@@ -122,6 +144,7 @@ class Terminal:
                 return input(prompt)
         finally:
             self._prompt = None
+            self._write_held()
 
     def poll_line(self) -> str | None:
         """A line typed while no prompt is shown (the debuggee runs), without waiting;
