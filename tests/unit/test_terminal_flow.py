@@ -499,3 +499,43 @@ def test_a_thread_with_no_frame_to_show_says_why_at_each_command():
     for command in ("where", "p x"):
         debugger.execute(command)
     assert said == [NO_FRAMES, NO_FRAMES]  # (where said nothing; p: 'not stopped')
+
+
+class KeysWhileWaiting:
+    """A terminal on which ``keys`` are typed, one per look, while ``raydebug attach``
+    waits for a breakpoint (what it says is kept in ``said``)."""
+
+    interactive = True
+
+    def __init__(self, *keys: str) -> None:
+        self.keys = list(keys)
+        self.said: list[str] = []
+
+    def write(self, line: str) -> None:
+        self.said.append(line)
+
+    def poll_line(self) -> str | None:
+        return self.keys.pop(0) if self.keys else None
+
+    def save_history(self) -> None: ...
+    def discard_typeahead(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def test_ctrl_d_while_attach_waits_for_a_breakpoint_stops_the_wait():
+    """(It was read at the first prompt instead: the breakpoint that came was left at once.)"""
+    from raydebug.terminal.attach import AttachCommand
+    from raydebug.terminal.running import EOF
+
+    terminal = KeysWhileWaiting("p x", EOF)
+    command = AttachCommand("127.0.0.1:1", None, follow=False, wait_timeout=2.0,
+                            terminal=terminal)  # type: ignore[arg-type]
+    polls: list[str] = []
+    command._sessions = lambda query="": polls.append(query) or []  # type: ignore[method-assign]
+
+    assert command.run(None) == 0
+    assert terminal.said == [
+        "waiting for a breakpoint... (hub 127.0.0.1:1; Ctrl-C stops waiting)",
+        "*** nothing is paused yet: no command runs (Ctrl-C or Ctrl-D stops waiting)",
+        "stopped waiting for a breakpoint"]
+    assert all("timeout=0.5" in query for query in polls[1::2])  # the keys looked at often

@@ -40,7 +40,7 @@ from . import commands, render, snapshot_rules
 from .console import PROMPT, Terminal, line_buffer
 from .debugger import Outcome, TerminalDebugger
 from .remote import Remote
-from .running import QUIT_WORDS
+from .running import EOF, QUIT_WORDS
 
 __all__ = ["PROMPT", "AttachCommand", "Terminal", "complete"]
 
@@ -51,6 +51,7 @@ POLL_SECONDS = 30.0
 RECONNECT_FOR = 15.0  # seconds, for the hub to answer again, then for the session
 RECONNECT_EVERY = 0.5  # seconds between tries while nothing answers
 STALE_POLL = 0.5  # seconds
+KEYS_POLL = 0.5  # seconds: on a terminal, the wait for a breakpoint looks at the keys so often
 WAITING_ONLY = f"state={SessionState.WAITING.value}"  # the hub's filter of /api/sessions
 
 
@@ -70,6 +71,10 @@ def complete(debugger: TerminalDebugger, line: str, word: str) -> list[str]:
         if completed.startswith(prefix):
             found.append(completed[len(prefix):])
     return found
+
+
+# What the wait for a breakpoint returns when the user typed Ctrl-D or q meanwhile.
+STOPPED_WAITING: dict[str, Any] = {"id": "(none: stopped waiting)"}
 
 
 class AttachCommand:
@@ -105,6 +110,8 @@ class AttachCommand:
                     return 0
                 if session is None:
                     return 1
+                if session is STOPPED_WAITING:
+                    return 0
                 outcome = self._debug(session, wanted=session_id is not None)
                 session_id, lost = None, None
                 if outcome is None:
@@ -210,8 +217,10 @@ class AttachCommand:
 
     def _wait_for_breakpoint(self) -> dict[str, Any] | None:
         """The oldest waiting session not visited yet, as soon as there is one; None after
-        ``--timeout``. Following, a hub that stops answering is waited for again (see
-        :meth:`_wait_for_hub`, which raises when it does not come back)."""
+        ``--timeout``; :data:`STOPPED_WAITING` when Ctrl-D (or ``q``) was typed meanwhile, on
+        a terminal (read now: at the first prompt it would detach at once). Following, a hub
+        that stops answering is waited for again (see :meth:`_wait_for_hub`, which raises
+        when it does not come back)."""
         deadline = None if self.wait_timeout is None else time.monotonic() + self.wait_timeout
         announced = False
         while True:
@@ -236,6 +245,15 @@ class AttachCommand:
             if remaining <= 0:
                 self.terminal.write(render.error("no breakpoint was hit in time"))
                 return None
+            typed = self.terminal.poll_line()
+            if typed == EOF or (typed or "").strip() in QUIT_WORDS:
+                self.terminal.write("stopped waiting for a breakpoint")
+                return STOPPED_WAITING
+            if typed is not None:
+                self.terminal.write(render.error("nothing is paused yet: no command runs "
+                                                 "(Ctrl-C or Ctrl-D stops waiting)"))
+            if self.terminal.interactive:
+                remaining = min(remaining, KEYS_POLL)
             # Long-poll until one more session waits than now; then look again. A session
             # just left (visited) may still be listed for a moment, until its process is
             # gone: then the count can stay the same with a new one in, so look again soon.
