@@ -77,3 +77,14 @@ def test_a_group_where_nothing_pauses_within_the_timeout_says_so(hub: HubProcess
     assert done.returncode == 1, done
     assert ("cannot attach to the group (pid=1): no process of it paused within 1 s"
             in done.stderr), done.stderr
+
+
+def test_ctrl_d_while_the_group_waits_for_its_first_pause_stops_waiting(
+        hub: HubProcess, attach: list[Attach]):
+    term = start_attach(hub, attach, "--group", "pid=1")
+    term.expect("(Ctrl-C stops waiting)")
+    term.child.sendline("p x")
+    term.expect("nothing is paused yet: no command runs (Ctrl-C or Ctrl-D stops waiting)")
+    term.child.sendeof()
+    term.expect("stopped waiting for the group")
+    term.child.expect(pexpect.EOF)

@@ -39,7 +39,7 @@ from ..shell_command import raydebug_command
 from . import commands, render, snapshot_rules
 from .console import PROMPT, Terminal, line_buffer
 from .debugger import Outcome, TerminalDebugger
-from .remote import Remote
+from .remote import KEYS_POLL, Remote
 from .running import EOF, QUIT_WORDS
 
 __all__ = ["PROMPT", "AttachCommand", "Terminal", "complete"]
@@ -51,7 +51,6 @@ POLL_SECONDS = 30.0
 RECONNECT_FOR = 15.0  # seconds, for the hub to answer again, then for the session
 RECONNECT_EVERY = 0.5  # seconds between tries while nothing answers
 STALE_POLL = 0.5  # seconds
-KEYS_POLL = 0.5  # seconds: on a terminal, the wait for a breakpoint looks at the keys so often
 WAITING_ONLY = f"state={SessionState.WAITING.value}"  # the hub's filter of /api/sessions
 
 
@@ -245,13 +244,9 @@ class AttachCommand:
             if remaining <= 0:
                 self.terminal.write(render.error("no breakpoint was hit in time"))
                 return None
-            typed = self.terminal.poll_line()
-            if typed == EOF or (typed or "").strip() in QUIT_WORDS:
+            if self._leaves_waiting():
                 self.terminal.write("stopped waiting for a breakpoint")
                 return STOPPED_WAITING
-            if typed is not None:
-                self.terminal.write(render.error("nothing is paused yet: no command runs "
-                                                 "(Ctrl-C or Ctrl-D stops waiting)"))
             if self.terminal.interactive:
                 remaining = min(remaining, KEYS_POLL)
             # Long-poll until one more session waits than now; then look again. A session
@@ -261,6 +256,16 @@ class AttachCommand:
             with contextlib.suppress(HubUnreachableError, RemoteProtocolError):  # (said above)
                 self._sessions(f"{WAITING_ONLY}&min={len(waiting_now) + 1}&timeout="
                                f"{min(remaining, STALE_POLL if stale else POLL_SECONDS):.1f}")
+
+    def _leaves_waiting(self) -> bool:
+        """Whether Ctrl-D (or ``q``) was typed while nothing is paused yet (on a terminal);
+        anything else typed then is said not run."""
+        typed = self.terminal.poll_line()
+        leaves = typed == EOF or (typed or "").strip() in QUIT_WORDS
+        if typed is not None and not leaves:
+            self.terminal.write(render.error("nothing is paused yet: no command runs "
+                                             "(Ctrl-C or Ctrl-D stops waiting)"))
+        return leaves
 
     def _snapshot(self, wanted: str) -> dict[str, Any] | None:
         """The hub's snapshot whose id is ``wanted`` or, alone, starts with it (its listing

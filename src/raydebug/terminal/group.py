@@ -278,6 +278,7 @@ class GroupAttach(AttachCommand):
             wait = self.wait_timeout or FIRST_PAUSE_WAIT
             try:
                 remote.attach("", self.client_token, timeout=wait, group=text or True,
+                              left=self._leaves_waiting,
                               on_slow=lambda: self.terminal.write(
                                   f"waiting for a process of the group ({which}) to pause "
                                   "(Ctrl-C stops waiting)"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -30,6 +31,7 @@ from ..protocol import Event
 T = TypeVar("T")
 
 SLOW_ATTACH = 2.0  # seconds without the first stop before attaching says why it waits
+KEYS_POLL = 0.5  # seconds: a wait on a terminal looks at the keys (Ctrl-D) so often
 THREAD_EXITED = "exited"  # a group session's thread whose process ended (Stops.on_thread)
 
 
@@ -250,7 +252,8 @@ class Remote:
     def attach(self, session_id: str, client_token: str | None,
                timeout: float = DEFAULT_TIMEOUT,
                on_slow: Callable[[], None] | None = None,
-               group: str | bool | None = None) -> None:
+               group: str | bool | None = None,
+               left: Callable[[], bool] = lambda: False) -> None:
         """Attach to the session; returns once the first stop is recorded in :attr:`stops`.
         ``group`` (a selector's text, or True for every process): attach to the hub's
         group session instead (``session_id`` unused), whose first stop is the first
@@ -260,7 +263,8 @@ class Remote:
         A paused thread blocked in C stops only when it returns to Python, maybe never:
         ``on_slow`` is called once when the stop has not come after :data:`SLOW_ATTACH`
         seconds, so that the user is told why nothing happens. Ctrl-C (KeyboardInterrupt)
-        stops waiting at any moment."""
+        stops waiting at any moment, and so does ``left()`` turning true (Ctrl-D typed:
+        asked every :data:`KEYS_POLL` seconds), as KeyboardInterrupt too."""
         raydebug: dict[str, Any] = {"session": session_id} if group is None else {
             "group": group}
         if group is not None:
@@ -270,10 +274,13 @@ class Remote:
         future = asyncio.run_coroutine_threadsafe(
             asyncio.wait_for(self._attach(raydebug, timeout), timeout + 1), self._loop)
         try:
-            if on_slow is not None:
-                concurrent.futures.wait([future], SLOW_ATTACH)
-                if not future.done():
+            slow_at = time.monotonic() + SLOW_ATTACH
+            while not concurrent.futures.wait([future], KEYS_POLL).done:
+                if left():
+                    raise KeyboardInterrupt
+                if on_slow is not None and time.monotonic() >= slow_at:
                     on_slow()
+                    on_slow = None
             future.result()
         except KeyboardInterrupt:
             # Cancelled, its task ends quietly: left to fail when the connection closes,
