@@ -34,7 +34,6 @@ INTERNALS: list[tuple[str, str]] = [
     ("debugpy.common.log", "log_dir"),
     ("debugpy.server.api", "ensure_logging.ensured"),
     ("pydevd", "create_server_socket"),
-    ("pydevd_tracing", "set_trace_to_threads"),
     ("pydevd", "settrace"),
     ("_pydevd_bundle.pydevd_constants", "get_global_debugger"),
     ("_pydevd_bundle.pydevd_daemon_thread", "PyDBDaemonThread.do_kill_pydev_thread"),

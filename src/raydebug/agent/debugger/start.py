@@ -10,8 +10,7 @@ ignoring ``listen()``, and once started its accept thread is ended and that sock
 (:func:`_stop_listening`). Clients reach pydevd only through data connections the agent
 dialled out to the hub (see ``clients``).
 
-Four more things are set right at start: pydevd sets trace functions without a helper
-thread per thread (:mod:`.thread_tracing`); forked children do not wait for a debugger
+Three more things are set right at start: forked children do not wait for a debugger
 (docs/design.md#subprocess); raydebug's ``sys.breakpointhook`` stays installed
 (docs/design.md#breakpointhook); raydebug's own files are never traced nor shown
 (:func:`_hide_raydebug_frames`), and its threads are invisible to pydevd
@@ -28,7 +27,6 @@ import threading
 from typing import Any
 
 from ..own_frames import RAYDEBUG_DIR
-from . import thread_tracing
 
 
 def start_pydevd() -> Any:
@@ -47,10 +45,6 @@ def start_pydevd() -> Any:
     import pydevd
     from debugpy.common import log as debugpy_log
     from debugpy.server import api as debugpy_api
-
-    # Before listen(): pydevd's start traces every thread, each through a helper thread it
-    # waits for (a stall per thread with busy threads: see thread_tracing).
-    thread_tracing.install()
 
     if debugpy_log.log_dir is None:
         # With no log file (DEBUGPY_LOG_DIR unset) debugpy still describes the whole
