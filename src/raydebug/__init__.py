@@ -9,6 +9,7 @@ Packages: ``protocol`` (sans-IO), ``agent`` (inside debugged processes), ``hub``
 are, their state tables), ``process_record`` (what a process says about itself),
 ``errors`` (every exception), ``selectors`` (KEY=VALUE process
 selectors), ``stack_tree`` (stacks merged across processes, odd among ``peer_groups``),
+``outside_stacks`` (``stacks --native``: py-spy's reads merged in),
 ``views``,
 ``views_processes`` and ``views_snapshots`` (rendering for the terminal), ``state_file``
 (this machine's hub and tunnel records), ``tls`` (certificates and pinning), ``tunnel``

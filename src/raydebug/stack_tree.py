@@ -33,6 +33,8 @@ processes at the parent: three ranks waiting on a lock among 64 in ``allreduce``
 the node where the group splits off; a renderer highlights it and what is below it. A group
 all on one child, or split in equal parts, is never odd there.
 
+A process read from outside (an entry with ``outside``, see :mod:`raydebug.outside_stacks`)
+is in the tree like the others; its nodes say so (``outside``, and in their label).
 Processes that did not answer in time (``answered`` false) are not in the tree: they are
 listed apart (:attr:`StackTree.not_answering`) with their one-line reason. A process that
 answered without a single Python thread is listed in :attr:`StackTree.no_threads`.
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .peer_groups import peer_group
@@ -59,13 +61,15 @@ WHO_SHORT = 30  # a label names its processes when that takes at most this many 
 @dataclass(frozen=True)
 class ProcessRef:
     """Who a member belongs to: the hub's process id, its pid, host and rank (the ``RANK``
-    label as an int, None when absent or not a number), and its :func:`peer_group`."""
+    label as an int, None when absent or not a number), its :func:`peer_group`, and how
+    its stacks were read from outside (``outside``: ``py-spy``; "" when it answered)."""
 
     id: str
     pid: int | None
     host: str
     rank: int | None
     peers: str = ""
+    outside: str = ""
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> ProcessRef:
@@ -135,8 +139,11 @@ class StackNode:
         """What a renderer writes next to the node: ``61 processes here`` at a leaf,
         ``3 processes: ranks 7, 19, 44`` elsewhere; the processes are named when the node is
         odd or naming them is short (see :func:`describe_processes`)."""
-        return describe_group(self.processes(), len(self.members), here=self.is_leaf,
-                              name_them=self.odd)
+        processes = self.processes()
+        label = describe_group(processes, len(self.members), here=self.is_leaf,
+                               name_them=self.odd)
+        outside = sorted({p.outside for p in processes if p.outside})
+        return label + (f" (read from outside by {', '.join(outside)})" if outside else "")
 
     def to_dict(self, with_members: bool = True) -> dict[str, Any]:
         """This node as JSON (see :meth:`StackTree.to_dict` for the shape)."""
@@ -151,6 +158,9 @@ class StackNode:
             "ranks": sorted({p.rank for p in processes if p.rank is not None}),
             "pids": [p.pid for p in processes],
         }
+        outside = [p.id for p in processes if p.outside]
+        if outside:
+            node["outside"] = outside
         if self.locals:
             node["locals"] = _bounded_locals(self.locals)
         if self.is_leaf and with_members:
@@ -196,7 +206,8 @@ class StackTree:
             {"version": 1,
              "odd_share": 0.333,                  # the threshold the marks used
              "count": {"processes": 64,           # answered, with at least one thread
-                       "threads": 130, "not_answering": 2, "no_threads": 0},
+                       "threads": 130, "not_answering": 2, "no_threads": 0,
+                       "outside": 1},     # of the processes: read from outside (py-spy)
              "root": NODE,                        # function "", file "", line null
              "not_answering": [{"process": "p..", "pid": 12, "host": "..", "rank": 3,
                                 "reason": "no answer within 2 s"}],
@@ -215,6 +226,7 @@ class StackTree:
                     "ranks": [7, 19, 44],         # the RANK labels that are numbers
                     "pids": [..],                 # one per process, same order as processes
                     "locals": {"i": [{"value": "3", "threads": 61}, ..]},   # with --locals
+                    "outside": ["p..", ..],       # when some were read from outside
                     "members": [{"process": "p..", "thread": 1402, "name": "MainThread"}],
                                                   # leaves only: every thread that is here
                     "children": [NODE, ..]}       # most processes first
@@ -229,7 +241,8 @@ class StackTree:
             "count": {"processes": self.root.process_count(),
                       "threads": len(self.root.members),
                       "not_answering": len(self.not_answering),
-                      "no_threads": len(self.no_threads)},
+                      "no_threads": len(self.no_threads),
+                      "outside": sum(1 for p in self.root.processes() if p.outside)},
             "root": self.root.to_dict(),
             "not_answering": [{**u.process.to_dict(), "reason": u.reason}
                               for u in self.not_answering],
@@ -250,6 +263,8 @@ def merge_stacks(answers: Iterable[Mapping[str, Any]], odd_share: float = ODD_SH
     ordered = sorted(((ProcessRef.from_record(answer.get("process") or {}), answer)
                       for answer in answers), key=lambda pair: _process_order(pair[0]))
     for process, answer in ordered:
+        if answer.get("outside"):
+            process = replace(process, outside=str(answer["outside"]))
         if not answer.get("answered", False):
             not_answering.append(Unanswered(process, str(answer.get("reason")
                                                          or "did not answer")))

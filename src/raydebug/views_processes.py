@@ -177,7 +177,7 @@ def _frame_text(node: Mapping[str, Any], room: int) -> str:
     function = str(node.get("function") or "?")
     code = str(node.get("code") or "")
     path = short_path(str(node.get("file") or "?"), 10_000)  # ~ for the home directory
-    lines = f":{_lines(node)}"
+    lines = f":{_lines(node)}" if _lines(node) != "0" else ""  # a C frame (py-spy's) has none
     base = f"{function}  {path}{lines}"
     if code and len(base) + 6 <= room:  # the path whole and some of the code
         return _cut(f"{base}  {code}", room)
@@ -295,9 +295,11 @@ def stacks_view(stacks: Mapping[str, Any], width: int = 120, with_locals: bool =
     title = f"{processes} process{'es' if processes != 1 else ''}"
     if threads > processes:
         title += f" ({threads} threads)"
+    outside = int(count.get("outside", 0))
     missing = tree.get("not_answering") or []
-    if missing:
-        title += f", {len(missing)} did not answer" + ("," if asked else "")
+    notes = ([f"{outside} read from outside"] if outside else []) + (
+        [f"{len(missing)} did not answer"] if missing else [])
+    title += "".join(f", {note}" for note in notes) + ("," if notes and asked else "")
     title += asked
     out = _StackLines(width, max(len(str(processes)), 1), with_locals)
     lines: list[Text] = [Text(_cut(title, width), style="bold", no_wrap=True)]

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 
 from devtools.terminal import on_a_terminal  # a pseudo-terminal of a given width
 from helpers import TIMEOUT, HubProcess, evaluate_and_continue, run, start_hub, write_script
+from raydebug.outside_stacks import py_spy_path
 
 pytestmark = pytest.mark.integration
 
@@ -202,7 +204,10 @@ loop()
 """
 
 
-def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
+@contextmanager
+def holding_the_gil(tmp_path: Path) -> Iterator[tuple[HubProcess, subprocess.Popen[str]]]:
+    """A hub with two linked processes: rank 0 spins in Python, rank 1 holds its GIL in C
+    (the regex) and so answers no more (waited for here)."""
     with start_hub() as hub:
         flag = tmp_path / "go"
         busy = hub.spawn(write_script(tmp_path, "busy.py", HOLDS_THE_GIL), str(flag),
@@ -214,6 +219,11 @@ def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
         # The regex starts once the loop sees the flag; until then the process answers.
         while hub.get(f"/api/stacks?pid={busy.pid}&timeout=0.5")["processes"][0]["answered"]:
             assert time.monotonic() < deadline, "the busy process kept answering"
+        yield hub, busy
+
+
+def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
+    with holding_the_gil(tmp_path) as (hub, _):
         started = time.monotonic()
         shown = raydebug(hub, "stacks", "--timeout", "1")
         assert time.monotonic() - started < TIMEOUT / 2
@@ -223,6 +233,32 @@ def test_a_process_that_cannot_answer_is_listed_apart_with_why(tmp_path):
         assert any(" spin " in line and "← 1 process here: rank 0" in line for line in lines)
         assert "did not answer: 1 process: rank 1: no answer within 1s" in \
             " ".join(line.strip() for line in lines), shown.stdout
+
+
+@pytest.mark.skipif(py_spy_path() is None, reason="py-spy is not installed")
+def test_stacks_native_reads_a_process_that_cannot_answer_from_outside(tmp_path):
+    """`stacks --native`: py-spy reads the process holding its GIL in C; its Python frames
+    and the C ones it runs join the tree, marked as read from outside (raydebug's own link
+    thread left out); the one that answered is as before."""
+    with holding_the_gil(tmp_path) as (hub, busy):
+        shown = raydebug(hub, "stacks", "--native", "--timeout", "1")
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stderr == "", shown.stderr
+        lines = shown.stdout.splitlines()
+        assert lines[0] == (f"2 processes, 1 read from outside, on the hub at "
+                            f"{hub.client_address}"), shown.stdout
+        assert any(" spin " in line and "← 1 process here: rank 0" in line for line in lines)
+        loop = next(i for i, line in enumerate(lines) if " loop " in line)
+        assert "busy.py:" in lines[loop], shown.stdout
+        below = " ".join(lines[loop + 1:])
+        assert " match " in below and ".so" in below, shown.stdout  # re.match, then C
+        assert "← 1 process here: rank 1 (read from outside by py-spy)" in below, shown.stdout
+        assert "did not answer" not in shown.stdout and "raydebug" not in below, shown.stdout
+        answer = json.loads(raydebug(hub, "stacks", "--native", "--json", "--timeout", "1",
+                                     f"pid={busy.pid}").stdout)
+        (entry,) = answer["processes"]
+        assert entry["answered"] and entry["outside"] == "py-spy", entry
+        assert [t["name"] for t in entry["threads"]] == ["MainThread"], entry
 
 
 def test_pausing_a_main_thread_blocked_in_c_stops_it_where_it_waits(ranks: HubProcess):

@@ -88,7 +88,7 @@ def test_threads_are_members_and_counts_say_threads_when_more_than_processes():
     assert wait.process_count() == 2 and len(wait.members) == 4
     assert wait.label() == "2 processes here (4 threads): ranks 0, 1"
     assert tree.to_dict()["count"] == {"processes": 2, "threads": 6, "not_answering": 0,
-                                       "no_threads": 0}
+                                       "no_threads": 0, "outside": 0}
 
 
 def test_processes_that_did_not_answer_are_apart_with_their_reason():

@@ -165,7 +165,8 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
     "raydebug stacks                     every thread of every process, merged",
     "raydebug stacks rank=0-7            only these ranks",
     "raydebug stacks --locals task=train with each frame's locals",
-    "raydebug stacks --json              per process, per thread, for scripts"))
+    "raydebug stacks --json              per process, per thread, for scripts",
+    "raydebug stacks --native            those that do not answer read by py-spy"))
 @HUB_OPTION
 @RAY_ADDRESS_OPTION
 @CLIENT_TOKEN_OPTION
@@ -178,10 +179,14 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
               metavar="SECONDS",
               help="How long a process may take to answer; one that does not (its GIL "
                    "held by C code) is listed apart, with the reason.")
+@click.option("--native", is_flag=True,
+              help="Read the processes of this machine that do not answer from outside "
+                   "with py-spy (installed apart; needs ptrace rights), C frames "
+                   "included, and merge them into the tree.")
 @SELECTOR
 def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
-           as_json: bool, with_locals: bool, timeout: float, selector: tuple[str, ...]
-           ) -> None:
+           as_json: bool, with_locals: bool, timeout: float, native: bool,
+           selector: tuple[str, ...]) -> None:
     """Show where every thread of the selected processes is, without pausing them.
 
     Identical stacks are merged into one tree with counts, so the odd ones out (a rank
@@ -192,6 +197,12 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
     location = locate_hub(hub, ray_address)
     answer = _ask(location, lambda: hub_api.stacks(location.address, selector, with_locals,
                                                    timeout, client_token))
+    if native:
+        from ..outside_stacks import read_unanswered
+
+        answer, notice = read_unanswered(answer, timeout)
+        if notice:
+            click.secho(notice, fg="yellow", err=True)
     if as_json:
         click.echo(json.dumps(answer, indent=2))
         return

@@ -1,0 +1,139 @@
+"""``raydebug stacks --native``: py-spy's dump read into ``/api/stacks``' shape and merged
+into the tree, py-spy run through a stand-in that returns what it was given."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from devtools.stacks import frame, process
+from raydebug.agent.own_frames import RAYDEBUG_DIR
+from raydebug.outside_stacks import Dump, read_unanswered, threads_from_py_spy
+from raydebug.stack_tree import merge_stacks
+from raydebug.views_processes import stacks_view
+
+# `py-spy dump --json --native` of a linked process whose main thread holds its GIL in a
+# regex (tests/integration/test_live_cli.py's busy.py): raydebug's link thread, then it.
+RECORDED = (Path(__file__).parent / "samples" / "py_spy_dump_native.json").read_text()
+DUMP: list[dict[str, Any]] = json.loads(RECORDED.replace("{raydebug}/", RAYDEBUG_DIR))
+LIBPYTHON = "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"
+HOST = "node-1"  # devtools.stacks.process's host
+
+
+def answer_with_one_unanswered() -> dict[str, Any]:
+    """rank 0 answered; rank 1 (pid 1001) did not."""
+    entries = [process(0, [frame("main", 30, "spin()"), frame("spin", 12, "total += 1")]),
+               process(1, answered=False, reason="no answer within 1s")]
+    return {"processes": entries, "tree": merge_stacks(entries).to_dict()}
+
+
+def recorded(py_spy: str, pid: int, timeout: float) -> Dump:
+    assert (py_spy, pid) == ("/bin/py-spy", 1001) and timeout >= 1
+    return Dump(threads=DUMP)
+
+
+def test_a_dump_becomes_threads_outermost_first_without_raydebugs_own():
+    (main,) = threads_from_py_spy(DUMP)  # the raydebug-link thread is left out
+    assert (main["name"], main["owns_gil"], main["id"]) == ("MainThread", True, 140327667018624)
+    assert [f["function"] for f in main["frames"]] == [
+        "<module>", "loop", "match", "_sre_SRE_Pattern_match", "sre_ucs1_match"]  # no 0x...
+    assert main["frames"][1] == {"file": "/jobs/busy.py", "function": "loop", "line": 7,
+                                 "code": "", "native": False}
+    assert main["frames"][-1] == {"file": LIBPYTHON, "function": "sre_ucs1_match", "line": 0,
+                                  "code": "", "native": True}
+
+
+def test_raydebugs_frames_on_top_of_a_users_thread_are_cut():
+    """A user's thread raydebug holds (a pause): its stack ends at the user's frame."""
+    held = {"thread_id": 7, "thread_name": "worker", "frames": [
+        {"name": "pthread_cond_wait", "filename": "/lib/libc.so.6", "module": "/lib/libc.so.6",
+         "line": 0},
+        {"name": "Event.wait", "filename": "/usr/lib/python3.11/threading.py", "module": None,
+         "line": 622},
+        {"name": "stop_here", "filename": RAYDEBUG_DIR + "agent/pause_all.py", "module": None,
+         "line": 80},
+        {"name": "step", "filename": "/jobs/train.py", "module": None, "line": 12},
+        {"name": "<module>", "filename": "/jobs/train.py", "module": None, "line": 20},
+        {"name": "Py_RunMain", "filename": "/lib/libpython3.11.so",
+         "module": "/lib/libpython3.11.so", "line": 0}]}
+    (thread,) = threads_from_py_spy([held])  # nor the C frames outside the outermost Python one
+    assert [f["function"] for f in thread["frames"]] == ["<module>", "step"]
+
+
+def test_the_unanswered_process_of_this_machine_joins_the_tree_read_from_outside():
+    answer, notice = read_unanswered(answer_with_one_unanswered(), 1.0, recorded,
+                                     py_spy="/bin/py-spy", host=HOST)
+    assert notice == ""
+    entry = answer["processes"][1]
+    assert entry["answered"] and entry["outside"] == "py-spy"
+    tree = answer["tree"]
+    assert tree["count"] == {"processes": 2, "threads": 2, "not_answering": 0,
+                             "no_threads": 0, "outside": 1}
+    busy = next(n for n in tree["root"]["children"] if n["file"] == "/jobs/busy.py")
+    leaf = busy
+    while leaf["children"]:
+        leaf = leaf["children"][0]
+    assert leaf["function"] == "sre_ucs1_match" and leaf["outside"] == ["p1001"]
+    assert leaf["label"] == "1 process here: rank 1 (read from outside by py-spy)"
+    spin = next(n for n in tree["root"]["children"] if n["function"] == "main")
+    assert "outside" not in spin and "read from outside" not in spin["label"]
+
+
+def test_the_view_marks_it_and_a_c_frame_has_no_line():
+    answer, _ = read_unanswered(answer_with_one_unanswered(), 1.0, recorded,
+                                py_spy="/bin/py-spy", host=HOST)
+    console = Console(width=120, record=True, color_system=None)
+    console.print(stacks_view(answer, 120))
+    lines = console.export_text().splitlines()
+    assert lines[0] == "2 processes, 1 read from outside"
+    (c_frame,) = [line for line in lines if "sre_ucs1_match" in line]
+    assert c_frame.split()[:3] == ["1", "│", "sre_ucs1_match"], c_frame
+    assert "libpython3.11.so.1.0  ←" in c_frame and ".so.1.0:" not in c_frame, c_frame
+    assert "(read from outside by py-spy)" in c_frame
+
+
+def test_without_py_spy_one_line_says_so_and_the_answer_is_unchanged():
+    before = answer_with_one_unanswered()
+
+    def never(py_spy: str, pid: int, timeout: float) -> Dump:
+        raise AssertionError("py-spy is not there to run")
+
+    answer, notice = read_unanswered(before, 1.0, never, py_spy=None, host=HOST)
+    assert answer == before
+    assert notice == ("--native: py-spy is not installed here (pip install py-spy); "
+                      "1 process left unread")
+
+
+def test_without_ptrace_rights_one_line_says_what_to_do():
+    def refused(py_spy: str, pid: int, timeout: float) -> Dump:
+        return Dump(error="Error: Permission denied (os error 13)", permission=True)
+
+    answer, notice = read_unanswered(answer_with_one_unanswered(), 1.0, refused,
+                                     py_spy="/bin/py-spy", host=HOST)
+    assert notice.startswith("--native: py-spy may not read pid 1001: run it as root")
+    assert answer["tree"]["not_answering"][0]["reason"] == "no answer within 1s"
+
+
+def test_a_process_py_spy_cannot_read_stays_apart_with_both_reasons():
+    def gone(py_spy: str, pid: int, timeout: float) -> Dump:
+        return Dump(error="Error: No such process (os error 3)")
+
+    answer, notice = read_unanswered(answer_with_one_unanswered(), 1.0, gone,
+                                     py_spy="/bin/py-spy", host=HOST)
+    assert notice == ""
+    (apart,) = answer["tree"]["not_answering"]
+    assert apart["reason"] == "no answer within 1s; py-spy: Error: No such process (os error 3)"
+
+
+def test_processes_of_other_machines_are_not_read_and_said_so():
+    def never(py_spy: str, pid: int, timeout: float) -> Dump:
+        raise AssertionError("py-spy reads this machine's processes only")
+
+    before = answer_with_one_unanswered()
+    answer, notice = read_unanswered(before, 1.0, never, py_spy="/bin/py-spy",
+                                     host="another-host")
+    assert answer == before
+    assert notice == "1 process of other machines not read (py-spy reads this machine's)"
