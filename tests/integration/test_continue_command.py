@@ -6,6 +6,7 @@ the first three run on and leaves the fourth to its client, saying so."""
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,31 @@ def test_continue_resumes_every_matching_session_and_leaves_an_attached_one(tmp_
         assert nothing.returncode == 1 and nothing.stdout == ""
         assert nothing.stderr.startswith("raydebug: no process matches rank=9 on the hub at")
         assert len(nothing.stderr.splitlines()) == 1, nothing.stderr
+
+
+BLOCKED = """
+import threading
+
+done = threading.Event()
+threading.Thread(target=done.wait, name="blocked", daemon=True).start()
+print("waits", flush=True)
+done.wait()
+"""
+
+
+def test_a_process_paused_and_continued_with_no_client_still_exits(tmp_path: Path):
+    """Both threads blocked in C when `raydebug pause` comes, continued by `raydebug
+    continue` (no client ever came): Ctrl-C then ends the process as without raydebug (it
+    hung in threading._shutdown, waiting for pydevd's CheckAliveThread)."""
+    with start_hub() as hub:
+        proc = hub.spawn(write_script(tmp_path, "blocked.py", BLOCKED), RAYDEBUG_LIVE="1")
+        hub.wait_linked(1)
+        paused = raydebug(hub, "pause", f"pid={proc.pid}")
+        assert paused.returncode == 0, paused.stderr
+        hub.wait_sessions(2)
+        done = raydebug(hub, "continue", f"pid={proc.pid}")
+        assert done.returncode == 0, done.stderr
+        proc.send_signal(signal.SIGINT)
+        code, out, err = finish(proc, timeout=10)
+        assert (code, out) == (-signal.SIGINT, "waits\n"), err
+        assert err.endswith("KeyboardInterrupt\n"), err

@@ -210,6 +210,10 @@ class Bookkeeping:
                 session.released.set()
         if len(waiting) < len(ended):
             self.debugger.resume_all()
+            # What pydevd queued for a client about these stops (no client came: a later
+            # one is told of stops again) would never leave: its non-daemon CheckAliveThread
+            # then held the process at its exit forever, Ctrl-C or not.
+            self.debugger.forget_client()
         with self._lock:
             for session_id in ended:
                 self._end_session_locked(session_id)
