@@ -43,7 +43,7 @@ MIN_TIMEOUT = 5.0  # s per py-spy run: the first --native read of a big library 
 HOW_TO_INSTALL = "pip install py-spy"
 HOW_TO_PERMIT = ("run it as root, or give it CAP_SYS_PTRACE (the same user needs "
                  "kernel.yama.ptrace_scope 0)")
-_NOT_PERMITTED = ("Permission denied", "Operation not permitted", "EPERM")
+_NOT_PERMITTED = ("permission denied", "operation not permitted")  # py-spy: "Permission Denied"
 
 
 @dataclass(frozen=True)
@@ -75,14 +75,21 @@ def run_py_spy(py_spy: str, pid: int, timeout: float) -> Dump:
     except OSError as failure:
         return Dump(error=f"py-spy did not start: {failure}")
     if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines() if line.strip()]
-        error = said[-1].strip() if said else f"py-spy exited with {done.returncode}"
-        return Dump(error=error, permission=any(w in done.stderr for w in _NOT_PERMITTED))
+        return failed(done.stderr, done.returncode)
     try:
         threads = json.loads(done.stdout)
     except ValueError:
         return Dump(error="py-spy's output was not JSON")
     return Dump(threads=threads if isinstance(threads, list) else [])
+
+
+def failed(stderr: str, returncode: int) -> Dump:
+    """What a failed py-spy run said: its ``Error:`` line (a backtrace may follow it), else
+    its first line; ``permission`` when it was refused ptrace."""
+    said = [line.strip() for line in stderr.splitlines() if line.strip()]
+    error = next((line for line in said if line.startswith("Error:")),
+                 said[0] if said else f"py-spy exited with {returncode}")
+    return Dump(error=error, permission=any(w in stderr.lower() for w in _NOT_PERMITTED))
 
 
 def threads_from_py_spy(dump: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -152,8 +159,9 @@ def read_unanswered(answer: Mapping[str, Any], timeout: float, run: Run = run_py
     host = host or socket.gethostname()
     entries = [dict(entry) for entry in answer.get("processes") or []]
     unanswered = [e for e in entries if not e.get("answered")]
-    here = [e for e in unanswered if (e.get("process") or {}).get("host") == host]
-    elsewhere = len(unanswered) - len(here)
+    here = [e for e in unanswered if (e.get("process") or {}).get("host") == host
+            and isinstance(e["process"].get("pid"), int)]  # a record with no pid: not ours
+    elsewhere = sum(1 for e in unanswered if (e.get("process") or {}).get("host") != host)
     away = (f"{elsewhere} process{'es' if elsewhere != 1 else ''} of other machines "
             f"not read (py-spy reads this machine's)") if elsewhere else ""
     if not here:

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from devtools.stacks import frame, process
 from raydebug.agent.own_frames import RAYDEBUG_DIR
-from raydebug.outside_stacks import Dump, read_unanswered, threads_from_py_spy
+from raydebug.outside_stacks import Dump, failed, read_unanswered, threads_from_py_spy
 from raydebug.stack_tree import merge_stacks
 from raydebug.views_processes import stacks_view
 
@@ -137,3 +137,33 @@ def test_processes_of_other_machines_are_not_read_and_said_so():
                                      host="another-host")
     assert answer == before
     assert notice == "1 process of other machines not read (py-spy reads this machine's)"
+
+
+def test_several_are_read_each_once_and_a_record_without_pid_is_left_alone():
+    entries = [process(rank, answered=False, reason="no answer within 1s")
+               for rank in range(3)]
+    entries[2]["process"]["pid"] = None
+    asked: list[int] = []
+
+    def each(py_spy: str, pid: int, timeout: float) -> Dump:
+        asked.append(pid)
+        return Dump(threads=DUMP)
+
+    answer, notice = read_unanswered({"processes": entries}, 1.0, each,
+                                     py_spy="/bin/py-spy", host=HOST)
+    assert sorted(asked) == [1000, 1001] and notice == ""
+    assert answer["tree"]["count"]["outside"] == 2
+    assert len(answer["tree"]["not_answering"]) == 1
+
+
+def test_what_a_failed_py_spy_said_is_its_error_line():
+    """py-spy 0.4.3's stderr, recorded: as another user, then for a pid that is gone."""
+    refused = failed("Permission Denied: Try running again with elevated permissions by "
+                     "going 'sudo env \"PATH=$PATH\" !!'\n", 1)
+    assert refused.permission and refused.error.startswith("Permission Denied: Try")
+    gone = failed("Error: Failed to get process executable name. Check that the process is "
+                  "running.\n\nCaused by:\n    0: No such file or directory (os error 2)\n"
+                  "\nStack backtrace:\n   0: <E as anyhow::context::ext::StdError>::ext\n", 1)
+    assert not gone.permission
+    assert gone.error == ("Error: Failed to get process executable name. Check that the "
+                          "process is running.")
