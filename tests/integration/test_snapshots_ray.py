@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from helpers import finish, line_of, wait_listing, write_script
-from ray_cluster import LOOPBACK, get, hub_port, raydebug_cli
+from ray_cluster import LOOPBACK, free_port, get, hub_port, raydebug_cli
 
 pytestmark = pytest.mark.integration
 
@@ -57,10 +57,11 @@ print("the actor still answers:", ray.get(trainer.__ray_ready__.remote()), flush
 """
 
 
-def run_job(job: Path, address: str, *options: str) -> subprocess.Popen[str]:
+def run_job(job: Path, address: str, *options: str, args: tuple[str, ...] = ()
+            ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "raydebug", "run", *options, "--", sys.executable, str(job),
-         address], env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
+         address, *args], env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -130,3 +131,60 @@ def test_a_snapshot_point_in_a_task_never_pauses_the_job(cluster: Any, tmp_path:
         assert scaled == str(int(i) * 10)
     finally:
         raydebug_cli("break", "--clear", "--ray-address", cluster.address)
+
+
+SERVE_JOB = """
+import os, sys, time, urllib.error, urllib.request
+import ray
+from ray import serve
+
+ray.init(address=sys.argv[1])
+port = int(sys.argv[2])
+
+@serve.deployment(ray_actor_options={"num_cpus": 0})
+class Scorer:
+    async def __call__(self, request):
+        if request.url.path.endswith("/fail"):
+            weights = {"bias": 0.5, "scale": [1, 2]}
+            raise ValueError(f"bad input {weights['bias']}")  # handler raises
+        return {"pid": os.getpid()}
+
+serve.start(http_options={"host": "127.0.0.1", "port": port, "location": "HeadOnly"})
+serve.run(Scorer.bind(), route_prefix="/")
+
+def get(path):
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as answer:
+            status, body = answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read().decode()
+    print(path, status, f"{time.monotonic() - started:.1f}s", body, flush=True)
+
+get("/good")
+get("/fail")
+get("/good")
+serve.shutdown()
+"""
+
+
+def test_a_serve_handler_that_raises_answers_500_at_once_and_leaves_a_snapshot(
+        cluster: Any, tmp_path: Path):
+    job = write_script(tmp_path, "serve_job.py", SERVE_JOB)
+    code, out, err = finish(run_job(job, cluster.address, "--snapshots", args=(str(free_port()),)))
+    assert code == 0, (out, err)
+    answers = [line.split(" ", 3) for line in out.splitlines() if line.startswith("/")]
+    [(_, good, _, first), (_, failed, took, _), (_, again, _, second)] = answers
+    assert (good, failed, again) == ("200", "500", "200"), out
+    assert float(took.rstrip("s")) < 5, out  # the request is not held for a debugger
+    assert first == second, out  # the same replica (its pid) serves on after the failure
+    port = hub_port(cluster.address)
+    [row] = wait_listing(f"127.0.0.1:{port}", "/api/snapshots", "the handler's snapshot",
+                         lambda answer: [row for row in answer["snapshots"]
+                                         if row.get("exception") == "ValueError: bad input 0.5"])
+    # one snapshot (Ray's executor reports a failing async generator's exception twice)
+    assert (row["function"], row["line"]) == ("__call__", line_of(job, "handler raises"))
+    assert row["task_name"].startswith("ServeReplica:default:Scorer")
+    top = get(port, f"/api/snapshot?id={row['id']}")["frames"][0]
+    weights = value(top["locals"], "weights")
+    assert value(weights["children"], "['bias']")["repr"] == "0.5"

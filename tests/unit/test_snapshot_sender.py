@@ -3,6 +3,7 @@ across a reconnect), never waiting for the hub, rate-limited, and never raising.
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
@@ -83,3 +84,15 @@ def test_a_link_that_fails_is_one_line_and_no_exception(capsys: pytest.CaptureFi
 
     assert snapshot_sender.send_failure(failure(), BrokenLink()) is None
     assert "no snapshot taken (OSError: the socket is gone)" in capsys.readouterr().err
+
+
+def test_a_failure_reported_twice_is_taken_once():
+    # Ray's executor calls its failure hook twice for a failing async generator's task (a
+    # Ray Serve replica's HTTP request)
+    link, error = RecordingLink(), failure()
+    first = snapshot_sender.send_failure(error, link)
+    assert first and snapshot_sender.send_failure(error, link) is None
+    assert len(link.posted) == 1
+    elsewhere = pickle.loads(pickle.dumps(error))  # as a Ray task's error reaches its driver
+    vars(elsewhere)[snapshot_sender.TAKEN_MARK] = "another process's"  # (its own mark)
+    assert snapshot_sender.send_failure(elsewhere, link)  # (the rate allows 2)

@@ -22,6 +22,7 @@ process, and the Ray integration's task failure hook in Ray workers, both throug
 from __future__ import annotations
 
 import atexit
+import uuid
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -37,6 +38,8 @@ SEND_AT_EXIT = 3.0  # seconds an exiting process waits for its snapshots to leav
 
 _rate = RateLimit(DEFAULT_LIMITS)
 _said: set[str] = set()
+TAKEN_MARK = "_raydebug_snapshot_taken"  # set on an exception once captured, to _PROCESS_MARK
+_PROCESS_MARK = uuid.uuid4().hex  # this process's: a copy unpickled elsewhere is taken there
 _exit_wait_registered = False
 
 
@@ -47,9 +50,29 @@ def send_failure(error: BaseException, link: Any, thread_name: str | None = None
     when none was sent (rate spent; a failure: said once). ``identity``: the failing task's
     ids when the caller knows them better than this thread's runtime context. Never
     raises."""
+    if _taken_before(error):
+        return None
     return _send(link, lambda process: exception_snapshot_json(
         error, process, DEFAULT_LIMITS, hide=is_debugger_file, thread_name=thread_name),
         identity)
+
+
+def _taken_before(error: BaseException) -> bool:
+    """Whether ``error`` was captured already in this process (and mark it if not): one
+    failure, one snapshot. Ray's task executor calls its failure hook twice for an exception
+    that fails an async generator's task (a Ray Serve replica's HTTP request). A mark on the
+    exception, not a set of them: exceptions take no weak reference, and a strong one would
+    keep their frames' locals alive. The mark names this process: the exception pickled to
+    the driver keeps it (and Ray's RayTaskError passes attributes on to its cause, hence
+    ``vars``), and the driver's own failure is still taken there."""
+    try:
+        marks = vars(error)
+    except TypeError:  # a class with __slots__ alone: taken each time
+        return False
+    if marks.get(TAKEN_MARK) == _PROCESS_MARK:
+        return True
+    marks[TAKEN_MARK] = _PROCESS_MARK
+    return False
 
 
 def send_point(frame: FrameType, link: Any) -> str | None:

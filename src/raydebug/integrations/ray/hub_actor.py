@@ -63,6 +63,10 @@ def find_or_start_hub(stale: object = None, start: bool = True) -> HubInfo:
         actor = hub_actor_class().options(
             name=HUB_ACTOR_NAME, namespace=HUB_ACTOR_NAMESPACE, lifetime="detached",
             get_if_exists=True, num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001},
+            # Ray runs an async actor on uvloop when it is installed (ray[serve] brings it);
+            # the hub is written for, and tested on, asyncio's own loop (uvloop's transports
+            # are no asyncio.Transport: the agent listener refused every process).
+            runtime_env={"env_vars": {"RAY_USE_UVLOOP": "0"}},
         ).remote()
         from ...hub_options import hub_options_wanted  # (argparse) not on a worker's way in
 
