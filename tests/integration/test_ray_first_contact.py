@@ -107,6 +107,18 @@ def test_run_gives_the_driver_rays_token_and_loopback_and_says_rays_debugger_is_
     assert "no debugger listens beyond loopback" in notices[0]
 
 
+def test_link_keeps_to_loopback_as_every_command(head: Head):
+    """`raydebug link --ray-address 127.0.0.1:PORT` from a user's shell: its driver stays on
+    loopback (without it, Ray's driver retried the machine's address for minutes)."""
+    started = time.monotonic()
+    done = raydebug("link", "--ray-address", head.gcs, env=shell_env(head.home))
+    took = time.monotonic() - started
+    assert done.returncode == 1, done.stdout + done.stderr  # (no job runs)
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("raydebug: no job runs on the cluster of the hub at "), line
+    assert took < FIRST_CONTACT_BOUND, took
+
+
 def test_without_the_token_each_command_says_so_in_one_line(head: Head, tmp_path: Path):
     """Another user's shell (no token in its HOME): one line, at once; the job never runs
     (Ray's driver would retry every second for as long as it is let)."""

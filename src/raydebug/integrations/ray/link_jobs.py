@@ -1,12 +1,14 @@
 """``raydebug link`` on a Ray cluster: which workers, and linking them from their own nodes.
 
-Theory of operation. The CLI connects as a short-lived driver, finds (or starts) the
-cluster's hub as every command does, and reads the running jobs' workers and drivers from
-the GCS's tables (:func:`running_processes`; the ones ``job=``, ``node=``, ``actor=``,
-``pid=`` pick: :func:`pick`). For each node that has some, one task pinned there
+Theory of operation. The CLI finds (or starts) the cluster's hub as every command does;
+a short-lived driver, in a child process as the hub's starter's (bounded, ended by Ctrl-C,
+kept to a loopback cluster's loopback: :func:`.hub_starter.run_in_driver`), reads the
+running jobs' workers and drivers from the GCS's tables (:func:`running_processes`; the
+ones ``job=``, ``node=``, ``actor=``, ``pid=`` pick: :func:`pick`), and for each node that
+has some, sends one task pinned there
 (``NodeAffinitySchedulingStrategy``, ``num_cpus=0``: it waits for no CPU a job holds) links
-them with :mod:`raydebug.linking` (ptrace works only on the process's own machine) and
-returns the outcomes; the CLI then asks the hub until it lists them.
+them with :mod:`raydebug.linking` (ptrace works only on the process's own machine); the
+child prints the outcomes, and the CLI asks the hub until it lists them.
 
 Inside a linked Ray worker, :func:`as_ray_process` gives the agent what raydebug's setup hook
 would have: Ray's discovery (what a task runs now, for ``ps`` and ``stacks``), raydebug's
@@ -16,8 +18,7 @@ would have: Ray's discovery (what a task runs now, for ``ps`` and ``stacks``), r
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
+import json
 import sys
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -175,6 +176,7 @@ def unlinked_line(gcs_address: str, hub_processes: list[dict[str, Any]]) -> str:
 
 
 NODE_TASK_TIMEOUT = 60.0  # seconds for a node's linking task (its processes in parallel)
+DRIVER_WORK_TIMEOUT = NODE_TASK_TIMEOUT + 30.0  # and the child driver's reading the tables
 
 
 @ray.remote(num_cpus=0)
@@ -190,51 +192,65 @@ def link_on_this_node(pids: list[int], hub: dict[str, Any],
     return [asdict(outcome) for outcome in outcomes]
 
 
+def link_from_driver(argument: str) -> dict[str, Any]:
+    """In the child driver of :func:`link_cluster` (``argument``: its JSON): pick the
+    processes, link them from a task on each of their nodes; the ``[process, outcome]``
+    pairs as dicts (a node's task that failed or did not end in time: its processes
+    ``failed``)."""
+    from ...linking.local import Outcome
+
+    asked = json.loads(argument)
+    terms = [(key, value) for key, value in asked["terms"]]
+    timeout = float(asked["timeout"])
+    own_job = ray.get_runtime_context().get_job_id()
+    processes, running = running_processes(own_job, asked["pid"])
+    jobs = picked_jobs(running, terms)
+    by_node: dict[str, list[RayProcess]] = {}
+    for process in pick(processes, terms):
+        by_node.setdefault(process.node_id, []).append(process)
+    calls = {node: link_on_this_node.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+             ).remote([p.pid for p in group], asked["hub"],
+                      {p.pid: p.identity() for p in group}, jobs, timeout)
+             for node, group in by_node.items()}
+    outcomes: list[list[dict[str, Any]]] = []
+    for node, call in calls.items():
+        places = {p.pid: p for p in by_node[node]}
+        try:
+            answers = ray.get(call, timeout=NODE_TASK_TIMEOUT + timeout)
+        except Exception as error:  # the node's task failed or never ran: its processes say so
+            why = str(error).strip().splitlines()[-1:] or [type(error).__name__]
+            answers = [asdict(Outcome(pid, "failed", f"pid {pid}: the linking task on node "
+                                                     f"{node[:8]} failed ({why[0]})"))
+                       for pid in places]
+            with contextlib.suppress(Exception):  # it may have ended meanwhile
+                ray.cancel(call, force=True)
+        outcomes += [[asdict(places[a["pid"]]), a] for a in answers if a["status"] != "skipped"]
+    return {"outcomes": outcomes}
+
+
 def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token: str | None,
                  timeout: float) -> tuple[list[Any], str]:
     """Link the running jobs' processes that ``terms`` pick, from a task on each of their
     nodes; wait until the hub lists them. Returns one outcome per process (a process
-    linked but not listed in ``timeout`` is ``failed``) and the hub's description."""
+    linked but not listed in ``timeout`` is ``failed``) and the hub's description. The
+    tasks are sent by a child driver (:func:`.hub_starter.run_in_driver`: kept to loopback
+    as the hub's starter, bounded, ended by Ctrl-C); raises :class:`HubUnreachableError`
+    when it cannot do its part."""
     from ...client import hub_api
     from ...linking.local import Outcome, wait_listed
-    from .discovery import driver_environment, find_gcs_address
-    from .hub_starter import find_or_start_cluster_hub
+    from .hub_starter import driver_keeps_to_loopback, find_or_start_cluster_hub, run_in_driver
 
-    gcs = find_gcs_address(address)
-    os.environ.update(driver_environment(gcs))
-    ray.init(address=gcs, log_to_driver=False, logging_level=logging.ERROR,
-             namespace="_raydebug_link")
-    try:
-        info, _ = find_or_start_cluster_hub(gcs)
-        own_job = ray.get_runtime_context().get_job_id()
-        processes, running = running_processes(own_job, info.pid)
-        chosen = pick(processes, terms)
-        jobs = picked_jobs(running, terms)
-        by_node: dict[str, list[RayProcess]] = {}
-        for process in chosen:
-            by_node.setdefault(process.node_id, []).append(process)
-        hub = {"address": info.worker, "token": info.token, "cert": info.cert or None}
-        calls = {node: link_on_this_node.options(
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
-                 ).remote([p.pid for p in group], hub,
-                          {p.pid: p.identity() for p in group}, jobs, timeout)
-                 for node, group in by_node.items()}
-        outcomes: list[tuple[RayProcess, Any]] = []
-        for node, call in calls.items():
-            places = {p.pid: p for p in by_node[node]}
-            try:
-                answers = ray.get(call, timeout=NODE_TASK_TIMEOUT + timeout)
-            except Exception as error:  # the node's task failed or never ran: its processes say so
-                why = str(error).strip().splitlines()[-1:] or [type(error).__name__]
-                answers = [asdict(Outcome(pid, "failed", f"pid {pid}: the linking task on node "
-                                                         f"{node[:8]} failed ({why[0]})"))
-                           for pid in places]
-                with contextlib.suppress(Exception):  # it may have ended meanwhile
-                    ray.cancel(call, force=True)
-            outcomes += [(places[a["pid"]], Outcome(**a)) for a in answers
-                         if a["status"] != "skipped"]
-    finally:
-        ray.shutdown()
+    info, gcs = find_or_start_cluster_hub(address)
+    hub = {"address": info.worker, "token": info.token, "cert": info.cert or None}
+    answer = run_in_driver(
+        gcs, driver_keeps_to_loopback(gcs), f"{__name__}:link_from_driver",
+        json.dumps({"terms": terms, "hub": hub, "pid": info.pid, "timeout": timeout}),
+        "run the linking tasks", DRIVER_WORK_TIMEOUT + timeout,
+        f"the Ray cluster at {gcs} answers, but this machine could not {{step}} to link "
+        "its processes")
+    outcomes = [(RayProcess(**process), Outcome(**outcome))
+                for process, outcome in answer["outcomes"]]
     where = f"{info.client} (the hub of the Ray cluster at {gcs})"
 
     def listed() -> set[tuple[str, int]]:
