@@ -19,7 +19,7 @@ import sys
 
 def work(tag):
     breakpoint()  # pause here
-    print(f"{tag} done", flush=True)
+    print(tag, "done", flush=True)  # written in pieces: tag, a space, done, a newline
 
 work(sys.argv[1])
 """
@@ -35,7 +35,8 @@ def test_a_client_without_child_sessions_sees_every_paused_process_as_threads(
     async def scenario() -> None:
         client = await DapClient.connect(*hub.client)
         await client.initialize(supportsStartDebuggingRequest=False)
-        attach = client.send_request("attach", {"name": "group", "raydebug": {"group": True}})
+        attach = client.send_request("attach", {"name": "group", "redirectOutput": True,
+                                                "raydebug": {"group": True}})
         await client.wait_event("initialized")
         assert (await attach).success
         await client.request("configurationDone")
@@ -75,6 +76,10 @@ def test_a_client_without_child_sessions_sees_every_paused_process_as_threads(
         assert (await client.request("threads"))["threads"] == []  # (after any output)
         # the group had processes: it does not say it has none yet once they are gone
         assert [e for e in client.events("output") if "no process" in e.body["output"]] == []
+        # each process's pieces reach the client as one line, whole, prefixed
+        said = sorted(e.body["output"] for e in client.events("output")
+                      if "done" in e.body["output"])
+        assert said == sorted(f"[pid {proc.pid}] {tag} done\n" for tag, proc in procs.items())
         assert client.reverse_requests == []  # no startDebugging
         await client.request("disconnect", {})
         await client.close()

@@ -63,6 +63,7 @@ class GroupPair:
         self._hub_process: dict[str, DapConnection] = {}
         self._client_seq = 0
         self._idents: dict[str, int] = {}  # a running thread's name -> its ident
+        self.now = 0.0  # the hub's clock, seconds: a test moves it
 
     # -- the client -------------------------------------------------------------------------
 
@@ -104,7 +105,7 @@ class GroupPair:
         for message in messages:
             self._hub_process[key].receive_data(self.pydevd[key].send(message))
             while isinstance(body := self._hub_process[key].next_body(), bytes):
-                self._carry_out(self.policy.from_process(key, body), delivered)
+                self._carry_out(self.policy.from_process(key, body, self.now), delivered)
         return delivered
 
     def runs(self, member: Member) -> Delivered:
@@ -126,6 +127,13 @@ class GroupPair:
         """The breakpoint set changed: ``requests`` are what ``key``'s debugger lacks."""
         delivered = Delivered()
         self._carry_out(self.policy.configure(key, requests), delivered)
+        return delivered
+
+    def time_passes(self, seconds: float) -> Delivered:
+        """The hub's clock moves on ``seconds`` and it flushes the output held since."""
+        self.now += seconds
+        delivered = Delivered()
+        self._carry_out(self.policy.flush_partial(self.now), delivered)
         return delivered
 
     def process_leaves(self, key: str) -> Delivered:

@@ -10,7 +10,7 @@ from group_pair import GroupPair, client_thread_ids, group, stopped
 
 from raydebug.protocol import Event, Request, Response
 from raydebug.protocol.group_policy import PROCESS_LEFT
-from raydebug.protocol.group_rewrite import Member, prefixed
+from raydebug.protocol.group_rewrite import Member
 from raydebug.protocol.paths import PathTranslator
 from raydebug.protocol.proxy_policy import CLIENT_PAUSE_WAIT
 
@@ -179,24 +179,6 @@ def test_events_carry_the_groups_thread_ids_and_speak_for_the_whole_group():
     assert started.events[0].body["threadId"] == exited.events[0].body["threadId"]
     for event in ("initialized", "terminated", "exited", "module", "breakpoint", "process"):
         assert pair.process_sends("p1", Event(9, event, {"exitCode": 0})).to_client == []
-
-
-def test_output_says_at_each_lines_start_which_process_wrote_it():
-    pair = group(RANK_0, UNRANKED)
-
-    def out(key: str, text: str, category: str = "stdout") -> str:
-        (event,) = pair.process_sends(key, Event(3, "output", {"category": category,
-                                                               "output": text})).events
-        return event.body["output"]
-
-    assert out("p0", "loss 0.1\nloss 0.2\n") == "[rank 0 pid 4300] loss 0.1\n" \
-                                                "[rank 0 pid 4300] loss 0.2\n"
-    assert out("px", "epoch ") == "[pid 77] epoch "
-    assert out("px", "1 done\n\nnext") == "1 done\n[pid 77] \n[pid 77] next"
-    assert out("px", "oops\n", "stderr") == "[pid 77] oops\n"  # its own line start
-    assert prefixed("", "[x] ", True) == ""
-    assert pair.process_sends("p0", Event(4, "output", {"category": "telemetry",
-                                                        "output": "{}"})).to_client == []
 
 
 def test_a_process_that_leaves_answers_what_it_owed_and_its_ids_go_with_it():

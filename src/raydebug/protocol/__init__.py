@@ -9,8 +9,9 @@ the hub forwards, rewrites, answers or refuses between a client and the debugger
 <-> the process's paths), ``group_policy`` (a group session: one client, every process's
 threads; where each message goes, its decisions ``group_actions``) with ``group_ids`` (every
 process's ids, unique for its one client), ``group_rewrite`` (a process's messages as that
-client reads them), ``group_gather`` (what the hub asked the processes and awaits),
-``group_running`` (its running processes' threads) and ``group_steps`` (step together);
+client reads them), ``group_output`` (its output by whole lines), ``group_gather`` (what
+the hub asked the processes and awaits), ``group_running`` (its running processes'
+threads) and ``group_steps`` (step together);
 ``snapshot_session`` (a snapshot served as a read-only DAP session).
 """
 

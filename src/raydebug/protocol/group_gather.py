@@ -54,7 +54,6 @@ class Joined:
     asked: dict[int, Asked] = field(default_factory=dict)  # by the hub's seq
     stopped: set[int] = field(default_factory=set)  # its threads stopped, its ids
     attached: bool = False  # its debugger answered the hub's attach
-    mid_line: set[str] = field(default_factory=set)  # output categories not at a line start
 
 
 def ask(joined: Joined, request: Request, asked: Asked) -> ToProcess:

@@ -35,7 +35,9 @@ threads as debugpy treats one process:
 - from a process: ``stopped``, ``continued`` and ``thread`` events have their thread mapped
   (a process's ``allThreadsStopped``/``allThreadsContinued`` speaks of its own threads: it
   reaches the client true only when it holds for the whole group; DAP "Continued Event");
-  ``output`` is prefixed ``[rank N pid P] `` at each line's start; any other event
+  ``output`` is sent by whole lines, each prefixed ``[rank N pid P] `` (:mod:`.group_output`:
+  a line is held until its newline, its process stops or leaves, or
+  :meth:`GroupPolicy.flush_partial`'s time comes); any other event
   (``initialized``, ``terminated``, ``module``...: one debugger's own) is dropped, and
   reverse requests are refused.
 
@@ -70,7 +72,8 @@ from .group_actions import (
 )
 from .group_gather import Asked, Gather, Joined, ask, merged
 from .group_ids import FRAME, SOURCE, THREAD, VARIABLES, GroupIds
-from .group_rewrite import Member, ProcessAnswer, client_body, output_body
+from .group_output import GroupOutput
+from .group_rewrite import Member, ProcessAnswer, client_body
 from .group_running import RunningMembers
 from .group_steps import StepTogether
 from .messages import Event, Message, Request, Response, parse_message
@@ -100,6 +103,7 @@ class GroupPolicy:
         self._joined: dict[str, Joined] = {}
         self.running = RunningMembers(self.ids)
         self._steps = StepTogether() if step_together else None
+        self._output = GroupOutput()
 
     # -- processes joining and leaving --------------------------------------------------------
 
@@ -167,7 +171,7 @@ class GroupPolicy:
             return self.not_running(key)
         if self._steps is not None:
             self._steps.moved(key)
-        actions: list[Action] = []
+        actions = self._shown(self._output.flush(key))  # its unfinished lines, before its exits
         for asked in joined.asked.values():
             if asked.gather is not None:
                 asked.gather.owed.discard(key)
@@ -336,9 +340,11 @@ class GroupPolicy:
 
     # -- processes -> client ------------------------------------------------------------------
 
-    def from_process(self, key: str, body: bytes) -> list[Action]:
-        """What to do with a message body from process ``key``'s debugger. Raises
-        :class:`~raydebug.errors.RemoteProtocolError` when it is not DAP."""
+    def from_process(self, key: str, body: bytes, now: float) -> list[Action]:
+        """What to do with a message body from process ``key``'s debugger, received at
+        ``now`` (seconds, the caller's clock: an unfinished output line is held from then
+        until :meth:`flush_partial`). Raises :class:`~raydebug.errors.RemoteProtocolError`
+        when it is not DAP."""
         joined = self._joined.get(key)
         if joined is None:
             return []  # it has left: what it says now is of no one's concern
@@ -347,7 +353,7 @@ class GroupPolicy:
             return [ToProcess(key, Response(0, message.seq, message.command, success=False,
                                             message=REFUSED))]
         if isinstance(message, Event):
-            return self._event(joined, message)
+            return self._event(joined, message, now)
         asked = joined.asked.pop(message.request_seq, None)
         if asked is None:
             return []
@@ -390,12 +396,30 @@ class GroupPolicy:
             return [ProcessReady(joined.member.key)]
         return []
 
-    def _event(self, joined: Joined, event: Event) -> list[Action]:
+    def flush_partial(self, now: float) -> list[Action]:
+        """The output lines held unfinished since :data:`~.group_output.PARTIAL_LINE_WAIT`
+        before ``now``, sent as they are (the caller calls it at :meth:`output_deadline`)."""
+        return self._shown(self._output.due(now))
+
+    def output_deadline(self) -> float | None:
+        """When :meth:`flush_partial` next has a line to send (None: no line is held)."""
+        return self._output.deadline()
+
+    def _shown(self, pieces: list[tuple[Member, dict[str, Any]]]) -> list[Action]:
+        return [ToClient(Event(0, "output", ProcessAnswer(self.ids, member, None)
+                               .reference(body))) for member, body in pieces]
+
+    def _event(self, joined: Joined, event: Event, now: float) -> list[Action]:
+        if event.event == "output":
+            return self._shown(self._output.piece(joined.member, event.body, now))
         handler = self._EVENTS.get(event.event)
         if handler is None:  # a debugger's own lifecycle (``initialized``...) is not the group's
             return []
-        if event.event != "output" and not isinstance(event.body.get("threadId"), int):
+        if not isinstance(event.body.get("threadId"), int):
             return []
+        if event.event == "stopped":  # the prompt that follows would hide its unfinished line
+            return self._shown(self._output.flush(joined.member.key)) + handler(
+                self, joined, event.body)
         return handler(self, joined, event.body)
 
     def stopped_event(self, joined: Joined, body: dict[str, Any]) -> list[Action]:
@@ -430,14 +454,8 @@ class GroupPolicy:
         client = self.ids.thread_to_client(joined.member.key, body["threadId"])
         return [ToClient(Event(0, name, {**body, "threadId": client}))]
 
-    def output_event(self, joined: Joined, body: dict[str, Any]) -> list[Action]:
-        client_body = output_body(ProcessAnswer(self.ids, joined.member, None), body,
-                                  joined.mid_line)
-        return [] if client_body is None else [ToClient(Event(0, "output", client_body))]
-
     _EVENTS: dict[str, Callable[[GroupPolicy, Joined, dict[str, Any]], list[Action]]] = {
-        "stopped": stopped_event, "continued": continued_event, "thread": thread_event,
-        "output": output_event}
+        "stopped": stopped_event, "continued": continued_event, "thread": thread_event}
 
     # -- answers ------------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 A group session (:mod:`.group_policy`) shows one client the threads of many processes: each
 thread is named where it lives (:meth:`Member.thread_name`, sorted by :meth:`Member.order`),
-each line of output says which process wrote it (:func:`prefixed`), and every id in an
-answer is made the group's (:func:`client_body`, a ``<command>_response`` per answer
+each line of output says which process wrote it (:mod:`.group_output`), and every id in
+an answer is made the group's (:func:`client_body`, a ``<command>_response`` per answer
 that holds ids, through :mod:`.group_ids`).
 """
 
@@ -42,34 +42,6 @@ class Member:
         """Sorts by rank (as a number when it is one; unranked last), then pid."""
         rank = self.rank or ""
         return (0 if rank.isdigit() else 1, int(rank) if rank.isdigit() else 0, rank, self.pid)
-
-
-def prefixed(text: str, prefix: str, at_line_start: bool) -> str:
-    """``text`` with ``prefix`` before each line that starts in it (the first one only when
-    ``at_line_start``: the text before went on without a newline)."""
-    lines = text.split("\n")
-    last = len(lines) - 1
-    return "\n".join(prefix + line if (index or at_line_start) and (line or index < last)
-                     else line for index, line in enumerate(lines))
-
-
-def output_body(answer: ProcessAnswer, body: dict[str, Any],
-                mid_line: set[str]) -> dict[str, Any] | None:
-    """An ``output`` event's body from ``answer.member`` as the client reads it: each line
-    that starts in it prefixed, its ``variablesReference`` the client's; None: not shown
-    (``telemetry``). ``mid_line``: the member's categories whose last output did not end
-    its line, updated."""
-    category = body.get("category", "console")
-    text = body.get("output")
-    if category == "telemetry" or not isinstance(text, str):
-        return None
-    client_body = {**body, "output": prefixed(text, answer.member.prefix,
-                                              category not in mid_line)}
-    if text.endswith("\n"):
-        mid_line.discard(category)
-    elif text:
-        mid_line.add(category)
-    return answer.reference(client_body)
 
 
 @dataclass(frozen=True)

@@ -164,6 +164,7 @@ class GroupSession:
         # its debugger resumed (a stop after it is a new session, for the next client).
         self._resumed_by_disconnect: dict[str, set[str]] = {}
         self._setting_up = asyncio.Semaphore(SET_UP_CONCURRENCY)
+        self._flushing: asyncio.TimerHandle | None = None  # the policy's held output's timer
 
     async def run(self) -> None:
         """Serve the group session (see the module docstring); always lets every process go."""
@@ -177,6 +178,8 @@ class GroupSession:
                 reading.result()  # re-raise a protocol error
         finally:
             unfollow()
+            if self._flushing is not None:
+                self._flushing.cancel()
             for waiting in (reading, disconnected):
                 waiting.cancel()
             await asyncio.gather(reading, disconnected, return_exceptions=True)
@@ -401,8 +404,23 @@ class GroupSession:
 
     def _from_process(self, key: str) -> Callable[[bytes], None]:
         def take(body: bytes) -> None:
-            self.carry_out(self._policy.from_process(key, body))
+            loop = asyncio.get_running_loop()
+            self.carry_out(self._policy.from_process(key, body, loop.time()))
+            self._flush_at_deadline()
         return take
+
+    def _flush_at_deadline(self) -> None:
+        """An unfinished output line is held by the policy (a process wrote no newline
+        yet): it is sent as it is when its wait is over, unless its line ends first."""
+        deadline = self._policy.output_deadline()
+        if deadline is None or self._flushing is not None:
+            return
+
+        def flush() -> None:
+            self._flushing = None
+            self.carry_out(self._policy.flush_partial(asyncio.get_running_loop().time()))
+            self._flush_at_deadline()
+        self._flushing = asyncio.get_running_loop().call_at(deadline, flush)
 
     async def _let_go(self, bound: _Bound) -> None:
         """Unbind a process: its agent is told the client has gone, its data connection is
