@@ -198,3 +198,13 @@ def test_ctrl_c_with_nothing_of_the_group_running_says_so_once_and_asks_nothing(
     assert said.count("(no process of the group runs now: waiting for the next stop; "
                       "Ctrl-C again or q detaches)") == 1
     assert not [line for line in said if "does not pause" in line]
+
+
+def test_a_line_typed_while_the_group_runs_is_said_not_run_in_the_groups_words(
+        prompt: tuple[ScriptedGroup, GroupDebugger, list[str]]):
+    _, debugger, said = prompt
+    typed = iter(["p total", "q"])
+    debugger.poll_input = lambda: next(typed)
+
+    assert debugger.execute("c") is Outcome.QUIT  # nothing stops; `q` detaches
+    assert "*** the group is running: Ctrl-C pauses it, q detaches" in said

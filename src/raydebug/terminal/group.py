@@ -175,6 +175,10 @@ class GroupDebugger(TerminalDebugger):
         self._all_ran = True
         return self._run("continue", {"threadId": self.thread_id})
 
+    def _what_runs(self) -> str:
+        # `c` lets the whole group run; a step, one thread (the others stay paused).
+        return "the group" if self._all_ran else "the thread"
+
     def do_thread(self, arg: str) -> None:
         wanted = commands.parse_count(arg, default=-1)
         self._threads()

@@ -96,6 +96,10 @@ class RunningCommands(DebuggerContext):
 
     # -- the wait ---------------------------------------------------------------------------
 
+    def _what_runs(self) -> str:
+        """What the wait is for, as said when something is typed meanwhile."""
+        return "the process"
+
     def _run(self, command: str, arguments: dict[str, Any], show: bool = True) -> Outcome:
         """Resume, then wait for the next stop, the end of the session's function, or the
         end of the process (see the module's docstring)."""
@@ -144,8 +148,8 @@ class RunningCommands(DebuggerContext):
                         if typed == EOF or typed.strip() in QUIT_WORDS:
                             self._detach("detached")
                             return Outcome.QUIT
-                        self.write(render.error("the process is running: Ctrl-C pauses it, "
-                                                "q detaches"))
+                        self.write(render.error(f"{self._what_runs()} is running: Ctrl-C "
+                                                "pauses it, q detaches"))
                     if paused_at is not None and asked:  # (nothing asked: said so)
                         if now - paused_at >= PAUSE_GIVE_UP and not told_stuck:
                             told_stuck = True
