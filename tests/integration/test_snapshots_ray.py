@@ -92,7 +92,13 @@ def test_a_failing_task_fails_at_once_and_its_snapshot_outlives_the_job(cluster:
     assert (row["function"], row["line"]) == ("train_step", line_of(job, "raised here"))
     assert row["job_id"] and row["node_ip"] == "127.0.0.1"
     assert row["node_id"] in {node.node_id for node in cluster.list_all_nodes()}
-    top = get(port, f"/api/snapshot?id={row['id']}")["frames"][0]
+    snapshot = get(port, f"/api/snapshot?id={row['id']}")
+    # The user's frames only: none of Ray's executor that ran the task (_raylet.pyx's)
+    assert [frame["function"] for frame in snapshot["frames"]] == ["train_step"], snapshot
+    assert "_raylet" not in snapshot["exception"]["traceback"]
+    fit_frames = get(port, f"/api/snapshot?id={fit['id']}")["frames"]
+    assert [frame["function"] for frame in fit_frames] == ["fit"]  # not Ray's wrappers
+    top = snapshot["frames"][0]
     assert value(top["locals"], "total")["repr"] == "6"
     layers = value(value(top["locals"], "config")["children"], "['layers']")
     assert value(value(layers["children"], "[1]")["children"], "['units']")["repr"] == "32"

@@ -219,9 +219,11 @@ def install_snapshot_hooks() -> None:
 
 
 def snapshot_failure(error: BaseException, thread_name: str | None = None,
-                     identity: dict[str, Any] | None = None) -> None:
+                     identity: dict[str, Any] | None = None,
+                     start: TracebackType | None = None) -> None:
     """Send a snapshot of ``error`` (see :mod:`.snapshot_sender`; ``identity``: the failing
-    task's ids, when the caller knows them) and return at once. Never raises: what goes
+    task's ids, when the caller knows them; ``start``: the traceback entry the user's
+    frames start at, when the caller ran them) and return at once. Never raises: what goes
     wrong is one line on stderr."""
     try:
         link = get_agent().link
@@ -233,7 +235,7 @@ def snapshot_failure(error: BaseException, thread_name: str | None = None,
         return
     from .snapshot_sender import send_failure
 
-    send_failure(error, link, thread_name, identity)  # (never raises)
+    send_failure(error, link, thread_name, identity, start)  # (never raises)
 
 
 def chain_excepthooks(on_uncaught: Callable[[BaseException, threading.Thread | None], object],

@@ -52,13 +52,14 @@ def user_top(top: FrameType | None) -> FrameType | None:
     while frame is not None:
         if is_debugger_frame(frame):
             kept = frame.f_back
-        elif not _is_standard_library(frame.f_code.co_filename):
+        elif not is_standard_library(frame.f_code.co_filename):
             break
         frame = frame.f_back
     return kept
 
 
-def _is_standard_library(path: str) -> bool:
+def is_standard_library(path: str) -> bool:
+    """Whether ``path`` (a code object's ``co_filename``) is the standard library's."""
     if path.startswith("<frozen "):
         return True
     return path.startswith(_STANDARD_LIBRARY) and "-packages" + os.sep not in path

@@ -24,7 +24,7 @@ from __future__ import annotations
 import atexit
 import uuid
 from collections.abc import Callable
-from types import FrameType
+from types import FrameType, TracebackType
 from typing import Any
 
 from ..protocol.control import SnapshotTaken
@@ -44,16 +44,19 @@ _exit_wait_registered = False
 
 
 def send_failure(error: BaseException, link: Any, thread_name: str | None = None,
-                 identity: dict[str, Any] | None = None) -> str | None:
+                 identity: dict[str, Any] | None = None,
+                 start: TracebackType | None = None) -> str | None:
     """Capture ``error``'s traceback and post it on ``link`` (the process's
     :class:`~.link.hub_link.HubLink`, started here if it was not); the snapshot's id, or None
     when none was sent (rate spent; a failure: said once). ``identity``: the failing task's
-    ids when the caller knows them better than this thread's runtime context. Never
-    raises."""
+    ids when the caller knows them better than this thread's runtime context; ``start``:
+    where the user's part of the traceback starts, when the caller ran the failing code
+    (:func:`~raydebug.snapshots.capture.exception_snapshot_json`). Never raises."""
     if _taken_before(error):
         return None
     return _send(link, lambda process: exception_snapshot_json(
-        error, process, DEFAULT_LIMITS, hide=is_debugger_file, thread_name=thread_name),
+        error, process, DEFAULT_LIMITS, hide=is_debugger_file, thread_name=thread_name,
+        start=start),
         identity)
 
 

@@ -84,10 +84,14 @@ def capture_frames_json(tb_or_frame: TracebackType | FrameType | None,
 def exception_snapshot_json(error: BaseException, process: dict[str, Any],
                             limits: SnapshotLimits = DEFAULT_LIMITS,
                             hide: Callable[[str], bool] | None = None,
-                            thread_name: str | None = None) -> dict[str, Any]:
+                            thread_name: str | None = None,
+                            start: TracebackType | None = None) -> dict[str, Any]:
     """A failure snapshot (``reason`` ``"exception"``) of ``error`` and its traceback, in
-    the wire form (:meth:`Snapshot.to_json`'s dict)."""
-    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    the wire form (:meth:`Snapshot.to_json`'s dict). ``start``: the entry of that traceback
+    the user's part starts at (default: all of it), when the outer frames before it are
+    the code that ran the failing one (Ray's task executor): its frames and its text."""
+    start = start or error.__traceback__
+    text = "".join(traceback.format_exception(type(error), error, start))
     try:
         message = str(error)
     except Exception as failure:  # a __str__ that raises: say so
@@ -96,7 +100,7 @@ def exception_snapshot_json(error: BaseException, process: dict[str, Any],
                          message=message[:limits.repr_chars * 10],
                          traceback_text=text[-limits.source_bytes:])
     return _snapshot_json("exception", process, thread_name, info,
-                          capture_frames_json(error.__traceback__, limits, hide))
+                          capture_frames_json(start, limits, hide))
 
 
 def point_snapshot_json(frame: FrameType, process: dict[str, Any],

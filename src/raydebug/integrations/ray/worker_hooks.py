@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import TracebackType
 from typing import Any
 
 import ray
@@ -25,11 +26,14 @@ from ...agent import fork_guard
 from ...agent.flags import is_on
 from ...agent.link import discovery
 from ...agent.link.discovery import HubAddress, LocalDiscovery
+from ...agent.own_frames import is_standard_library
 from ...errors import HubUnreachableError, RaydebugError
 from .children import watch_children
 from .metadata import current_activity, in_ray_worker, left_ray, live_identity, session_fields
 
 LIVE_IN_RAY = "ray"  # RAYDEBUG_LIVE in a job's workers: the setup hook links them, not the .pth
+RAY_DIR = os.path.dirname(ray.__file__) + os.sep
+RAY_CYTHON_SOURCES = "python/ray/"  # co_filename of a traceback's _raylet.pyx frames
 
 
 def live_wanted() -> bool:
@@ -111,7 +115,8 @@ def on_task_failure() -> None:
 
         error = sys.exc_info()[1]
         if error is not None:
-            snapshot_failure(error, identity=failing_task_fields(error))
+            snapshot_failure(error, identity=failing_task_fields(error),
+                             start=user_traceback(error))
     if post_mortem_enabled():
         post_mortem()
 
@@ -127,17 +132,33 @@ def failing_task_fields(error: BaseException) -> dict[str, Any] | None:
         return None
     actor_class = fields.get("actor_class")
     tb = error.__traceback__
-    ray_code = os.path.dirname(ray.__file__) + os.sep  # its wrappers take self too
     while actor_class and tb is not None:  # the outermost frame of the actor's own methods
         receiver = tb.tb_frame.f_locals.get("self")
         if receiver is not None and type(receiver).__name__ == actor_class \
-                and not tb.tb_frame.f_code.co_filename.startswith(ray_code):
+                and not tb.tb_frame.f_code.co_filename.startswith(RAY_DIR):  # (wrappers)
             name = f"{actor_class}.{tb.tb_frame.f_code.co_name}"
             if name != fields.get("task_name"):
                 fields.update(task_name=name, task_id=None, attempt=None)
             break
         tb = tb.tb_next
     return fields
+
+
+def user_traceback(error: BaseException) -> TracebackType | None:
+    """The entry of ``error``'s traceback where the user's frames start: past the frames of
+    Ray's task executor that ran the task and caught its exception (the frames Cython adds
+    for ``_raylet.pyx``, Ray's Python wrappers, and the standard library they called:
+    ``concurrent.futures`` for an async actor). The whole traceback when nothing else is
+    in it. Post-mortem, likewise, starts from the raising frame and its callers, never
+    from these."""
+    tb = error.__traceback__
+    while tb is not None and _runs_tasks(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return tb or error.__traceback__
+
+
+def _runs_tasks(path: str) -> bool:
+    return path.startswith((RAY_DIR, RAY_CYTHON_SOURCES)) or is_standard_library(path)
 
 
 def post_mortem() -> None:
