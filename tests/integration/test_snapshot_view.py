@@ -156,6 +156,47 @@ def test_a_cluster_session_offers_it_as_a_child_only_when_asked(failed):
     run(offered())
 
 
+def test_a_group_session_shows_it_as_a_thread_only_when_asked(failed):
+    hub, script, snapshot_id = failed
+
+    async def group(settings: dict[str, Any]) -> DapClient:
+        client = await DapClient.connect(*hub.client)
+        await client.initialize(supportsStartDebuggingRequest=False)
+        attach = client.send_request("attach", {"name": "group", "raydebug": {
+            "group": True, **settings}})
+        await client.wait_event("initialized")
+        assert (await attach).success
+        await client.request("configurationDone")
+        return client
+
+    async def shown() -> None:
+        plain = await group({})
+        await plain.wait_event("output", timeout=10)  # "no process ... yet": it looked
+        assert (await plain.request("threads"))["threads"] == []
+        asked = await group({"snapshots": True})
+        stopped = await asked.wait_event("stopped", timeout=10)
+        assert stopped.body["reason"] == "exception"
+        [thread] = (await asked.request("threads"))["threads"]
+        assert thread["id"] == stopped.body["threadId"]
+        assert "snapshot [ValueError] · MainThread" in thread["name"]
+        top = (await asked.request("stackTrace", {"threadId": thread["id"]}))["stackFrames"][0]
+        assert (top["name"], top["line"]) == ("train", line_of(script, "raised here"))
+        answer = await asked.request("evaluate", {"expression": "config['layers'][1]",
+                                                  "frameId": top["id"], "context": "repl"})
+        assert answer["result"] == "{'width': 4}"
+        with pytest.raises(DapRequestError, match="cannot step"):
+            await asked.request("next", {"threadId": thread["id"]})
+        await asked.request("continue", {"threadId": thread["id"]})  # ends its view
+        assert (await asked.request("threads"))["threads"] == []
+        for client in (asked, plain):
+            await client.request("disconnect", {})
+            await client.close()
+
+    run(shown())
+    # Read, the snapshot stays for the next reader.
+    assert [row["id"] for row in hub.get("/api/snapshots")["snapshots"]] == [snapshot_id]
+
+
 def test_the_web_page_lists_it_exception_first_and_opens_it_read_only(failed):
     hub, _, snapshot_id = failed
     browser_module = pytest.importorskip("browser")

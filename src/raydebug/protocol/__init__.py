@@ -12,7 +12,8 @@ process's ids, unique for its one client), ``group_rewrite`` (a process's messag
 client reads them), ``group_output`` (its output by whole lines), ``group_gather`` (what
 the hub asked the processes and awaits), ``group_running`` (its running processes'
 threads) and ``group_steps`` (step together);
-``snapshot_session`` (a snapshot served as a read-only DAP session).
+``snapshot_session`` (a snapshot served as a read-only DAP session) and ``group_snapshots``
+(kept ones as a group session's threads).
 """
 
 from typing import TYPE_CHECKING

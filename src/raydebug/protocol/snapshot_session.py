@@ -156,6 +156,11 @@ class SnapshotSession:
                 "read-only: values as captured, no stepping\n")
         return Event(seq=0, event="output", body={"category": "console", "output": text})
 
+    def stopped(self) -> Event:
+        """The ``stopped`` event of its one thread (sent once after ``configurationDone``;
+        a group session sends it again after a refused step)."""
+        return self._stopped()
+
     def _stopped(self) -> Event:
         exception = self.snapshot.exception
         body: dict[str, Any] = {"threadId": THREAD_ID, "allThreadsStopped": True,

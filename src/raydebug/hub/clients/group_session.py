@@ -53,6 +53,7 @@ from ...protocol.group_actions import (
 )
 from ...protocol.group_policy import GroupPolicy
 from ...protocol.group_rewrite import Member
+from ...protocol.group_snapshots import GroupSnapshots
 from ...protocol.paths import PathTranslator
 from ...protocol.proxy_policy import CLIENT_PAUSE_WAIT, adapter_capabilities
 from ...selectors import Selector, parse
@@ -63,7 +64,9 @@ from ..cluster_breakpoints import DapSessionBreakpoints
 from ..entries import HubSession, Process
 from ..processes import ProcessQueries
 from ..registry import Registry
+from ..snapshot_store import SnapshotStore
 from .cluster_sessions import ClusterSessions, local_root_of
+from .snapshot_view import KEPT_OFFERED, wants_snapshots
 from .stream import ClientStream
 
 log = logging.getLogger("raydebug.hub")
@@ -142,7 +145,8 @@ class GroupSession:
     def __init__(self, client: ClientStream, registry: Registry,
                  data_connections: PendingDataConnections, parents: ClusterSessions,
                  allow_terminate: bool, initialize: Request | None, attach: Request,
-                 selector: Selector | None, queries: ProcessQueries | None = None) -> None:
+                 selector: Selector | None, queries: ProcessQueries | None = None,
+                 snapshots: SnapshotStore | None = None) -> None:
         self._client = client
         self._registry = registry
         self._data_connections = data_connections
@@ -165,6 +169,9 @@ class GroupSession:
         self._resumed_by_disconnect: dict[str, set[str]] = {}
         self._setting_up = asyncio.Semaphore(SET_UP_CONCURRENCY)
         self._flushing: asyncio.TimerHandle | None = None  # the policy's held output's timer
+        # The group's kept snapshots, shown as read-only threads only when the attach asks.
+        self._store = snapshots if wants_snapshots(attach) else None
+        self._snapshots = GroupSnapshots(self._policy)
 
     async def run(self) -> None:
         """Serve the group session (see the module docstring); always lets every process go."""
@@ -210,6 +217,9 @@ class GroupSession:
                 if (isinstance(action.message, Response)
                         and action.message.command == "disconnect"):
                     self._disconnected.set()
+            elif isinstance(action, ToProcess) and action.key in self._snapshots:
+                self.carry_out(self._snapshots.send(action.key, action.message,
+                                                    asyncio.get_running_loop().time()))
             elif isinstance(action, ToProcess):
                 bound = self._bound.get(action.key)
                 if bound is not None and bound.debugger is not None:
@@ -244,6 +254,8 @@ class GroupSession:
             self._client.respond(request)
             if not any(task.get_name() == "group-joining" for task in self._tasks):
                 self._start(self._join_paused(), "group-joining")
+                if self._store is not None:
+                    self._start(self._join_snapshots(self._store), "group-snapshots")
         elif command == "terminate":
             # Ends the group session only, as a cluster session's; the client then disconnects.
             self._client.respond(request)
@@ -295,6 +307,19 @@ class GroupSession:
                                      "session as it links (running) or pauses")
             first_look = False
             await self._registry.wait_for_change()
+
+    async def _join_snapshots(self, store: SnapshotStore) -> None:
+        """Join the group's newest :data:`KEPT_OFFERED` kept snapshots, then each one kept
+        later (:mod:`raydebug.protocol.group_snapshots`)."""
+        version = -1
+        while True:
+            if store.version != version:
+                version = store.version
+                mine = [snapshot for snapshot in store.all() if self._selector is None
+                        or self._selector.matches(dict(snapshot.process))]
+                self.carry_out(self._snapshots.join(
+                    mine[-KEPT_OFFERED:], self._initialize, self._attach.arguments))
+            await store.wait_for_version_after(version)
 
     def _show_running(self) -> None:
         """The group's running live processes (no client, no thread paused) are shown as

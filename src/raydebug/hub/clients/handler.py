@@ -167,7 +167,7 @@ class ClientHandler:
                 return False
             await GroupSession(self._client, self._registry, self._data_connections,
                                self._cluster_sessions, self._allow_terminate, self._initialize,
-                               request, selector, self._queries).run()
+                               request, selector, self._queries, self._snapshots).run()
             return True
         snapshot = self._wanted_snapshot(request)
         if snapshot is not None:
