@@ -11,7 +11,8 @@
 - :mod:`.cluster_auth`: Ray's token, used when a cluster asks for it;
 - :mod:`.kv`: raydebug's KV namespace, and the cluster's breakpoints published there;
 - :mod:`.hub_actor`: the hub as a detached actor, started once (the only one importing the hub);
-- :mod:`.hub_starter`: the CLI's short-lived driver that starts it, in a child, bounded;
+- :mod:`.hub_starter`: the CLI's short-lived driver that starts it (and sends ``link``'s
+  tasks), in a child, bounded, kept to a loopback cluster's loopback;
 - :mod:`.metadata`: a process's identities from Ray's runtime context;
 - :mod:`.link_jobs`: ``raydebug link`` on a cluster: the running jobs' processes, linked
   from a task pinned to each of their nodes.
