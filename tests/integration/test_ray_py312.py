@@ -60,8 +60,21 @@ link = {name: os.environ[name] for name in ("RAYDEBUG_HUB", "RAYDEBUG_TOKEN", "P
 ray.init(address=cluster.address, runtime_env={"env_vars": {**link, "RAYDEBUG_LIVE": "1"}})
 import target
 
+def wait_armed(armed):
+    # The hub's ArmBreakpoints reach a worker ms after its start, over its link: this hub is
+    # the test's, which publishes nothing in the cluster's KV for a worker to arm from before
+    # its first task (the cluster's own hub does), so a task waits, bounded (under a loaded
+    # full suite square(3) ran before its worker was armed, and never stopped).
+    from raydebug.agent import get_agent
+    agent = get_agent()
+    for _ in range(3000):
+        if agent.breakpoints.active() == armed:
+            return
+        time.sleep(0.01)
+
 @ray.remote(num_cpus=0.25, scheduling_strategy="SPREAD")
 def square(i):
+    wait_armed(True)
     return target.square(i)
 
 @ray.remote(num_cpus=0)
@@ -70,11 +83,8 @@ class Probe:
         import elsewhere, target
         from raydebug.agent import get_agent
         from raydebug.agent.armed import monitoring as armed_monitoring
+        wait_armed(armed)
         agent = get_agent()
-        for _ in range(3000):  # the hub's ArmBreakpoints reach a worker ms after its start
-            if agent.breakpoints.active() == armed:
-                break
-            time.sleep(0.01)
         target.loaded()  # code of the breakpoint's file has run here
         elsewhere.fib(15)
         m = sys.monitoring
