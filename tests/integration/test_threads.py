@@ -84,9 +84,10 @@ def test_a_later_breakpoint_registers_a_new_session_on_the_same_listener(
 
     [first] = hub.wait_sessions(1)
     hub.attach_and_detach(first["id"])
-    second = hub.get("/api/sessions?min=1&timeout=30")[0]
-    while second["id"] == first["id"]:  # the old session may linger for a moment
-        second = hub.get("/api/sessions?min=1&timeout=30")[0]
+    # the old session may linger for a moment: wait for the listing to change (a loop of
+    # answers at once spun for 120 s under a loaded fresh-clone run)
+    [second] = hub.wait_listing("/api/sessions", "the second breakpoint's session", lambda listed: [
+        s for s in listed if s["id"] != first["id"]])
     assert second["pid"] == first["pid"]
     hub.attach_and_detach(second["id"])
     code, out, _ = finish(proc)
