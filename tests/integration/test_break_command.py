@@ -49,8 +49,14 @@ def test_break_list_clear(hub: HubProcess, tmp_path: Path):
     bad = raydebug(hub, "job.py")
     assert bad.returncode == 1 and "is not FILE:LINE" in bad.stderr
     assert bad.stderr.count("\n") == 1, bad.stderr
+    elsewhere = f"{tmp_path / 'nofile.py'}:3"  # a file only the processes may have: set, said
+    noted = raydebug(hub, elsewhere)
+    assert noted.returncode == 0, noted.stderr
+    assert noted.stderr.startswith(f"note: no {tmp_path / 'nofile.py'} on this machine"), noted
+    assert noted.stdout.startswith(f"{elsewhere}  [not loaded yet]"), noted
+    assert raydebug(hub, "--remove", elsewhere).returncode == 0
     made = raydebug(hub, f"{script}:{line}", "if", "RANK", "==", '"2"', "and", "i", "==", "3")
-    assert made.returncode == 0, made.stderr
+    assert made.returncode == 0 and made.stderr == "", made.stderr
     assert made.stdout.strip() == (f'{script}:{line} if RANK == "2" and i == 3  '
                                    "[not loaded yet] (terminal)")
     procs = [subprocess.Popen([sys.executable, str(script)],

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from raydebug.cli.breakpoints import parse_place, parse_spec
+from raydebug.cli.breakpoints import parse_place, parse_spec, place_warning
 from raydebug.errors import ConfigurationError
 
 
@@ -46,3 +46,14 @@ def test_remove_names_one_line_without_a_condition():
     assert parse_place("job.py:12") == (os.path.abspath("job.py"), 12)
     with pytest.raises(ConfigurationError, match="--remove takes FILE:LINE"):
         parse_place("job.py:12 if x > 1")
+
+
+def test_a_file_missing_here_or_a_line_past_its_end_is_said_and_set_anyway(tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text("a = 1\nb = 2\n")
+    assert place_warning(str(job), 2) is None
+    missing = place_warning(str(tmp_path / "nofile.py"), 3)
+    assert missing is not None and missing.startswith(f"note: no {tmp_path / 'nofile.py'} ")
+    assert "--local-root" in missing
+    past = place_warning(str(job), 40)
+    assert past is not None and "has 2 lines" in past and "line 40" in past

@@ -52,6 +52,24 @@ def parse_spec(words: tuple[str, ...]) -> tuple[str, int, str]:
     return os.path.abspath(where["path"]), int(where["line"]), condition.strip()
 
 
+def place_warning(path: str, line: int) -> str | None:
+    """A line to say when FILE:LINE cannot be checked or cannot stop, else None. The
+    breakpoint is set anyway: the processes may run a file this machine does not have (a
+    node's own copy, a Ray working_dir), and a cluster breakpoint is matched by path."""
+    try:
+        with open(path, "rb") as source:
+            lines = len(source.read().splitlines())
+    except FileNotFoundError:
+        return (f"note: no {path} on this machine: set for the processes that run a file by "
+                "that path (code from a Ray working_dir: add --local-root YOUR_CHECKOUT)")
+    except OSError as error:
+        return f"note: {path} cannot be read here ({error.strerror}): set by its path"
+    if line > lines:
+        return (f"note: {path} has {lines} lines: nothing stops at line {line} in a process "
+                "that runs this file")
+    return None
+
+
 def parse_place(text: str) -> tuple[str, int]:
     """``"job.py:12"`` -> (absolute path, 12): the breakpoint ``--remove`` names. Raises
     :class:`ConfigurationError`."""
@@ -190,6 +208,8 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
             body.update(logMessage=SNAPSHOT_POINT_MESSAGE, hitCondition=f"<={count or 1}")
         if local_root:
             body["localRoot"] = os.path.abspath(local_root)
+        if warning := place_warning(path, line):
+            click.echo(warning, err=True)
         before = get_json(address, "/api/breakpoints", token=client_token)
         answer = post_json(address, "/api/breakpoints", body, token=client_token)
         replaced = [b for b in before.get("breakpoints") or []
