@@ -135,3 +135,21 @@ def test_a_hub_started_with_another_token_is_said_to_have_changed_it_once(
         for proc in (worker, first.proc, second.proc if second else None):
             if proc is not None:
                 stop(proc)
+
+
+def test_a_hub_that_cannot_listen_says_only_that(machine: dict[str, str]) -> None:
+    """A second hub on the agents' port of a running one (whose token is kept for that
+    address) says it cannot listen, in one line: not first that it serves with the kept
+    token."""
+    first = start_hub(machine)
+    try:
+        second = subprocess.run([sys.executable, "-m", "raydebug", "hub", "--port", "0",
+                                 "--agent-port", str(first.worker[1])], env=machine,
+                                capture_output=True, text=True, timeout=TIMEOUT)
+        assert second.returncode == 1, second
+        assert second.stderr.count("\n") == 1, second.stderr
+        assert f"cannot listen on {first.worker[0]}:{first.worker[1]}: the address is in use" \
+            in second.stderr, second.stderr
+        assert second.stdout == "", second.stdout
+    finally:
+        stop(first.proc)

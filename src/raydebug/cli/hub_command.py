@@ -108,14 +108,13 @@ def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str
                        client_idle_timeout=client_idle_timeout,
                        max_snapshots=max_snapshots,
                        snapshot_dir=os.path.abspath(snapshot_dir) if snapshot_dir else None)
+    token_kept = False
     if token:
         config.token = token
     elif agent_port and (saved := state_file.saved_token(f"{agent_host}:{agent_port}")):
         config.token = saved  # the processes linked to the last hub here hold this token
-        logging.getLogger("raydebug.hub").info(
-            "serving with the token of the last hub on %s:%s (its processes link again)",
-            agent_host, agent_port)
-    asyncio.run(_serve_hub(Hub(config), ray_integration))
+        token_kept = True
+    asyncio.run(_serve_hub(Hub(config), ray_integration, token_kept))
 
 
 OLD_NAMES = {"agent_host": "worker_host", "agent_port": "worker_port",  # hidden, still taken
@@ -148,13 +147,17 @@ def cannot_listen(error: OSError) -> str:
             "--agent-port pick other ports (0: any free one)")
 
 
-async def _serve_hub(hub: Any, ray_integration: Any = None) -> None:
+async def _serve_hub(hub: Any, ray_integration: Any = None, token_kept: bool = False) -> None:
     import asyncio
 
     try:
         await hub.start()
     except OSError as error:
         raise ConfigurationError(cannot_listen(error)) from None
+    if token_kept:  # said once it serves: a hub that cannot listen serves nobody
+        logging.getLogger("raydebug.hub").info(
+            "serving with the token of the last hub on %s:%s (its processes link again)",
+            *hub.agent_address)
     client = "{}:{}".format(*hub.client_address)
     agents = "{}:{}".format(*hub.agent_address)
     cert = hub.certificate.fingerprint if hub.certificate else None
