@@ -67,7 +67,7 @@ def run_hub_command(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, s
 
     served: list[Any] = []
 
-    async def keep(hub: Any, ray_integration: Any = None) -> None:
+    async def keep(hub: Any, ray_integration: Any = None, token_kept: bool = False) -> None:
         served.append(hub)
 
     monkeypatch.setattr(hub_command, "_serve_hub", keep)
