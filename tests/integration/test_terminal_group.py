@@ -82,7 +82,8 @@ def test_a_group_where_nothing_pauses_within_the_timeout_says_so(hub: HubProcess
 def test_ctrl_d_while_the_group_waits_for_its_first_pause_stops_waiting(
         hub: HubProcess, attach: list[Attach]):
     term = start_attach(hub, attach, "--group", "pid=1")
-    term.expect("(Ctrl-C stops waiting)")
+    term.expect("to pause: `")  # and how to pause those that run
+    term.expect(" pause pid=1` pauses those that run (Ctrl-C stops waiting)")
     term.child.sendline("p x")
     term.expect("nothing is paused yet: no command runs (Ctrl-C or Ctrl-D stops waiting)")
     term.child.sendeof()

@@ -284,8 +284,9 @@ class GroupAttach(AttachCommand):
                 remote.attach("", self.client_token, timeout=wait, group=text or True,
                               left=self._leaves_waiting,
                               on_slow=lambda: self.terminal.write(
-                                  f"waiting for a process of the group ({which}) to pause "
-                                  "(Ctrl-C stops waiting)"))
+                                  f"waiting for a process of the group ({which}) to pause: "
+                                  f"`{raydebug_command()} pause {text or 'SELECTOR'}` "
+                                  "pauses those that run (Ctrl-C stops waiting)"))
             except KeyboardInterrupt:
                 self.terminal.write("stopped waiting for the group")
                 raise
