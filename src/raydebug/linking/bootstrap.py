@@ -14,6 +14,22 @@ Standard library only until raydebug is imported: this file must run in any Pyth
 
 
 def _link(ticket_path):  # type: ignore[no-untyped-def]  # run in any Python: no annotations
+    import threading
+
+    ident = threading.get_ident()
+    # A thread Python started, or a C thread that ran Python before: its entry stays.
+    known = ident in threading._active  # type: ignore[attr-defined]
+    try:
+        _link_here(ticket_path)  # type: ignore[no-untyped-call]
+    finally:
+        if not known:
+            # A C thread lent for the call (an event loop's, on a Ray worker): starting the
+            # link made threading name it "Dummy-N", a thread every debugger would list,
+            # running, for ever; its thread state goes when the call returns.
+            threading._active.pop(ident, None)  # type: ignore[attr-defined]
+
+
+def _link_here(ticket_path):  # type: ignore[no-untyped-def]
     import json
     import os
     import sys
