@@ -58,11 +58,12 @@ def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProces
                           text=True, timeout=timeout, env={**os.environ, **LOOPBACK})
 
 
-def start_job(job: Path, address: str) -> subprocess.Popen[str]:
-    """``raydebug run -- python JOB ADDRESS``: a driver of the cluster at ``address`` whose
-    workers are linked; its output piped, as text. The caller stops it."""
+def start_job(job: Path, address: str, *args: str) -> subprocess.Popen[str]:
+    """``raydebug run -- python JOB ADDRESS [ARGS...]``: a driver of the cluster at
+    ``address`` whose workers are linked; its output piped, as text. The caller stops it."""
     return subprocess.Popen(
-        [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job), address],
+        [sys.executable, "-m", "raydebug", "run", "--", sys.executable, str(job), address,
+         *args],
         env={**os.environ, **LOOPBACK, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
 

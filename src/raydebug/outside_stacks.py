@@ -17,8 +17,15 @@ and the answer is left as it was. raydebug's own thread in the target (the link 
 the frames it runs on top of a user's thread are left out, as the process's own answer does
 (:mod:`raydebug.agent.own_frames`).
 
+On a Ray cluster (the hub is a cluster's), the processes with a Ray node are read on their
+node instead, whatever machine the command runs on: a :data:`NodeReader` (Ray's, in
+:mod:`raydebug.integrations.ray.node_stacks`) runs :func:`read_pids` there in a task and
+hands back each node's :class:`Reading`; a node that has no py-spy, may not ptrace, or
+whose task failed says so in its own line.
+
 :func:`threads_from_py_spy` and :func:`read_unanswered` are pure given a ``run`` function
-(tests pass one returning a recorded dump); :func:`run_py_spy` is the real one.
+(tests pass one returning a recorded dump) and a node reader; :func:`run_py_spy` is the
+real one.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .agent.own_frames import is_debugger_file
@@ -43,6 +50,9 @@ MIN_TIMEOUT = 5.0  # s per py-spy run: the first --native read of a big library 
 HOW_TO_INSTALL = "pip install py-spy"
 HOW_TO_PERMIT = ("run it as root, or give it CAP_SYS_PTRACE (the same user needs "
                  "kernel.yama.ptrace_scope 0)")
+# A node's py-spy runs as Ray's workers there.
+HOW_TO_PERMIT_ON_NODES = ("Ray's workers there need CAP_SYS_PTRACE (Kubernetes: the pod's "
+                          "SYS_PTRACE capability), or kernel.yama.ptrace_scope 0")
 _NOT_PERMITTED = ("permission denied", "operation not permitted")  # py-spy: "Permission Denied"
 
 
@@ -57,6 +67,32 @@ class Dump:
 
 
 Run = Callable[[str, int, float], Dump]  # (py-spy's path, pid, timeout) -> its dump
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What py-spy read of one machine's processes: each pid's :class:`Dump`; or
+    ``missing`` (py-spy is not installed there), or ``failure`` (why that machine could
+    not be asked at all: a node's task that failed or did not end in time)."""
+
+    dumps: dict[int, Dump] = field(default_factory=dict)
+    missing: bool = False
+    failure: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """As JSON (a node's task returns it): pids as strings, each dump's fields."""
+        return {"dumps": {str(pid): asdict(dump) for pid, dump in self.dumps.items()},
+                "missing": self.missing, "failure": self.failure}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Reading:
+        return cls({int(pid): Dump(**dump) for pid, dump in (data.get("dumps") or {}).items()},
+                   bool(data.get("missing")), str(data.get("failure") or ""))
+
+
+# {node id: the pids to read there}, timeout -> {node id: its Reading}, every node answered
+# (bounded; a node whose reading failed has its ``failure``).
+NodeReader = Callable[[dict[str, list[int]], float], dict[str, Reading]]
 
 
 def py_spy_path() -> str | None:
@@ -150,43 +186,107 @@ def _standard_library(path: str) -> bool:
         f"{os.sep}lib{os.sep}python" in path and "-packages" + os.sep not in path)
 
 
-def read_unanswered(answer: Mapping[str, Any], timeout: float, run: Run = run_py_spy,
-                    py_spy: str | None = "", host: str = "") -> tuple[dict[str, Any], str]:
-    """``answer`` (``/api/stacks``') with its unanswered processes of ``host`` (this one by
-    default) read by py-spy, its tree merged again; and a line for the user ("" when there
-    is nothing to say): py-spy missing (``py_spy`` None; "" looks for it), not permitted, or
-    processes of other machines left unread. Never raises for one process."""
-    host = host or socket.gethostname()
-    entries = [dict(entry) for entry in answer.get("processes") or []]
-    unanswered = [e for e in entries if not e.get("answered")]
-    here = [e for e in unanswered if (e.get("process") or {}).get("host") == host
-            and isinstance(e["process"].get("pid"), int)]  # a record with no pid: not ours
-    elsewhere = sum(1 for e in unanswered if (e.get("process") or {}).get("host") != host)
-    away = (f"{elsewhere} process{'es' if elsewhere != 1 else ''} of other machines "
-            f"not read (py-spy reads this machine's)") if elsewhere else ""
-    if not here:
-        return dict(answer), away
+def read_pids(pids: Sequence[int], timeout: float, run: Run = run_py_spy,
+              py_spy: str | None = "") -> Reading:
+    """py-spy's dump of each of ``pids`` (processes of this machine), :data:`PARALLEL` at
+    once, each bounded by ``max(timeout, MIN_TIMEOUT)`` s; ``missing`` without py-spy
+    (``py_spy`` None; "" looks for it). Never raises for one process."""
     py_spy = py_spy_path() if py_spy == "" else py_spy
     if py_spy is None:
-        return dict(answer), _joined(
-            f"--native: py-spy is not installed here ({HOW_TO_INSTALL}); "
-            f"{len(here)} process{'es' if len(here) != 1 else ''} left unread", away)
+        return Reading(missing=True)
+    if not pids:
+        return Reading()
     bound = max(timeout, MIN_TIMEOUT)
-    with ThreadPoolExecutor(max_workers=min(PARALLEL, len(here))) as pool:
-        dumps = list(pool.map(lambda e: run(py_spy, int(e["process"]["pid"]), bound), here))
+    with ThreadPoolExecutor(max_workers=min(PARALLEL, len(pids))) as pool:
+        dumps = list(pool.map(lambda pid: run(py_spy, pid, bound), pids))
+    return Reading(dict(zip(pids, dumps, strict=True)))
+
+
+def reading_bound(count: int, timeout: float) -> float:
+    """How long :func:`read_pids` may take for ``count`` processes (seconds)."""
+    return -(-count // PARALLEL) * max(timeout, MIN_TIMEOUT)
+
+
+def read_unanswered(answer: Mapping[str, Any], timeout: float, run: Run = run_py_spy,
+                    py_spy: str | None = "", host: str = "",
+                    nodes: NodeReader | None = None) -> tuple[dict[str, Any], str]:
+    """``answer`` (``/api/stacks``') with its unanswered processes read by py-spy, its tree
+    merged again; and what to tell the user, a line per place ("" when there is nothing to
+    say): py-spy missing there, not permitted, the place not reached, or processes of other
+    machines left unread. Read here: those of ``host`` (this one by default); with
+    ``nodes``, a process that has a Ray node is read on it instead (an entry read so has
+    ``read_on``: the node's id). Never raises for one process or one node."""
+    host = host or socket.gethostname()
+    entries = [dict(entry) for entry in answer.get("processes") or []]
+    on_node: dict[str, list[dict[str, Any]]] = {}
+    here, elsewhere = [], 0
+    for entry in entries:
+        record = entry.get("process") or {}
+        if entry.get("answered"):
+            continue
+        if not isinstance(record.get("pid"), int):  # not a process anyone can read
+            elsewhere += record.get("host") != host
+        elif nodes is not None and record.get("node_id"):
+            on_node.setdefault(str(record["node_id"]), []).append(entry)
+        elif record.get("host") == host:
+            here.append(entry)
+        else:
+            elsewhere += 1
+    lines = []
+    if here:
+        reading = read_pids([e["process"]["pid"] for e in here], timeout, run, py_spy)
+        lines.append(_apply(reading, here, "here", HOW_TO_PERMIT))
+    if on_node and nodes is not None:
+        readings = nodes({node: [e["process"]["pid"] for e in group]
+                          for node, group in on_node.items()}, timeout)
+        for node, group in on_node.items():
+            reading = readings.get(node) or Reading(failure="no answer for it")
+            lines.append(_apply(reading, group, _node_name(group[0]["process"]),
+                                HOW_TO_PERMIT_ON_NODES, node))
+    if elsewhere:
+        lines.append(f"{_processes(elsewhere)} of other machines not read (py-spy reads "
+                     "this machine's)")
+    if not (here or on_node):
+        return dict(answer), "\n".join(lines)
+    merged = {**answer, "processes": entries, "tree": merge_stacks(entries).to_dict()}
+    return merged, "\n".join(line for line in lines if line)
+
+
+def _apply(reading: Reading, entries: list[dict[str, Any]], place: str, permit: str,
+           node: str = "") -> str:
+    """Put ``reading`` into the ``entries`` read at ``place`` (``node``: a Ray node's id,
+    recorded in each entry read); the line to say about that place, or ""."""
+    if reading.missing or reading.failure:
+        why = (f"py-spy is not installed {place} ({HOW_TO_INSTALL})" if reading.missing
+               else f"reading {place} failed ({reading.failure})")
+        return f"--native: {why}; {_processes(len(entries))} left unread"
     refused = []
-    for entry, dump in zip(here, dumps, strict=True):
+    for entry in entries:
+        pid = entry["process"]["pid"]
+        dump = reading.dumps.get(pid) or Dump(error="no dump came back")
         if dump.threads is not None:
             entry.update(answered=True, outside=READ_BY,
                          threads=threads_from_py_spy(dump.threads))
+            if node:
+                entry["read_on"] = node
         elif dump.permission:
-            refused.append(entry["process"]["pid"])
+            refused.append(pid)
         else:
             entry["reason"] = f"{entry.get('reason') or 'did not answer'}; py-spy: {dump.error}"
-    denied = (f"--native: py-spy may not read pid{'s' if len(refused) != 1 else ''} "
-              f"{', '.join(map(str, refused))}: {HOW_TO_PERMIT}") if refused else ""
-    merged = {**answer, "processes": entries, "tree": merge_stacks(entries).to_dict()}
-    return merged, _joined(denied, away)
+    if not refused:
+        return ""
+    where = "" if place == "here" else f" {place}"
+    return (f"--native: py-spy may not read pid{'s' if len(refused) != 1 else ''} "
+            f"{', '.join(map(str, refused))}{where}: {permit}")
+
+
+def _node_name(record: Mapping[str, Any]) -> str:
+    """``on node 10.0.0.2 (1a2b3c4d)``: a Ray node as a line names it."""
+    return f"on node {record.get('node_ip') or '?'} ({str(record.get('node_id'))[:8]})"
+
+
+def _processes(count: int) -> str:
+    return f"{count} process{'es' if count != 1 else ''}"
 
 
 def _joined(*parts: str) -> str:

@@ -3,14 +3,17 @@ raydebug variable) whose tasks loop in Python on both nodes, and one waits in C;
 the job links its workers on both nodes (a task pinned to each does it there) and its
 driver: `ps` says before how many workers are not linked and the command that links them,
 then lists them with their tasks, `stacks` shows every task's function, `pause` and
-a DAP client evaluate in the task waiting in C, and the job completes. A real two-node
-loopback cluster, the real CLI."""
+a DAP client evaluate in the task waiting in C, and the job completes. And `stacks
+--native` reads a process of the second node that holds its GIL in C with py-spy, through a
+task pinned to that node. A real two-node loopback cluster, the real CLI."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +22,8 @@ from typing import Any
 import pytest
 
 from helpers import ask_until, evaluate_and_continue, run, stop, wait_processes, write_script
-from ray_cluster import LOOPBACK, hub_port, raydebug_cli
+from ray_cluster import LOOPBACK, get, hub_port, raydebug_cli, start_job
+from raydebug.outside_stacks import py_spy_path
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -142,4 +146,66 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
         out, err = driver.communicate(timeout=120)
         assert "job done True" in out, err[-3000:]
     finally:
+        stop(driver)
+
+
+HOLDS_THE_GIL = """
+import os, re, sys, time
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+ray.init(address=sys.argv[1])
+folder, node = sys.argv[2], sys.argv[3]
+
+@ray.remote(num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+def holds_the_gil():
+    while not os.path.exists(os.path.join(folder, "go")):
+        time.sleep(0.01)
+    # Catastrophic backtracking: one C call that holds the GIL for minutes.
+    return re.match(r"(a*)*b", "a" * 40)
+
+ray.get(holds_the_gil.remote())
+"""
+
+
+@pytest.mark.skipif(py_spy_path() is None, reason="py-spy is not installed")
+def test_stacks_native_reads_a_process_of_another_node_from_outside(cluster: Any,
+                                                                    tmp_path: Path):
+    """A task on the second node holds its GIL in C, so its worker does not answer
+    `stacks`; `stacks --native --ray-address` reads it with py-spy on that node (a task
+    pinned there): its Python frames and the regex's C frames, marked read from outside."""
+    (second,) = cluster.worker_nodes
+    job = write_script(tmp_path, "job.py", HOLDS_THE_GIL)
+    driver = start_job(job, cluster.address, str(tmp_path), second.node_id)
+    worker = None
+    try:
+        port = hub_port(cluster.address)
+        worker = ask_until("the task's worker listed", lambda: get(
+            port, "/api/processes?task=holds_the_gil"), timeout=120)[0]
+        assert worker["node_id"] == second.node_id, worker
+        (tmp_path / "go").touch()
+        ask_until("the worker no longer answers", lambda: not get(
+            port, f"/api/stacks?pid={worker['pid']}&timeout=0.5")["processes"][0]["answered"],
+            timeout=60)
+
+        shown = raydebug_cli("stacks", "--native", "--json", "--timeout", "1",
+                             "--ray-address", cluster.address, f"pid={worker['pid']}")
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stderr == "", shown.stderr
+        answer = json.loads(shown.stdout)
+        (entry,) = answer["processes"]
+        assert entry["answered"] and entry["outside"] == "py-spy", entry
+        assert entry["read_on"] == second.node_id, entry
+        (main,) = [t for t in entry["threads"] if t["name"] == "MainThread"]
+        functions = [f["function"] for f in main["frames"]]
+        assert "holds_the_gil" in functions, functions
+        below = main["frames"][functions.index("holds_the_gil") + 1:]
+        assert any(f["native"] and ".so" in f["file"] for f in below), below  # the regex's C
+        assert "raydebug" not in json.dumps(main["frames"]), main["frames"]
+        labels = json.dumps(answer["tree"])
+        assert "(read from outside by py-spy)" in labels, answer["tree"]
+    finally:
+        if worker is not None:  # its regex would hold it for minutes
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker["pid"], signal.SIGKILL)
         stop(driver)

@@ -11,7 +11,13 @@ from rich.console import Console
 
 from devtools.stacks import frame, process
 from raydebug.agent.own_frames import RAYDEBUG_DIR
-from raydebug.outside_stacks import Dump, failed, read_unanswered, threads_from_py_spy
+from raydebug.outside_stacks import (
+    Dump,
+    Reading,
+    failed,
+    read_unanswered,
+    threads_from_py_spy,
+)
 from raydebug.stack_tree import merge_stacks
 from raydebug.views_processes import stacks_view
 
@@ -167,3 +173,66 @@ def test_what_a_failed_py_spy_said_is_its_error_line():
     assert not gone.permission
     assert gone.error == ("Error: Failed to get process executable name. Check that the "
                           "process is running.")
+
+
+def on_nodes(*entries: dict[str, Any]) -> dict[str, Any]:
+    """Those ``entries`` (of other machines), each a Ray process of the node named by its
+    rank: ``node-<rank>``."""
+    for entry in entries:
+        record = entry["process"]
+        record.update(host="worker-host", node_id=f"node-{record['labels']['RANK']}" * 4,
+                      node_ip=f"10.0.0.{record['labels']['RANK']}")
+    return {"processes": list(entries), "tree": merge_stacks(list(entries)).to_dict()}
+
+
+def test_a_ray_process_of_another_node_is_read_on_its_node():
+    asked: list[tuple[dict[str, list[int]], float]] = []
+
+    def nodes(pids: dict[str, list[int]], timeout: float) -> dict[str, Reading]:
+        asked.append((pids, timeout))
+        return {node: Reading({pid: Dump(threads=DUMP) for pid in node_pids})
+                for node, node_pids in pids.items()}
+
+    def never(py_spy: str, pid: int, timeout: float) -> Dump:
+        raise AssertionError("a Ray process is read on its node, not here")
+
+    before = on_nodes(*answer_with_one_unanswered()["processes"])
+    answer, notice = read_unanswered(before, 1.0, never, py_spy="/bin/py-spy", host=HOST,
+                                     nodes=nodes)
+    assert notice == "" and asked == [({"node-1" * 4: [1001]}, 1.0)]
+    entry = answer["processes"][1]
+    assert entry["answered"] and entry["outside"] == "py-spy"
+    assert entry["read_on"] == "node-1" * 4
+    assert answer["tree"]["count"]["outside"] == 1
+
+
+def test_each_node_that_cannot_read_says_why_in_one_line():
+    """Without py-spy, without ptrace rights, its task failed: a line each, naming the
+    node; the others read, and a process of no Ray node elsewhere counted as before."""
+    entries = [process(rank, answered=False, reason="no answer within 1s")
+               for rank in range(4)]
+    answer = on_nodes(*entries[:3])
+    answer["processes"].append({**entries[3], "process": {**entries[3]["process"],
+                                                          "host": "elsewhere"}})
+    readings = {"node-0" * 4: Reading(missing=True),
+                "node-1" * 4: Reading({1001: Dump(error="Permission Denied",
+                                                  permission=True)}),
+                "node-2" * 4: Reading(failure="its task did not finish within 35 s")}
+
+    answer, notice = read_unanswered(answer, 1.0, host=HOST,
+                                     nodes=lambda pids, timeout: readings)
+    assert notice.splitlines() == [
+        "--native: py-spy is not installed on node 10.0.0.0 (node-0no) (pip install "
+        "py-spy); 1 process left unread",
+        "--native: py-spy may not read pid 1001 on node 10.0.0.1 (node-1no): Ray's workers "
+        "there need CAP_SYS_PTRACE (Kubernetes: the pod's SYS_PTRACE capability), or "
+        "kernel.yama.ptrace_scope 0",
+        "--native: reading on node 10.0.0.2 (node-2no) failed (its task did not finish "
+        "within 35 s); 1 process left unread",
+        "1 process of other machines not read (py-spy reads this machine's)"]
+    assert not any(entry["answered"] for entry in answer["processes"])
+
+
+def test_a_reading_travels_as_json():
+    reading = Reading({1001: Dump(threads=DUMP), 1002: Dump(error="gone")}, failure="")
+    assert Reading.from_json(json.loads(json.dumps(reading.to_json()))) == reading

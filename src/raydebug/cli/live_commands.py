@@ -180,9 +180,10 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
               help="How long a process may take to answer; one that does not (its GIL "
                    "held by C code) is listed apart, with the reason.")
 @click.option("--native", is_flag=True,
-              help="Read the processes of this machine that do not answer from outside "
-                   "with py-spy (installed apart; needs ptrace rights), C frames "
-                   "included, and merge them into the tree.")
+              help="Read the processes that do not answer from outside with py-spy "
+                   "(installed apart; needs ptrace rights), C frames included, and merge "
+                   "them into the tree: this machine's, and on a Ray cluster each node's "
+                   "through a task there.")
 @SELECTOR
 def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
            as_json: bool, with_locals: bool, timeout: float, native: bool,
@@ -198,11 +199,7 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
     answer = _ask(location, lambda: hub_api.stacks(location.address, selector, with_locals,
                                                    timeout, client_token))
     if native:
-        from ..outside_stacks import read_unanswered
-
-        answer, notice = read_unanswered(answer, timeout)
-        if notice:
-            click.secho(notice, fg="yellow", err=True)
+        answer = _read_from_outside(answer, timeout, location)
     if as_json:
         click.echo(json.dumps(answer, indent=2))
         return
@@ -210,6 +207,27 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
 
     console = _console()
     console.print(stacks_view(answer, console.width, with_locals, hub=location.address))
+
+
+def _read_from_outside(answer: dict[str, Any], timeout: float,
+                       location: HubLocation) -> dict[str, Any]:
+    """``stacks --native``: the processes that did not answer read by py-spy (those of a
+    Ray node on their node, when the hub is a cluster's), a yellow line on stderr for
+    each place that could not be read."""
+    from ..outside_stacks import NodeReader, Reading, read_unanswered
+
+    nodes: NodeReader | None = None
+    gcs = location.gcs
+    if gcs is not None:
+        from ..integrations.ray.node_stacks import read_on_nodes
+
+        def nodes(pids: dict[str, list[int]], seconds: float) -> dict[str, Reading]:
+            return read_on_nodes(gcs, pids, seconds)
+
+    answer, notice = read_unanswered(answer, timeout, nodes=nodes)
+    for line in notice.splitlines():
+        click.secho(line, fg="yellow", err=True)
+    return answer
 
 
 @click.command(epilog=_epilog(

@@ -12,10 +12,12 @@
 - :mod:`.kv`: raydebug's KV namespace, and the cluster's breakpoints published there;
 - :mod:`.hub_actor`: the hub as a detached actor, started once (the only one importing the hub);
 - :mod:`.hub_starter`: the CLI's short-lived driver that starts it (and sends ``link``'s
-  tasks), in a child, bounded, kept to a loopback cluster's loopback;
+  and ``stacks --native``'s tasks), in a child, bounded, kept to a loopback cluster's loopback;
 - :mod:`.metadata`: a process's identities from Ray's runtime context;
 - :mod:`.link_jobs`: ``raydebug link`` on a cluster: the running jobs' processes, linked
   from a task pinned to each of their nodes.
+- :mod:`.node_stacks`: ``raydebug stacks --native`` on a cluster: py-spy run on each node
+  by a task pinned there.
 
 The names below stay importable from here (``RAY_RUNTIME_ENV_HOOK`` and
 ``worker_process_setup_hook`` name them by string), each module imported at its first use.
