@@ -90,10 +90,19 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
                                 cluster.address)
         assert before >= 3, before  # the three tasks' workers at least
 
+        # An idle worker of the job may be ended by Ray as it is linked (the linking task's
+        # worker takes its node past its count of workers): said, not a failure.
         linked = raydebug_cli("link", "--ray-address", cluster.address, f"job={job_id}")
-        assert linked.returncode == 0, (linked.stderr, raydebug_cli(
+        assert linked.returncode == 0, (linked.stdout, linked.stderr, raydebug_cli(
             "ps", "--json", "--ray-address", cluster.address).stdout)
-        assert linked.stdout.count("linked pid") >= 4, linked.stdout  # 3 workers, the driver
+        said = linked.stdout.splitlines()
+        now_linked = [line for line in said if re.fullmatch(
+            r"127\.0\.0\.1 (worker|driver): linked pid \d+", line)]
+        ended = [line for line in said if re.fullmatch(
+            r"127\.0\.0\.1 worker: (linked pid \d+, then it exited before the hub listed it"
+            r"|pid \d+ exited before it could be linked)", line)]
+        assert len(now_linked) + len(ended) == len(said), said
+        assert len(now_linked) >= 4, said  # the three tasks' workers and the driver
 
         after = unlinked_count(raydebug_cli("ps", "--ray-address", cluster.address).stdout,
                                cluster.address)

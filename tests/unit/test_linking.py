@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from raydebug.linking import local
 from raydebug.linking.inject import gdb_command, gdb_problem
 from raydebug.linking.local import _outcome
 from raydebug.linking.ptrace_call import find_symbols, mapped_files, python_functions
@@ -18,6 +19,7 @@ from raydebug.linking.target import (
     disables_remote_debug,
     parse_version,
     refusal,
+    runs,
     uses_remote_exec,
 )
 
@@ -161,3 +163,31 @@ def test_a_raydebug_of_another_link_protocol_is_refused_at_once():
         "pid 4242: its raydebug (") and outcome.line.endswith(
         f"speaks link protocol {PROTOCOL_VERSION} and this raydebug {PROTOCOL_VERSION + 1}: "
         "install the same raydebug version in its environment"), outcome.line
+
+
+def test_the_wait_for_the_listing_ends_when_the_unlisted_have_exited(
+        monkeypatch: pytest.MonkeyPatch):
+    """A process linked then ended (a Ray worker its raylet ends as idle) is never listed:
+    the wait stops for it once ``gone`` says so, not at the timeout."""
+    now = [0.0]
+    monkeypatch.setattr(local.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(local.time, "sleep",
+                        lambda seconds: now.__setitem__(0, now[0] + seconds))
+    asked: list[set[int]] = []
+
+    def gone(unlisted: set[int]) -> set[int]:
+        asked.append(set(unlisted))
+        return unlisted & {7}
+
+    assert local.wait_listed([5, 7], lambda: {5}, 20.0, gone) == {5}
+    assert asked == [{7}] and now[0] < local.GONE_EVERY + 1  # asked once, after ~1 s
+    started = now[0]
+    assert local.wait_listed([5, 7], lambda: {5}, 3.0, lambda unlisted: set()) == {5}
+    assert now[0] - started == pytest.approx(3.0)  # one alive, unlisted: until the timeout
+
+
+def test_a_zombie_no_longer_runs(tmp_path: Path):
+    for pid, stat in [(1, "1 (python3 a (b)) S 0 1"), (2, "2 (python3 a (b)) Z 1 2")]:
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(stat)
+    assert runs(1, str(tmp_path)) and not runs(2, str(tmp_path)) and not runs(3, str(tmp_path))

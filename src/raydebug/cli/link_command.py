@@ -76,7 +76,8 @@ def _split(term: str) -> tuple[str, str]:
 def _link_local(location: HubLocation, token: str | None, timeout: float,
                 pids: list[int]) -> None:
     from ..client import hub_api
-    from ..linking.local import Outcome, link_targets, screen, wait_listed
+    from ..linking.local import Outcome, exited_line, link_targets, screen, wait_listed
+    from ..linking.target import runs
 
     refused, targets = screen(pids)  # what /proc says needs no hub
     if not targets:
@@ -96,12 +97,25 @@ def _link_local(location: HubLocation, token: str | None, timeout: float,
                           for pid in sorted(already)]
     outcomes += link_targets([t for t in targets if t.pid not in already], agents,
                              timeout=timeout)
+
+    def exited(unlisted: set[int]) -> set[int]:
+        return {pid for pid in unlisted if not runs(pid)}
+
     linked = [o.pid for o in outcomes if o.status == "linked"]
-    shown = wait_listed(linked, listed, timeout) if linked else set()
-    _report([o if o.status != "linked" or o.pid in shown else replace(
-        o, status="failed", line=f"pid {o.pid}: linked, but the hub at {location.describe()} "
-                                 f"did not list it within {timeout:g} s (its stderr says why)")
-        for o in outcomes])
+    shown = wait_listed(linked, listed, timeout, exited) if linked else set()
+    unlisted = set(linked) - shown
+    gone = exited(unlisted) if unlisted else set()
+
+    def listed_or_not(outcome: Outcome) -> Outcome:
+        if outcome.pid not in unlisted:
+            return outcome
+        if outcome.pid in gone:
+            return replace(outcome, status="exited", line=exited_line(outcome.pid))
+        return replace(outcome, status="failed", line=(
+            f"pid {outcome.pid}: linked, but the hub at {location.describe()} did not list "
+            f"it within {timeout:g} s (its stderr says why)"))
+
+    _report([listed_or_not(outcome) for outcome in outcomes])
 
 
 def _report(outcomes: Sequence[Any]) -> None:

@@ -26,12 +26,14 @@ from .ticket import HubForAgents, Ticket
 # CPUs, 16 at once 6.3 s in all and 0.79 s each; 4 at once 3.3 s and 0.11 s each).
 PARALLEL = max(2, 2 * (os.cpu_count() or 1))
 INJECTOR_VARIABLE = "RAYDEBUG_LINK_WITH"  # "gdb" to use gdb instead of raydebug's ptrace
+GONE_EVERY = 1.0  # seconds between asking which of the unlisted linked processes exited
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What became of one process: ``status`` is ``linked``, ``already`` (it was live: a
-    no-op), ``skipped`` (a Ray worker of no job asked for), ``pending`` (its GIL is held in
+    no-op), ``skipped`` (a Ray worker of no job asked for), ``exited`` (linked, then it
+    exited before the hub listed it: nothing left to link), ``pending`` (its GIL is held in
     C: a helper finishes the link later), ``refused`` (not tried, or its
     raydebug is missing), ``gone`` (no such process, or it ended meanwhile) or ``failed``;
     ``line`` says it to the user."""
@@ -43,7 +45,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.status in ("linked", "already", "skipped")
+        return self.status in ("linked", "already", "skipped", "exited")
 
 
 def screen(pids: Sequence[int], linker: Linker | None = None
@@ -186,16 +188,30 @@ def _with_remote_exec(pid: int, ticket: Ticket, timeout: float) -> None:
 K = TypeVar("K")  # what names a process: its pid, or (node, pid) on a cluster
 
 
-def wait_listed(pids: Sequence[K], listed: Callable[[], set[K]], timeout: float) -> set[K]:
+def wait_listed(pids: Sequence[K], listed: Callable[[], set[K]], timeout: float,
+                gone: Callable[[set[K]], set[K]] | None = None) -> set[K]:
     """Ask ``listed()`` (the pids of this host the hub lists) until every one of ``pids``
-    is there, or ``timeout`` seconds have passed; returns those listed. The hub learns of a
-    process when its link thread registers, a moment after the bootstrap returns."""
+    is there, or has exited (``gone(unlisted)``: those of them that have, asked every
+    :data:`GONE_EVERY` s), or ``timeout`` seconds have passed; returns those listed. The
+    hub learns of a process when its link thread registers, a moment after the bootstrap
+    returns; a process that exits first (a Ray worker its raylet ends as idle) never is."""
     deadline = time.monotonic() + timeout
     wanted = set(pids)
     delay = 0.02
+    asked_gone = time.monotonic()
     while True:
         found = listed() & wanted
         if found == wanted or time.monotonic() >= deadline:
             return found
+        if gone is not None and time.monotonic() - asked_gone >= GONE_EVERY:
+            wanted -= gone(wanted - found)
+            asked_gone = time.monotonic()
+            if found == wanted:
+                return found
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, 0.5)
+
+
+def exited_line(pid: int) -> str:
+    """What ``link`` says of a process it linked that exited before the hub listed it."""
+    return f"linked pid {pid}, then it exited before the hub listed it"

@@ -113,6 +113,17 @@ def read_target(pid: int, proc: str = "/proc") -> Target:
     return Target(pid, uids, exe, version, remote_debug_disabled(f"{proc}/{pid}"))
 
 
+def runs(pid: int, proc: str = "/proc") -> bool:
+    """Whether ``pid`` still runs: it exists and has not ended (a zombie, whose exit its
+    parent has not collected yet, has). One read of ``/proc``, unlike :func:`read_target`."""
+    try:
+        stat = _read_text(f"{proc}/{pid}/stat")
+    except OSError:
+        return False
+    state = stat.rpartition(")")[2].split()[:1]  # after the command, which may hold spaces
+    return state not in (["Z"], ["X"], [])
+
+
 def python_version(proc_dir: str, exe: str) -> tuple[int, ...] | None:
     """The version of the Python running as ``proc_dir`` (None when it is no Python): asked
     of its own executable (``--version``), which runs the same interpreter whether the

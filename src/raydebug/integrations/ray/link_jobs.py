@@ -233,12 +233,14 @@ def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token
                  timeout: float) -> tuple[list[Any], str]:
     """Link the running jobs' processes that ``terms`` pick, from a task on each of their
     nodes; wait until the hub lists them. Returns one outcome per process (a process
-    linked but not listed in ``timeout`` is ``failed``) and the hub's description. The
+    linked but not listed in ``timeout`` is ``failed``; one that exited before its link or
+    its listing, as the GCS says, ``exited``: Ray ends idle workers, and the linking task's
+    own worker can take a node past its count) and the hub's description. The
     tasks are sent by a child driver (:func:`.hub_starter.run_in_driver`: kept to loopback
     as the hub's starter, bounded, ended by Ctrl-C); raises :class:`HubUnreachableError`
     when it cannot do its part."""
     from ...client import hub_api
-    from ...linking.local import Outcome, wait_listed
+    from ...linking.local import Outcome, exited_line, wait_listed
     from .hub_starter import driver_keeps_to_loopback, find_or_start_cluster_hub, run_in_driver
 
     info, gcs = find_or_start_cluster_hub(address)
@@ -258,15 +260,36 @@ def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token
                 for p in hub_api.processes(info.client, (), client_token, now=False)
                 if p.get("live") and isinstance(p.get("pid"), int)}
 
+    def exited(unlisted: set[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Those of ``unlisted`` the GCS no longer has alive (none when it cannot say)."""
+        try:
+            read_tables_of(gcs)
+            running, _ = running_processes("", info.pid)
+        except Exception:  # Ray's errors are many: nothing is called exited on a guess
+            return set()
+        return unlisted - {(p.node_id, p.pid) for p in running}
+
     linked = [(p.node_id, p.pid) for p, o in outcomes if o.status == "linked"]
-    shown = wait_listed(linked, listed, timeout) if linked else set()
+    shown = wait_listed(linked, listed, timeout, exited) if linked else set()
+    unlisted = set(linked) - shown
+    gone = exited(unlisted) if unlisted else set()
     said = []
     for process, outcome in outcomes:
-        line = f"{process.node_ip} {'driver' if process.driver else 'worker'}: {outcome.line}"
-        if outcome.status == "linked" and (process.node_id, process.pid) not in shown:
-            outcome = replace(outcome, status="failed",
-                              line=f"{line}, but the hub did not list it within {timeout:g} s")
+        who = f"{process.node_ip} {'driver' if process.driver else 'worker'}: "
+        place = (process.node_id, process.pid)
+        if place in gone:
+            outcome = replace(outcome, status="exited", line=who + exited_line(process.pid))
+        elif outcome.status == "gone":  # between the GCS's listing and its link
+            outcome = replace(outcome, status="exited",
+                              line=f"{who}pid {process.pid} exited before it could be linked")
+        elif place in unlisted:
+            stderr = ("its stderr" if process.driver else
+                      f"its stderr (Ray's worker logs on node {process.node_id[:8]})")
+            outcome = replace(outcome, status="failed", line=(
+                f"{who}{outcome.line}, but the hub did not list it within {timeout:g} s "
+                f"({stderr} says why)"))
         else:
-            outcome = replace(outcome, line=line)
+            outcome = replace(outcome, line=who + outcome.line)
         said.append(outcome)
     return said, where
+
