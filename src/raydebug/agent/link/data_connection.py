@@ -49,21 +49,25 @@ class DataConnections:
     def open(self, connection: int) -> None:
         """Dial data connection ``connection`` and give it to pydevd.
 
-        pydevd is made ready first (on a first pause it may still be starting on the pausing
-        thread: this waits for it, bounded by the start itself), so that a failure reaches
-        the hub as ``DataConnectionFailed`` with its reason before any data connection exists.
+        The connection is dialled first, then pydevd is made ready: on a first pause pydevd
+        may still be starting on the pausing thread, and the dial's round trips go on
+        meanwhile (docs/design.md#first-pause); waiting for the start is bounded by the
+        start itself. A start that fails reaches the hub as ``DataConnectionFailed`` with its
+        reason, then the data connection closes (the hub has the reason when it sees the
+        close).
         """
         self.client_gone()  # pydevd serves one client at a time; the hub enforces it too
+        try:
+            sock = self._open_data(connection)  # read nothing past Welcome
+        except RaydebugError as error:
+            self._fail(connection, str(error))
+            return
         try:
             self._owner.prepare_client()
         except Exception as error:  # the debugger cannot start: the session stays listed
             self._fail(connection, f"the debugger could not start in pid {os.getpid()}: "
                                    f"{type(error).__name__}: {error}")
-            return
-        try:
-            sock = self._open_data(connection)  # read nothing past Welcome
-        except RaydebugError as error:
-            self._fail(connection, str(error))
+            sock.close()
             return
         try:
             if is_tls(sock):  # pydevd's threads must not share one SSL object
