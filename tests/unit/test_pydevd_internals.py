@@ -34,6 +34,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("debugpy.common.log", "log_dir"),
     ("debugpy.server.api", "ensure_logging.ensured"),
     ("pydevd", "create_server_socket"),
+    ("debugpy.server.api", "_settrace"),
     ("pydevd", "settrace"),
     ("_pydevd_bundle.pydevd_constants", "get_global_debugger"),
     ("_pydevd_bundle.pydevd_daemon_thread", "PyDBDaemonThread.do_kill_pydev_thread"),

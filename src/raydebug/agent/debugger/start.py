@@ -10,7 +10,9 @@ ignoring ``listen()``, and once started its accept thread is ended and that sock
 (:func:`_stop_listening`). Clients reach pydevd only through data connections the agent
 dialled out to the hub (see ``clients``).
 
-Three more things are set right at start: forked children do not wait for a debugger
+Four more things are set right at start: on 3.10/3.11 pydevd traces only the thread that
+starts it (the tracing keeper arms the others when something needs it:
+docs/design.md#tracing-keeper); forked children do not wait for a debugger
 (docs/design.md#subprocess); raydebug's ``sys.breakpointhook`` stays installed
 (docs/design.md#breakpointhook); raydebug's own files are never traced nor shown
 (:func:`_hide_raydebug_frames`), and its threads are invisible to pydevd
@@ -20,6 +22,7 @@ is listed, with why, in docs/pydevd_internals.md.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import sys
@@ -35,7 +38,8 @@ def start_pydevd() -> Any:
 
     Call once per process (debugpy starts once; see ``fork`` for a fork child).
     Raises what debugpy's import or start raises. On return pydevd's tracing is installed
-    in the process's threads: the caller takes it out again if its own set-up fails.
+    in the calling thread (on 3.12+, sys.monitoring in every thread), not in the others:
+    the caller takes it out again, and arms every thread when something needs it.
     """
     hook = sys.breakpointhook
     # pydevd warns about frozen modules on every start; the warning is noise in logs.
@@ -59,10 +63,18 @@ def start_pydevd() -> Any:
     # in the moment before _stop_listening: it is bound but never listens.
     make_server_socket = pydevd.create_server_socket
     pydevd.create_server_socket = _unreachable_server_socket
+    settrace = debugpy_api._settrace
+    if sys.version_info < (3, 12):
+        # pydevd's start would trace every thread, each through a helper thread it waits
+        # for (with busy threads, up to a switch interval each), on a first pause's way to
+        # its client; the tracing keeper would take it all out again at once. Only the
+        # calling thread is traced: the keeper arms every thread when something needs it.
+        debugpy_api._settrace = functools.partial(settrace, trace_only_current_thread=True)
     try:
         debugpy.listen(("127.0.0.1", 0), in_process_debug_adapter=True)
     finally:
         pydevd.create_server_socket = make_server_socket
+        debugpy_api._settrace = settrace
     # Importing pydevd replaced sys.breakpointhook with its own; keep raydebug's.
     sys.breakpointhook = hook
     # Importable only now: debugpy puts its vendored pydevd on sys.path in listen().

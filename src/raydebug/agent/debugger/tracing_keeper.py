@@ -20,6 +20,7 @@ thread per thread while every thread stalls.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -70,12 +71,24 @@ class TracingKeeper:
         self._reconsider = threading.Event()  # wakes the keeper (see _keep_tracing)
 
     def start(self, py_db: Any) -> None:
-        """pydevd has just started (so its tracing is on): keep its tracing from now on."""
+        """pydevd has just started (``lock`` held): keep its tracing from now on.
+
+        On 3.10/3.11 pydevd's start traced the calling thread only (see ``start``): that is
+        taken out here, so the process runs untraced until something needs tracing, and
+        the next :meth:`arm_locked` traces every thread. On 3.12+ pydevd's start monitors
+        every thread, and the keeper looks at once, not at the first request: a first
+        pause waits for its client in raydebug, untraced.
+        """
         self._py_db = py_db
         self._traced = True
-        # Look at once, not at the first request: pydevd's start traced every thread, and a
-        # first pause waits for its client in raydebug, untraced.
-        self._reconsider.set()
+        if sys.version_info < (3, 12):
+            with contextlib.suppress(Exception):  # else the keeper tries, and says how it went
+                remove_tracing(py_db)
+                self._on_untraced()
+                self._traced = False
+                self._untraced.set()
+        if self._traced:
+            self._reconsider.set()
         keeper = threading.Thread(target=self._keep_tracing, name="raydebug-tracing",
                                   daemon=True)
         mark_invisible(keeper)
@@ -85,11 +98,14 @@ class TracingKeeper:
         """Ask for tracing to be removed if nothing needs it any more (returns at once)."""
         self._reconsider.set()
 
-    def arm_locked(self) -> None:
-        """Install pydevd's tracing in every thread, present and future (``lock`` held)."""
+    def arm_locked(self, calling_thread: bool = True) -> None:
+        """Install pydevd's tracing in every thread, present and future (``lock`` held);
+        not in the calling thread with ``calling_thread=False``, for a caller that calls
+        ``pydevd.settrace`` next (which traces it: twice would start and wait for a second
+        helper thread of pydevd's)."""
         if self._traced:
             return
-        _install_tracing(self._py_db)
+        _install_tracing(self._py_db, calling_thread)
         self._traced = True
         self._untraced.clear()
 
@@ -230,8 +246,9 @@ def remove_tracing(py_db: Any) -> None:
             frame = frame.f_back
 
 
-def _install_tracing(py_db: Any) -> None:
-    """Put pydevd's tracing back in every thread, present and future (after remove_tracing)."""
+def _install_tracing(py_db: Any, calling_thread: bool = True) -> None:
+    """Put pydevd's tracing back in every thread, present and future (after remove_tracing);
+    the calling thread's only if ``calling_thread``."""
     from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING
 
     py_db.patch_threads()  # new threads start traced
@@ -239,7 +256,7 @@ def _install_tracing(py_db: Any) -> None:
         py_db.enable_tracing(apply_to_all_threads=True)  # starts sys.monitoring again
         return
     _set_trace_in_threads(py_db.trace_dispatch, skip_invisible=True)
-    if not getattr(threading.current_thread(), "pydev_do_not_trace", False):
+    if calling_thread and not getattr(threading.current_thread(), "pydev_do_not_trace", False):
         import pydevd_tracing
 
         pydevd_tracing.SetTrace(py_db.trace_dispatch)  # e.g. a post-mortem thread
