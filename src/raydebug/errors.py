@@ -26,7 +26,7 @@
     ├── LinkError                   a running process could not be linked (`raydebug link`)
     │   ├── ProcessGoneError        it ended (or never was) while being linked
     │   ├── LinkPendingError        its GIL is held in C: a helper finishes the link later
-    │   └── NotInSystemCallError    the thread stopped runs code, not a wait (the next is tried)
+    │   └── NotInSystemCallError    the thread stopped runs code or waits for the GIL: next
     └── ConfigurationError          a setting or environment variable that cannot work
 
 The split between local and remote protocol errors follows h11: a remote error means "close
@@ -241,7 +241,8 @@ class LinkPendingError(LinkError):
 
 
 class NotInSystemCallError(LinkError):
-    """The thread ptrace stopped was running code: calling into Python there is not safe."""
+    """The thread ptrace stopped was running code, or waiting for the GIL: calling into
+    Python there is not safe (the next thread is tried)."""
 
 
 class ConfigurationError(RaydebugError):

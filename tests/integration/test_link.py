@@ -228,15 +228,33 @@ print("ready", flush=True)
 threading.Event().wait()
 """
 
+# The main thread itself waits for the GIL while the regex holds it: the thread the call
+# would go to is inside the GIL's own wait (calling into it there hung the process).
+WAITING_FOR_THE_GIL = """
+import re, sys, threading
 
-@pytest.mark.skip(reason="hangs the target in ~1 of 4 runs here, after the GIL is let go "
-                         "(docs/design.md#linking, 'Open'); run it by hand to work on that")
-def test_a_gil_held_in_c_delays_the_link_without_harm(hub: HubProcess, tmp_path: Path
-                                                       ) -> None:
+def hold_the_gil():
+    re.match(r"(a+)+$", "a" * 25 + "b")  # ~1 s in C (more under load), the GIL held
+    print("let go", flush=True)
+
+print("ready", flush=True)
+sys.stdin.readline()
+threading.Thread(target=hold_the_gil).start()
+while threading.active_count() > 1:
+    pass  # wants the GIL back every 5 ms: waits for it while the regex runs
+threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize("holder", [GIL_HOLDER, WAITING_FOR_THE_GIL],
+                         ids=["main-thread-in-a-lock", "main-thread-waiting-for-the-gil"])
+def test_a_gil_held_in_c_delays_the_link_without_harm(hub: HubProcess, tmp_path: Path,
+                                                       holder: str) -> None:
     """The call into the process waits for the GIL and cannot be taken back: past --timeout
     the command says why and exits 1, its helper finishes the link once the GIL is free,
-    and the process lives on (an abandoned call would have killed it)."""
-    script = write_script(tmp_path, "holder.py", GIL_HOLDER)
+    and the process lives on (an abandoned call would have killed it; a call into a thread
+    waiting for the GIL itself would have hung it)."""
+    script = write_script(tmp_path, "holder.py", holder)
     proc = subprocess.Popen([sys.executable, str(script)],
                             env=plain_env(PYTHONPATH=str(SOURCE)), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -254,3 +272,4 @@ def test_a_gil_held_in_c_delays_the_link_without_harm(hub: HubProcess, tmp_path:
     hub.wait_processes(f"pid {proc.pid} linked", lambda ps: [
         p for p in ps if p["pid"] == proc.pid and p["live"]])
     assert proc.poll() is None
+    stop(proc)

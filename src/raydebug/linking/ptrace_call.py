@@ -8,27 +8,33 @@ registers, which ``PTRACE_GETREGS`` / ``PTRACE_GETFPREGS`` save and restore exac
 
 Theory of operation. One thread is traced (``PTRACE_SEIZE`` + ``PTRACE_INTERRUPT``, no
 ``SIGSTOP``): the other threads never stop, and a thread busy in Python loses only the time
-the bootstrap holds the GIL. That thread must be waiting in a system call (:func:`candidates`:
+the bootstrap holds the GIL. That thread must be waiting in a system call (:func:`look`:
 the main thread if it waits, else a C thread in an event loop): one stopped while running
 code may hold the GIL or be halfway through the interpreter's own work, where no Python can
-run. With the thread stopped (and still in its system call), its registers are saved,
-the code string is written below its stack pointer (past the red zone), and three calls are
-made there, each by setting ``rip`` to the function, its argument in ``rdi``, a return
-address of 0 on the stack, and ``orig_rax`` -1 (so an interrupted system call is not
-restarted into our call): the function returns to 0, faults, and the fault stops the thread
-for us again. The calls are ``PyGILState_Ensure()`` (waits for the GIL, as any thread
-would), ``PyRun_SimpleString(code)``, ``PyGILState_Release(state)``. Then the saved
-registers are put back and the thread let go: the system call it was blocked in (a lock,
-``Event.wait()``, ``ray.get``) is restarted by the kernel as after any signal. The
-functions' addresses come from the dynamic symbol table of the executable or
-``libpython`` mapped in the process (:func:`find_symbols`).
+run. Nor may it be waiting for the GIL itself (a futex inside the interpreter's state,
+``_PyRuntime``): ``PyGILState_Ensure`` would take the GIL inside that thread's own unfinished
+wait on the GIL's condition variable, a wait glibc counts, and the thread's next release of
+the GIL (``pthread_cond_signal``) would wait forever for that wait to end. While the threads
+that could take the call wait for the GIL (another holds it in C), the helper looks again
+until one waits elsewhere (:class:`GilSearch`). With the thread stopped (and still in its
+system call), its registers are saved, the code string is written below its stack pointer
+(past the red zone), and three calls are made there, each by setting ``rip`` to the
+function, its argument in ``rdi``, a return address of 0 on the stack, and ``orig_rax`` -1
+(so an interrupted system call is not restarted into our call): the function returns to 0,
+faults, and the fault stops the thread for us again. The calls are ``PyGILState_Ensure()``
+(waits for the GIL, as any thread would), ``PyRun_SimpleString(code)``,
+``PyGILState_Release(state)``. Then the saved registers are put back and the thread let go:
+the system call it was blocked in (a lock, ``Event.wait()``, ``ray.get``) is restarted by
+the kernel as after any signal. The functions' addresses come from the dynamic symbol table
+of the executable or ``libpython`` mapped in the process (:func:`find_symbols`).
 
 Bounds: a call cannot be taken back once made (abandoned, the thread would return to
 address 0 with no tracer to catch it, and the process would die), so the tracer is a helper
 process (:func:`main`) that waits as long as the calls take, and the linker waits for the
 helper at most :data:`CALL_TIMEOUT` (:func:`run_python`): past it, a thread holds the GIL
-in C, the linker says so, and the helper finishes the link when the GIL is free. A process
-that ends meanwhile is reported as such.
+in C, the linker says so, and the helper finishes the link when the GIL is free (its look
+for a thread to call into gives up after :data:`PATIENCE`; a call once made, never). A
+process that ends meanwhile is reported as such.
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ import signal
 import struct
 import subprocess
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LinkError, LinkPendingError, NotInSystemCallError, ProcessGoneError
@@ -58,24 +65,36 @@ REGS = 27  # unsigned longs in x86-64's user_regs_struct
 RIP, RSP, RAX, RDI, ORIG_RAX = 16, 19, 10, 14, 15  # their indexes there
 RED_ZONE = 512  # bytes below the stack pointer left alone (the ABI's is 128)
 NO_SYSCALL = (1 << 64) - 1  # orig_rax = -1
+FUTEX = 202  # the system call a thread waiting for the GIL (or any lock) is in
 
-
+# While the threads that could take the call wait for the GIL (see GilSearch):
+LOOK_EVERY = 0.01  # seconds between two looks at the target's threads (/proc only)
+QUIET = 1.0  # seconds with no thread safe to call into nor waiting for the GIL: refused
+BUSY_SHARE = 0.05  # share of the time the watched threads ran above which they run Python
+BUSY_MIN = 0.05  # CPU seconds they must have run before that share is believed
+PATIENCE = 600.0  # seconds the GIL may stay held before the helper gives up (nothing done)
 
 
 @dataclass(frozen=True)
 class Functions:
-    """The addresses of the three C functions in the target."""
+    """The addresses of the three C functions in the target, and where its interpreter's
+    state (``_PyRuntime``, which holds the main interpreter's GIL) lies."""
 
     ensure: int
     run: int
     release: int
+    runtime: range
+
+    def waits_for_the_gil(self, call: int, argument: int) -> bool:
+        """Whether a thread in system call ``call`` with first argument ``argument`` waits
+        for the GIL (or on its hand-over): a futex inside the interpreter's state."""
+        return call == FUTEX and argument in self.runtime
 
 
 # System calls a thread with no Python of its own waits in (an event loop: Ray's, gRPC's):
 # poll, select, epoll_wait, pselect6, ppoll, epoll_pwait
 WAITING_CALLS = {7, 23, 232, 270, 271, 281}
-TRIES = 5  # threads tried before giving up (each left as it was when not in a system call)
-
+TRIES = 5  # threads tried at one look (each left as it was when not in a system call)
 
 
 def run_python(pid: int, code: str, timeout: float = CALL_TIMEOUT,
@@ -122,43 +141,121 @@ def run_python_here(pid: int, code: str) -> int:
         raise LinkError(f"pid {pid}: linking works on x86-64 Linux only (this is "
                         f"{os.uname().machine})")
     functions = python_functions(pid)
-    for tid in candidates(pid)[:TRIES]:
-        try:
-            return Tracee(pid, tid).run(functions, code.encode() + b"\0")
-        except NotInSystemCallError:
-            continue  # it left its system call meanwhile: the next one
+    search = GilSearch(time.monotonic())
+    while True:
+        threads = look(pid, functions)
+        for tid in threads.safe[:TRIES]:
+            try:
+                return Tracee(pid, tid).run(functions, code.encode() + b"\0")
+            except NotInSystemCallError:
+                continue  # it left its system call meanwhile: the next one
+        if not search.keep_looking(threads, time.monotonic()):
+            break
+        time.sleep(LOOK_EVERY)  # no event says a thread of another process started waiting
+    if search.timed_out:
+        raise LinkError(f"pid {pid}: its GIL stayed held for {PATIENCE:g} s (a thread in C): "
+                        "not linked, nothing done to it: try again")
     raise LinkError(f"pid {pid}: none of its threads waits in a system call now (its main "
                     "thread runs Python, and no other thread waits in C): try again, or "
                     "start it under `raydebug run` next time")
 
 
-def candidates(pid: int) -> list[int]:
+@dataclass
+class Threads:
+    """One look at a target's threads (:func:`look`): ``safe``, those to run the code on,
+    best first; ``for_the_gil``, those waiting for the GIL; ``cpu``, the CPU seconds used so
+    far by the main thread and by each waiting for the GIL."""
+
+    safe: list[int]
+    for_the_gil: list[int]
+    cpu: dict[int, float]
+
+
+@dataclass
+class GilSearch:
+    """Whether to look again when no thread can take the call now. A thread waiting for the
+    GIL cannot (see the module docstring), but it will run Python once the GIL is free and
+    then, in most programs, wait in a system call again: so once one was seen waiting, look
+    again until a thread is safe to call into. What tells a GIL held in C (a regex, an
+    extension that does not release it) from threads running Python (which may never leave
+    one waiting in a system call) is CPU time: a thread waiting for a GIL held in C wakes
+    every 5 ms for microseconds. (Whether it waits cannot tell it: on a loaded machine a
+    waiter woken by its timeout stays runnable, "running" in ``/proc``, for tens of ms.) So
+    the search ends when the main thread and the threads seen waiting for the GIL ran more
+    than :data:`BUSY_SHARE` of the time (they run Python: refused as busy), after
+    :data:`QUIET` s if no thread was seen waiting for the GIL, or after :data:`PATIENCE` s
+    (``timed_out``: the GIL stayed held)."""
+
+    started: float
+    first_cpu: dict[int, float] = field(default_factory=dict)
+    last_cpu: dict[int, float] = field(default_factory=dict)
+    seen_waiting: bool = False
+    timed_out: bool = False
+
+    def keep_looking(self, threads: Threads, now: float) -> bool:
+        """Given one look at the threads, at ``now``: look again?"""
+        self.seen_waiting = self.seen_waiting or bool(threads.for_the_gil)
+        for tid, cpu in threads.cpu.items():
+            self.first_cpu.setdefault(tid, cpu)
+            self.last_cpu[tid] = cpu
+        ran = sum(self.last_cpu[tid] - self.first_cpu[tid] for tid in self.last_cpu)
+        if ran >= BUSY_MIN and ran >= BUSY_SHARE * (now - self.started):
+            return False
+        if now - self.started >= PATIENCE:
+            self.timed_out = True
+            return False
+        return self.seen_waiting or now - self.started < QUIET
+
+
+def look(pid: int, functions: Functions) -> Threads:
     """The threads to run the code on, best first: the main thread when it waits in a
     system call (then raydebug's pause signal can be installed there), else threads
     waiting in an event loop's call (C threads: Ray's, gRPC's; ``PyGILState_Ensure`` gives
-    them a thread state for the time of the call). A thread running code is never one:
-    it may hold the GIL, or be halfway through the interpreter's own work."""
-    main = waiting_in(pid, pid)
-    found = [pid] if main is not None else []
+    them a thread state for the time of the call); and the threads waiting for the GIL. A
+    thread running code is never one: it may hold the GIL, or be halfway through the
+    interpreter's own work; nor is one waiting for the GIL (see the module docstring)."""
     try:
         tids = sorted(int(name) for name in os.listdir(f"/proc/{pid}/task") if name.isdigit())
     except FileNotFoundError:
         raise ProcessGoneError(f"pid {pid}: no such process") from None
     except PermissionError:
-        return found
-    return found + [tid for tid in tids if tid != pid and waiting_in(pid, tid) in WAITING_CALLS]
+        tids = [pid]
+    threads = Threads([], [], {pid: cpu_seconds(pid, pid)})
+    for tid in tids:
+        call = waiting_in(pid, tid)
+        if call is None:
+            continue
+        if functions.waits_for_the_gil(*call):
+            threads.for_the_gil.append(tid)
+            threads.cpu[tid] = cpu_seconds(pid, tid)
+        elif tid == pid:
+            threads.safe.insert(0, tid)
+        elif call[0] in WAITING_CALLS:
+            threads.safe.append(tid)
+    return threads
 
 
-def waiting_in(pid: int, tid: int) -> int | None:
-    """The system call thread ``tid`` waits in, or None when it runs (or cannot be read)."""
+def waiting_in(pid: int, tid: int) -> tuple[int, int] | None:
+    """The system call thread ``tid`` waits in and its first argument, or None when it runs
+    (or cannot be read)."""
     try:
         with open(f"/proc/{pid}/task/{tid}/syscall", encoding="ascii") as handle:
-            first = handle.read().split(maxsplit=1)
+            fields = handle.read().split()
     except OSError:
         return None
-    if not first or not first[0].lstrip("-").isdigit() or int(first[0]) < 0:
+    if len(fields) < 2 or not fields[0].isdigit():
         return None  # "running", or "-1 ...": stopped outside any system call
-    return int(first[0])
+    return int(fields[0]), int(fields[1], 16)
+
+
+def cpu_seconds(pid: int, tid: int) -> float:
+    """The CPU time thread ``tid`` has used (user and system), 0 when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[-1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 class Tracee:
@@ -181,6 +278,9 @@ class Tracee:
             saved = self._registers()
             if saved[ORIG_RAX] == NO_SYSCALL:  # it left its system call: not here
                 raise NotInSystemCallError(f"pid {self.pid}: thread {self.tid} runs code")
+            if functions.waits_for_the_gil(saved[ORIG_RAX], saved[RDI]):  # it started to
+                raise NotInSystemCallError(f"pid {self.pid}: thread {self.tid} waits for "
+                                           "the GIL")
             fpregs = ctypes.create_string_buffer(512)
             self._ptrace(PTRACE_GETFPREGS, 0, ctypes.addressof(fpregs), what="read registers")
             try:
@@ -269,10 +369,10 @@ class Tracee:
 
 
 def python_functions(pid: int) -> Functions:
-    """Where ``PyGILState_Ensure``, ``PyRun_SimpleString`` and ``PyGILState_Release`` are in
-    ``pid``: in its executable or its ``libpython``. Raises :class:`LinkError` when no
-    mapped file exports them (no CPython)."""
-    names = ("PyGILState_Ensure", "PyRun_SimpleString", "PyGILState_Release")
+    """Where ``PyGILState_Ensure``, ``PyRun_SimpleString``, ``PyGILState_Release`` and
+    ``_PyRuntime`` are in ``pid``: in its executable or its ``libpython``. Raises
+    :class:`LinkError` when no mapped file exports them (no CPython)."""
+    names = ("PyGILState_Ensure", "PyRun_SimpleString", "PyGILState_Release", "_PyRuntime")
     for path, base in mapped_files(pid):
         if "python" not in os.path.basename(path):
             continue
@@ -283,8 +383,10 @@ def python_functions(pid: int) -> Functions:
         except (OSError, ValueError):
             continue
         if all(name in found for name in names):
-            return Functions(*(found[name][0] + (base if found[name][1] else 0)
-                               for name in names))
+            ensure, run, release, runtime = (found[name][0] + (base if found[name][1] else 0)
+                                             for name in names)
+            return Functions(ensure, run, release,
+                             range(runtime, runtime + found["_PyRuntime"][2]))
     raise LinkError(f"pid {pid}: no CPython found in it (no {names[1]})")
 
 
@@ -307,14 +409,14 @@ def mapped_files(pid: int) -> list[tuple[str, int]]:
 
 @functools.lru_cache(maxsize=16)
 def find_symbols_once(path: str, inode: int, mtime: int, names: tuple[str, ...]
-                      ) -> dict[str, tuple[int, bool]]:
+                      ) -> dict[str, tuple[int, bool, int]]:
     """:func:`find_symbols`, read once per file (and version of it): processes linked
     together mostly run the same Python (~10-25 ms to read a libpython)."""
     return find_symbols(path, names)
 
 
-def find_symbols(path: str, names: tuple[str, ...]) -> dict[str, tuple[int, bool]]:
-    """``name -> (value, relocatable)`` from the ELF file's dynamic symbol table; a
+def find_symbols(path: str, names: tuple[str, ...]) -> dict[str, tuple[int, bool, int]]:
+    """``name -> (value, relocatable, size)`` from the ELF file's dynamic symbol table; a
     relocatable (shared, PIE) file's values are offsets from where it is mapped."""
     with open(path, "rb") as handle:
         data = handle.read()
@@ -332,14 +434,14 @@ def find_symbols(path: str, names: tuple[str, ...]) -> dict[str, tuple[int, bool
         strings = sections[section[6]]
         offset, size = section[4], section[5]
         for start in range(offset, offset + size, 24):
-            name_at, _info, _other, shndx, value, _size = struct.unpack_from("<IBBHQQ", data,
+            name_at, _info, _other, shndx, value, length = struct.unpack_from("<IBBHQQ", data,
                                                                              start)
             if not shndx or not value:
                 continue  # undefined here
             end = data.index(b"\0", strings[4] + name_at)
             name = data[strings[4] + name_at:end].decode("latin-1")
             if name in wanted:
-                found[name] = (value, elf_type == 3)  # ET_DYN
+                found[name] = (value, elf_type == 3, length)  # ET_DYN
     return found
 
 
