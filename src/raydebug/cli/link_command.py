@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigurationError
+from .help_format import FittedExamplesCommand
 from .locate import HubLocation, explicit_ray_address, locate_hub, saying_how_to_get_a_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import error
@@ -26,7 +27,7 @@ from .output import error
 RAY_KEYS = ("job", "node", "actor", "pid")
 
 
-@click.command(epilog="\b\nExamples:\n"
+@click.command(cls=FittedExamplesCommand, epilog="\b\nExamples:\n"
                "  raydebug link pid=4242                  a process of this machine\n"
                "  raydebug link pid=4242 pid=4243         several\n"
                "  raydebug link --ray-address HEAD:6379 job=02000000\n"

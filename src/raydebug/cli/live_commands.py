@@ -18,6 +18,7 @@ import click
 
 from ..client import hub_api
 from ..errors import HubUnreachableError, NoProcessMatchError, RemoteProtocolError
+from .help_format import FittedExamplesCommand
 from .locate import HubLocation, locate_hub, saying_how_to_get_a_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import error
@@ -109,7 +110,7 @@ def _print_table(console: Any, table: Any) -> None:
     sys.stdout.flush()
 
 
-@click.command("ps", epilog=_epilog(
+@click.command("ps", cls=FittedExamplesCommand, epilog=_epilog(
     "raydebug ps                     every linked process, running or paused",
     "raydebug ps rank=0-3            ranks 0 to 3",
     "raydebug ps task=preprocess     the Ray workers running that task now",
@@ -161,12 +162,12 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
             click.echo(notice)
 
 
-@click.command(epilog=_epilog(
-    "raydebug stacks                     every thread of every process, merged",
-    "raydebug stacks rank=0-7            only these ranks",
-    "raydebug stacks --locals task=train with each frame's locals",
-    "raydebug stacks --json              per process, per thread, for scripts",
-    "raydebug stacks --native            those that do not answer read by py-spy"))
+@click.command(cls=FittedExamplesCommand, epilog=_epilog(
+    "raydebug stacks                      every thread of every process, merged",
+    "raydebug stacks rank=0-7             only these ranks",
+    "raydebug stacks --locals task=train  with each frame's locals",
+    "raydebug stacks --json               per process, per thread, for scripts",
+    "raydebug stacks --native             those that do not answer read by py-spy"))
 @HUB_OPTION
 @RAY_ADDRESS_OPTION
 @CLIENT_TOKEN_OPTION
@@ -230,7 +231,7 @@ def _read_from_outside(answer: dict[str, Any], timeout: float,
     return answer
 
 
-@click.command(epilog=_epilog(
+@click.command(cls=FittedExamplesCommand, epilog=_epilog(
     "raydebug pause rank=1            pause rank 1, then: raydebug attach",
     "raydebug pause task=preprocess   the Ray workers running that task now",
     "raydebug pause pid=4242 host=node-2",
@@ -293,7 +294,7 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
         sys.exit(1)
 
 
-@click.command("continue", epilog=_epilog(
+@click.command("continue", cls=FittedExamplesCommand, epilog=_epilog(
     "raydebug continue rank=0-7       every paused thread of ranks 0 to 7 runs on",
     "raydebug continue job=02000000   the whole job",
     "raydebug continue --all          every paused process of the hub"))
