@@ -179,25 +179,45 @@ def describe_session(session: dict[str, Any]) -> str:
     return f"{_what(session)} at {short_path(_where(session), 40)} ({_reason(session)})"
 
 
-def continued_lines(answer: dict[str, Any]) -> tuple[list[str], list[str]]:
+def continued_lines(answer: dict[str, Any], width: int | None = None
+                    ) -> tuple[list[str], list[str]]:
     """``raydebug continue``'s report (the hub's ``POST /api/continue`` answer): a line per
     session resumed and the count, for stdout; a line per session not resumed and why,
-    for stderr."""
-    def brief(session: dict[str, Any]) -> str:
-        labels = {str(k).lower(): v for k, v in (session.get("labels") or {}).items()}
-        rank = f"rank {labels['rank']}  " if "rank" in labels else ""
-        return (f"{session.get('id')}  {rank}pid {session.get('pid')}  {_what(session)} "
-                f"at {short_path(_where(session), 40)}")
-
+    for stderr. A session's thread is named where its process has several (``spin
+    (PythonGCThread) at …/threading.py:327``: the task's name alone read as a function
+    there). A resumed session's line fits ``width`` (the terminal's) where its file name
+    allows: its place is cut from the left, then its thread's name goes; None: places cut
+    to 40 characters, as the reasons' lines are."""
     resumed = answer.get("resumed") or []
     missed = answer.get("not_resumed") or []
+    threads = dict(zip((id(s) for s in [*resumed, *missed]), _threads([*resumed, *missed]),
+                       strict=True))
+    gap = " " * (1 if width is not None and width < 80 else _GAP)
+
+    def brief(lead: str, session: dict[str, Any]) -> str:
+        labels = {str(k).lower(): v for k, v in (session.get("labels") or {}).items()}
+        rank = f"rank {labels['rank']}{gap}" if "rank" in labels else ""
+        head = f"{lead} {session.get('id')}{gap}{rank}pid {session.get('pid')}{gap}"
+        where = _where(session)
+        thread = threads[id(session)]
+        whats = [f"{_what(session)} ({thread})"] if thread else []
+        whats.append(_what(session))
+        if width is None:
+            return f"{head}{whats[0]} at {short_path(where, 40)}"
+        narrowest = _whole_file_width([where])
+        for what in whats:
+            room = width - len(f"{head}{what} at ")
+            if room >= narrowest:
+                return f"{head}{what} at {short_path(where, room)}"
+        return f"{head}{whats[-1]} at {short_path(where, narrowest)}"
+
     processes = len({(s.get("host"), s.get("pid")) for s in resumed})
     count = (f"continued {_plural(len(resumed), 'session')} in "
              f"{_plural(processes, 'process', 'processes')}")
     if missed:
         count += f"; {len(missed)} not"
-    out = [f"continued {brief(s)}" for s in resumed] + [count]
-    return out, [f"not continued {brief(s)}: {s.get('reason')}" for s in missed]
+    out = [brief("continued", s) for s in resumed] + [count]
+    return out, [f"{brief('not continued', s)}: {s.get('reason')}" for s in missed]
 
 
 def _plural(n: int, one: str, many: str = "") -> str:

@@ -6,12 +6,16 @@ the first three run on and leaves the fourth to its client, saying so."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 
-from helpers import finish, raydebug, run, start_hub, write_script
+from helpers import TIMEOUT, HubProcess, finish, raydebug, run, start_hub, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -84,19 +88,44 @@ done.wait()
 """
 
 
+def paused_blocked(hub: HubProcess, tmp_path: Path) -> subprocess.Popen[str]:
+    """A linked process of two threads blocked in C, paused: its two sessions listed."""
+    proc = hub.spawn(write_script(tmp_path, "blocked.py", BLOCKED), RAYDEBUG_LIVE="1")
+    hub.wait_linked(1)
+    paused = raydebug(hub, "pause", f"pid={proc.pid}")
+    assert paused.returncode == 0, paused.stderr
+    hub.wait_sessions(2)
+    return proc
+
+
 def test_a_process_paused_and_continued_with_no_client_still_exits(tmp_path: Path):
     """Both threads blocked in C when `raydebug pause` comes, continued by `raydebug
     continue` (no client ever came): Ctrl-C then ends the process as without raydebug (it
     hung in threading._shutdown, waiting for pydevd's CheckAliveThread)."""
     with start_hub() as hub:
-        proc = hub.spawn(write_script(tmp_path, "blocked.py", BLOCKED), RAYDEBUG_LIVE="1")
-        hub.wait_linked(1)
-        paused = raydebug(hub, "pause", f"pid={proc.pid}")
-        assert paused.returncode == 0, paused.stderr
-        hub.wait_sessions(2)
+        proc = paused_blocked(hub, tmp_path)
         done = raydebug(hub, "continue", f"pid={proc.pid}")
         assert done.returncode == 0, done.stderr
         proc.send_signal(signal.SIGINT)
         code, out, err = finish(proc, timeout=10)
         assert (code, out) == (-signal.SIGINT, "waits\n"), err
         assert err.endswith("KeyboardInterrupt\n"), err
+
+
+def test_continue_in_a_60_column_terminal_keeps_each_line_on_one(tmp_path: Path):
+    """Found by use: at 60 columns each `continued ...` line (a place cut to 40 characters
+    after the id, the pid and the task) was wrapped by the terminal mid-path."""
+    with start_hub() as hub:
+        proc = paused_blocked(hub, tmp_path)
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        shell = pexpect.spawn(sys.executable, ["-m", "raydebug", "continue", f"pid={proc.pid}",
+                                               "--hub", hub.client_address],
+                              env={**env, "NO_COLOR": "1"}, encoding="utf-8",
+                              timeout=TIMEOUT, dimensions=(24, 60))
+        shell.expect(pexpect.EOF)
+        shell.close()
+        lines = shell.before.replace("\r\n", "\n").splitlines()
+        assert shell.exitstatus == 0 and lines[-1] == "continued 2 sessions in 1 process", lines
+        assert all(len(line) <= 60 and ".py:" in line for line in lines[:-1]), lines
+        proc.send_signal(signal.SIGINT)
+        finish(proc, timeout=10)

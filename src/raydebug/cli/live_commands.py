@@ -328,7 +328,8 @@ def continue_command(hub: str | None, ray_address: str | None, client_token: str
         error(f"{nothing} on the hub at {location.describe()}"
               + (" (they run)" if selector else ""))
         sys.exit(1)
-    out, missed = continued_lines(answer)
+    console = _console()  # fitted to a terminal; a pipe's lines are as they always were
+    out, missed = continued_lines(answer, console.width if console.is_terminal else None)
     click.echo("\n".join(out))
     for line in missed:
         error(line)
