@@ -176,3 +176,20 @@ def test_a_quoted_condition_and_removing_one_breakpoint(hub: HubProcess, tmp_pat
     assert again.returncode == 1 and again.stderr.count("\n") == 1, again
     assert f"no cluster breakpoint at {script}:{line + 3}" in again.stderr
     raydebug(hub, "--clear")
+
+
+def test_logs_with_no_logpoint_lines_says_so_on_stderr(hub: HubProcess):
+    """Found by use: `raydebug logs` on a hub without logpoint lines printed nothing at all,
+    which read as a failure; --follow waited in silence."""
+    logs = [sys.executable, "-m", "raydebug", "logs", "--hub", hub.client_address]
+    done = subprocess.run(logs, capture_output=True, text=True, timeout=TIMEOUT)
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    assert done.stderr == (f"raydebug: no logpoint lines on the hub at {hub.client_address} "
+                           "(--hub); "
+                           "`raydebug break FILE:LINE --log MESSAGE` sets a logpoint\n")
+    followed = subprocess.run([*logs, "--follow", "--timeout", "0.5"], capture_output=True,
+                              text=True, timeout=TIMEOUT)
+    assert (followed.returncode, followed.stdout) == (0, ""), followed.stderr
+    assert followed.stderr == (f"raydebug: no logpoint lines on the hub at "
+                               f"{hub.client_address} (--hub) yet; waiting for them "
+                               "(Ctrl-C stops)\n")

@@ -25,6 +25,7 @@ from ..errors import ConfigurationError
 from ..snapshots.format import SNAPSHOT_POINT_MESSAGE
 from .locate import locate_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
+from .output import note
 
 USAGE = "expected FILE:LINE [if CONDITION], e.g. `raydebug break 'job.py:12 if i > 3'`"
 # FILE:LINE, then anything after a space (a path may hold spaces, and colons before its line)
@@ -131,13 +132,18 @@ def logs_command(hub: str | None, ray_address: str | None, client_token: str | N
                  follow: bool, timeout: float) -> None:
     """Print the cluster's logpoint lines (the last 1,000 the hub kept), then, with
     --follow, each new one: ``[task, rank 3, pid 4242] text``."""
-    address = locate_hub(hub, ray_address).address
+    location = locate_hub(hub, ray_address)
+    address = location.address
     after, first = 0, True
     while True:
         wait = 0.0 if first else (timeout or 60.0)  # 60 s: one long poll, then the next
         answer = get_json(address, f"/api/logpoints?after={after}&timeout={wait:g}",
                           timeout=wait + 10.0, token=client_token)
         lines = answer.get("lines") or []
+        if first and not lines:  # said on stderr: an empty output read as a failure
+            note(f"no logpoint lines on the hub at {location.describe()}"
+                 + (" yet; waiting for them (Ctrl-C stops)" if follow else
+                    "; `raydebug break FILE:LINE --log MESSAGE` sets a logpoint"))
         for _number, text in lines:
             click.echo(text, nl=False)
         after = int(answer.get("last") or after)
