@@ -34,6 +34,8 @@ BUDGET = 2.0  # seconds per measured request type (see timed())
 MIN_SAMPLES = 20
 
 
+FIRST_PAUSES = 4  # fresh processes per case of a first pause (one more at once: run_mode's)
+READY_AFTER = 0.3  # s after the listing: a client that comes as a person or an editor does
 NOISY = 0.2  # a measure whose interquartile range exceeds this share of its median
 
 
@@ -212,7 +214,10 @@ def worker_stderr_file(name: str) -> Path:
 
 
 def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int,
-             hub_log: HubLog | None = None) -> dict[str, Any]:
+             hub_log: HubLog | None = None, connect_after: float = 0.0) -> dict[str, Any]:
+    """One process of ``mode`` paused ``rounds`` times, a client connecting to each pause
+    ``connect_after`` seconds after it is listed (0: at once, the worst case of a first
+    pause, whose debugger is still being imported)."""
     env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
     if mode == "raydebug":
         env.update(hub.env())
@@ -242,6 +247,9 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int,
                 session = {"id": None}
                 address = ("127.0.0.1", int(port_words[1]))
 
+            if connect_after:
+                time.sleep(connect_after)  # a person, or an editor, coming to it
+
             def footprint(before: int = rss_before) -> None:
                 """Called while stopped: what pausing this process cost."""
                 adapters = adapter_pids() - adapters_before
@@ -270,7 +278,8 @@ def run_mode(mode: str, hub: Any, requests: int, steps: int, rounds: int,
         "connect_to_stopped_first": results[0]["connect_to_stopped"],
         "connect_to_stopped_later": Sample([r["connect_to_stopped"] for r in results[1:]])
         .summary() if rounds > 1 else None,
-        **{command: results[0][command] for command in (*REQUESTS, "next_to_stopped")},
+        **({command: results[0][command] for command in (*REQUESTS, "next_to_stopped")}
+           if requests else {}),
         "extra_processes": max(extra_processes),
         "extra_rss_mb": extra_rss[0] * 1024 / 1e6,
     }
@@ -286,6 +295,15 @@ def run(requests: int = 200, steps: int = 200, rounds: int = 5) -> dict[str, dic
             # disconnects, is_client_connected() stays true in its in-process mode.
             results[mode] = run_mode(mode, hub, requests, steps,
                                      rounds if mode == "raydebug" else 1, hub_log)
+            # A first pause happens once a process: more processes for its two cases, a
+            # client connecting at once and one coming READY_AFTER later, as people do.
+            for case, after in (("connect_to_stopped_first", 0.0),
+                                ("connect_to_stopped_first_ready", READY_AFTER)):
+                firsts = [run_mode(mode, hub, 0, 0, 1, hub_log, after)[
+                    "connect_to_stopped_first"] for _ in range(FIRST_PAUSES)]
+                if after == 0.0:
+                    firsts.append(results[mode][case])
+                results[mode][case] = Sample(firsts).summary()
         return results
     finally:
         hub.close()

@@ -46,7 +46,10 @@ Reader = Callable[[dict[str, Any]], Any]
 ROWS: list[tuple[str, Reader, str]] = [
     ("breakpoint() -> listed, first", lambda r: r["listed_first"], "<= 250 ms"),
     ("breakpoint() -> listed, later", lambda r: r["listed_later"], "<= 20 ms"),
-    ("connect -> stopped, first pause", lambda r: r["connect_to_stopped_first"], "<= 50 ms"),
+    ("connect -> stopped, first pause, client at once",
+     lambda r: r["connect_to_stopped_first"], "<= 50 ms"),
+    (f"connect -> stopped, first pause, client {core.READY_AFTER:g} s after",
+     lambda r: r["connect_to_stopped_first_ready"], "<= 50 ms"),
     ("connect -> stopped, later pauses", lambda r: r["connect_to_stopped_later"], "<= 50 ms"),
     *[(f"{command} round trip (median)", lambda r, c=command: r[c], "<= 1 ms")
       for command in core.REQUESTS],
