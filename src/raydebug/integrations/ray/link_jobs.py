@@ -12,7 +12,8 @@ child prints the outcomes, and the CLI asks the hub until it lists them.
 
 Inside a linked Ray worker, :func:`as_ray_process` gives the agent what raydebug's setup hook
 would have: Ray's discovery (what a task runs now, for ``ps`` and ``stacks``), raydebug's
-``breakpoint()``, and the worker's ids.
+``breakpoint()``, the functions Ray shipped by value (for breakpoints armed on 3.10/3.11),
+and the worker's ids.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -45,10 +47,25 @@ def as_ray_process() -> dict[str, Any]:
     # A driver's breakpoint() opens pdb in its terminal, as under `raydebug run`.
     driver = ray._private.worker.global_worker.mode == ray.SCRIPT_MODE
     sys.breakpointhook = driver_breakpoint if driver else set_trace
+    if not driver and sys.version_info < (3, 12):  # as the setup hook would (3.10/3.11)
+        _follow_shipped_functions()
     try:
         return dict(live_identity())
     except Exception:  # Ray's errors are many; the link works without the ids
         return {}
+
+
+def _follow_shipped_functions() -> None:
+    """Hand the armed breakpoints the functions Ray shipped by value to this worker, those
+    it rebuilt before the link and those to come: a linked actor's method (its class
+    unpickled at the actor's start) never stopped at a `raydebug break` line on 3.10/3.11,
+    no module namespace leading to it (docs/design.md#armed)."""
+    from ...agent.armed.shipped import made
+    from .shipped_functions import follow, made_before
+
+    follow(made)
+    for function in made_before():
+        made(function)
 
 
 @dataclass(frozen=True)
@@ -214,10 +231,13 @@ def link_from_driver(argument: str) -> dict[str, Any]:
                       {p.pid: p.identity() for p in group}, jobs, timeout)
              for node, group in by_node.items()}
     outcomes: list[list[dict[str, Any]]] = []
+    # One deadline for every node (their tasks run at once): one that hangs costs the
+    # others nothing, and many cannot add up to more than the driver is given.
+    deadline = time.monotonic() + NODE_TASK_TIMEOUT + timeout
     for node, call in calls.items():
         places = {p.pid: p for p in by_node[node]}
         try:
-            answers = ray.get(call, timeout=NODE_TASK_TIMEOUT + timeout)
+            answers = ray.get(call, timeout=max(deadline - time.monotonic(), 0.0))
         except Exception as error:  # the node's task failed or never ran: its processes say so
             why = str(error).strip().splitlines()[-1:] or [type(error).__name__]
             answers = [asdict(Outcome(pid, "failed", f"pid {pid}: the linking task on node "
