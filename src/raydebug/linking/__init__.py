@@ -7,11 +7,11 @@ work. Otherwise it writes a *ticket* (the hub's agent address, its token, the id
 register) into a private directory, mode 0600, owned by the target's user (:mod:`.ticket`),
 and runs one line of Python inside the target: by default with ptrace alone
 (:mod:`.ptrace_call`: ``PyGILState_Ensure``, ``PyRun_SimpleString``, ``PyGILState_Release``
-called on a thread that waits in a system call), with gdb and debugpy's attach library
-(:mod:`.inject`, ``RAYDEBUG_LINK_WITH=gdb``: gdb 13 cannot call functions on a CPU with
-AMX), or with ``sys.remote_exec`` on 3.14+. That line execs :mod:`.bootstrap`'s source,
-which reads the ticket, deletes it, imports raydebug *from the target's own* ``sys.path``
-and calls :func:`.inside.link` (:mod:`.inside`), which calls the same
+called on a thread that waits in a system call, never one waiting for the GIL), with gdb
+and debugpy's attach library (:mod:`.inject`, ``RAYDEBUG_LINK_WITH=gdb``: gdb 13 cannot
+call functions on a CPU with AMX), or with ``sys.remote_exec`` on 3.14+. That line execs
+:mod:`.bootstrap`'s source, which reads the ticket, deletes it, imports raydebug *from the
+target's own* ``sys.path`` and calls :func:`.inside.link` (:mod:`.inside`), which calls the same
 :func:`raydebug.agent.start_live_link` that ``RAYDEBUG_LIVE=1`` calls at a process's start.
 The bootstrap writes its result, one JSON object, which the linker reads once the call has
 returned. From then on the target is an ordinary live process: ``ps``, ``stacks``,

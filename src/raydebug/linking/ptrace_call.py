@@ -133,10 +133,12 @@ def run_python(pid: int, code: str, timeout: float = CALL_TIMEOUT,
 
 
 def run_python_here(pid: int, code: str) -> int:
-    """Run ``code`` in ``pid``, on a thread blocked in a system call (:func:`candidates`),
-    this thread its tracer; returns ``PyRun_SimpleString``'s result (0: ran, -1: raised,
-    the traceback printed in the target). Waits as long as the call takes (see
-    :func:`run_python` for the bound). Raises :class:`LinkError`."""
+    """Run ``code`` in ``pid``, on a thread blocked in a system call (:func:`look`), this
+    thread its tracer; returns ``PyRun_SimpleString``'s result (0: ran, -1: raised, the
+    traceback printed in the target). Waits as long as the call takes (see
+    :func:`run_python` for the bound), and while no thread can take it because they wait
+    for the GIL, at most :data:`PATIENCE` s (:class:`GilSearch`). Raises
+    :class:`LinkError`."""
     if os.uname().machine != "x86_64":
         raise LinkError(f"pid {pid}: linking works on x86-64 Linux only (this is "
                         f"{os.uname().machine})")
@@ -148,7 +150,7 @@ def run_python_here(pid: int, code: str) -> int:
             try:
                 return Tracee(pid, tid).run(functions, code.encode() + b"\0")
             except NotInSystemCallError:
-                continue  # it left its system call meanwhile: the next one
+                continue  # it left its system call meanwhile (or waits for the GIL)
         if not search.keep_looking(threads, time.monotonic()):
             break
         time.sleep(LOOK_EVERY)  # no event says a thread of another process started waiting
