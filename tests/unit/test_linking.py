@@ -191,3 +191,17 @@ def test_a_zombie_no_longer_runs(tmp_path: Path):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "stat").write_text(stat)
     assert runs(1, str(tmp_path)) and not runs(2, str(tmp_path)) and not runs(3, str(tmp_path))
+
+
+def test_a_live_worker_of_another_job_is_skipped_not_linked_already(
+        monkeypatch: pytest.MonkeyPatch):
+    """Found by use: `raydebug link --ray-address A job=04000000` said 'pid 1303 was linked
+    already' of each worker that an earlier link of job 01000000 had linked."""
+    from raydebug.agent.link import live
+    from raydebug.linking import inside
+
+    monkeypatch.setattr(live, "is_live", lambda: True)
+    monkeypatch.setattr(inside, "_ray_job", lambda: "01000000", raising=False)
+    assert inside.link({"jobs": ["04000000"]}) == {"status": "skipped", "why": "job 01000000"}
+    assert inside.link({"jobs": ["01000000"]}) == {"status": "already"}
+    assert inside.link({}) == {"status": "already"}  # pid=N: no job asked

@@ -25,8 +25,8 @@ job only from inside: an idle one, or one of another job, is left alone). Raises
     from ..agent.link import live
     from ..agent.startup import is_raydebug_command
 
-    if live.is_live():
-        return {"status": "already"}
+    if live.is_live():  # of another job: not "linked already" for a job it never ran
+        return _of_another_job(ticket, _ray_job()) or {"status": "already"}
     if is_raydebug_command():
         return {"status": "own", "why": "it runs raydebug itself (a hub or a command)"}
     other = protocol_mismatch(ticket)
@@ -39,11 +39,32 @@ job only from inside: an idle one, or one of another job, is left alone). Raises
     identity = dict(ticket.get("identity") or {})
     if "ray" in sys.modules:  # a Ray worker: what it runs now, its breakpoint() and children
         identity = _as_ray_process(identity)
-    jobs = ticket.get("jobs")  # on a cluster: link only a process of one of these jobs
-    if jobs is not None and identity.get("job_id") not in jobs:
-        return {"status": "skipped", "why": f"job {identity.get('job_id') or 'none'}"}
+    skipped = _of_another_job(ticket, identity.get("job_id"))
+    if skipped is not None:
+        return skipped
     start_live_link(identity, config=config, started=True)
     return {"status": "linked"}
+
+
+def _of_another_job(ticket: dict[str, Any], job_id: str | None) -> dict[str, Any] | None:
+    """``{"status": "skipped", ...}`` when the ticket names ``jobs`` (on a cluster: link only
+    a process of one of these) and ``job_id`` is none of them, else None."""
+    jobs = ticket.get("jobs")
+    if jobs is not None and job_id not in jobs:
+        return {"status": "skipped", "why": f"job {job_id or 'none'}"}
+    return None
+
+
+def _ray_job() -> str | None:
+    """The Ray job this process runs now (None: not a Ray process, or it runs none)."""
+    if "ray" not in sys.modules:
+        return None
+    try:
+        from ..integrations.ray.metadata import live_identity
+
+        return live_identity().get("job_id")
+    except Exception:  # Ray's errors are many; a job unknown is no job
+        return None
 
 
 def protocol_mismatch(ticket: dict[str, Any]) -> dict[str, Any] | None:
