@@ -21,7 +21,15 @@ from typing import Any
 
 import pytest
 
-from helpers import ask_until, evaluate_and_continue, run, stop, wait_processes, write_script
+from helpers import (
+    ask_until,
+    evaluate_and_continue,
+    line_of,
+    run,
+    stop,
+    wait_processes,
+    write_script,
+)
 from ray_cluster import LOOPBACK, get, hub_port, raydebug_cli, start_job
 from raydebug.outside_stacks import py_spy_path
 
@@ -73,13 +81,19 @@ def unlinked_count(ps_output: str, address: str) -> int:
     return int(found.group(1))
 
 
-def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
-    job = write_script(tmp_path, "job.py", JOB)
+def plain_job(job: Path, address: str, folder: Path) -> subprocess.Popen[str]:
+    """``python JOB ADDRESS FOLDER`` as a user starts it: no `raydebug run`, no raydebug
+    variable; its output piped, as text. The caller stops it."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("RAYDEBUG") and k not in ("PYTHONBREAKPOINT", "RAY_ADDRESS")}
-    driver = subprocess.Popen([sys.executable, str(job), cluster.address, str(tmp_path)],
-                              env={**env, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, str(job), address, str(folder)],
+                            env={**env, **LOOPBACK, "PYTHONUNBUFFERED": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
+    job = write_script(tmp_path, "job.py", JOB)
+    driver = plain_job(job, cluster.address, tmp_path)
     try:
         assert driver.stdout is not None
         job_id = driver.stdout.readline().strip()
@@ -217,4 +231,69 @@ def test_stacks_native_reads_a_process_of_another_node_from_outside(cluster: Any
         if worker is not None:  # its regex would hold it for minutes
             with contextlib.suppress(ProcessLookupError):
                 os.kill(worker["pid"], signal.SIGKILL)
+        stop(driver)
+
+
+SHIPPED = """
+import os, sys, time
+import ray
+
+ray.init(address=sys.argv[1])
+folder = sys.argv[2]
+
+@ray.remote(num_cpus=0)
+def square(x):
+    return x * x  # square's line
+
+@ray.remote(num_cpus=0)
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def bump(self):
+        self.n += 1  # bump's line
+        return self.n
+
+counter = Counter.remote()
+ray.get([counter.bump.remote(), square.remote(3)])  # both loaded before the link
+print(ray.get_runtime_context().get_job_id(), flush=True)
+while not os.path.exists(os.path.join(folder, "stop")):
+    ray.get([counter.bump.remote(), square.remote(3)])
+    time.sleep(0.2)
+print("job done", flush=True)
+"""
+
+
+def test_a_linked_workers_actor_method_and_task_stop_at_a_break_line(cluster: Any,
+                                                                     tmp_path: Path):
+    """Found by use: in a plain job's workers, linked after its actor and task were loaded,
+    `raydebug break` on the actor method's line (and on the task's) was verified and never
+    stopped on 3.10/3.11: the functions Ray rebuilt from the driver's __main__ had no module
+    namespace leading to them, and no setup hook had kept them."""
+    job = write_script(tmp_path, "job.py", SHIPPED)
+    driver = plain_job(job, cluster.address, tmp_path)
+    try:
+        assert driver.stdout is not None
+        job_id = driver.stdout.readline().strip()
+        linked = raydebug_cli("link", "--ray-address", cluster.address, f"job={job_id}")
+        assert linked.returncode == 0, (linked.stdout, linked.stderr)
+        port = hub_port(cluster.address)
+        for function, mark in (("bump", "# bump's line"), ("square", "# square's line")):
+            where = f"{job}:{line_of(job, mark)}"
+            made = raydebug_cli("break", "--ray-address", cluster.address, where)
+            assert made.returncode == 0, made.stderr
+            (session,) = wait_processes(
+                f"127.0.0.1:{port}", f"a session stopped in {function}", lambda _, name=function: [
+                    s for s in get(port, "/api/sessions") if s["function"] == name],
+                timeout=30)
+            assert session["reason"] == "breakpoint", session
+            removed = raydebug_cli("break", "--ray-address", cluster.address, "--remove",
+                                   where)
+            assert removed.returncode == 0, removed.stderr
+            went_on = raydebug_cli("continue", "--ray-address", cluster.address, "--all")
+            assert went_on.returncode == 0, went_on.stderr
+        (tmp_path / "stop").touch()
+        out, err = driver.communicate(timeout=120)
+        assert "job done" in out, err[-3000:]
+    finally:
         stop(driver)

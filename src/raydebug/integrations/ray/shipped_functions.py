@@ -15,6 +15,9 @@ code). The wrapper keeps
 the original's ``__module__`` and ``__qualname__``, so a function this worker pickles in turn
 names ``_make_function`` as before. Functions imported by name (a working_dir module) arrive through
 an import instead, which :mod:`raydebug.agent.armed.code` covers itself.
+
+A worker that ``raydebug link`` reached had no setup hook: what Ray rebuilt before the link
+is found in Ray's own tables instead (:func:`made_before`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable
 from types import FunctionType
 from typing import Any
 
+import ray
 from ray.cloudpickle import cloudpickle
 
 Adopt = Callable[[FunctionType], None]
@@ -44,3 +48,26 @@ def follow(adopt: Adopt | None) -> None:
         return function
 
     cloudpickle._make_function = _make_function
+
+
+def made_before() -> list[FunctionType]:
+    """The functions this worker's Ray holds already, for a worker linked while it ran (no
+    setup hook followed its unpickling): each remote function it loaded, and the functions
+    of each actor class it loaded (a class's ``__dict__``: an actor's methods are called
+    through Ray's executors, which close over these). Read from Ray's function manager
+    (``ray._private``: names checked, so another Ray version finds fewer, never fails)."""
+    manager = getattr(ray._private.worker.global_worker, "function_actor_manager", None)
+    infos = dict(getattr(manager, "_function_execution_info", None) or {})
+    classes = dict(getattr(manager, "_loaded_actor_classes", None) or {})
+    found = [getattr(info, "function", None) for info in infos.values()]
+    for actor_class in classes.values():
+        for klass in getattr(actor_class, "__mro__", ()):
+            # staticmethod and classmethod hold theirs as __func__; a property as fget
+            found.extend(getattr(value, "__func__", getattr(value, "fget", value))
+                         for value in list(vars(klass).values()))
+    functions = {}
+    for function in found:
+        while isinstance(function, FunctionType) and id(function) not in functions:
+            functions[id(function)] = function
+            function = getattr(function, "__wrapped__", None)  # a decorator's original
+    return list(functions.values())
