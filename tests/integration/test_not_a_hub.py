@@ -69,10 +69,12 @@ def list_at(address: str) -> tuple[int, str]:
 def test_a_plain_http_server_is_said_not_to_be_a_hub(plain_http_server: str):
     assert list_at(plain_http_server) == (1, (
         f"raydebug: {plain_http_server} is not a raydebug hub: it answered /api/sessions "
-        "with HTTP 404; give the client port that `raydebug hub` prints\n"))
+        "with HTTP 404; give the hub's client port (`raydebug hub-address` on its machine "
+        "prints it)\n"))
 
 
 def test_a_port_that_does_not_answer_http_is_said_not_to_be_a_client_port(not_http: str):
     assert list_at(not_http) == (1, (
         f"raydebug: {not_http} is not a raydebug hub's client port: it does not answer HTTP "
-        "(a hub's agent port?); give the client port that `raydebug hub` prints\n"))
+        "(a hub's agent port?); give the hub's client port (`raydebug hub-address` on its "
+        "machine prints it)\n"))

@@ -88,9 +88,10 @@ def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
 
 
 def not_a_hub(hub: str, why: str, what: str = "a raydebug hub") -> RemoteProtocolError:
-    """The error for an answer no raydebug hub's client port gives (``why``), on one line."""
-    return RemoteProtocolError(f"{hub} is not {what}: {why}; give the client port that "
-                               "`raydebug hub` prints")
+    """The error for an answer no raydebug hub's client port gives (``why``), on one line,
+    with where to find that port: a Ray cluster's hub was started by no `raydebug hub`."""
+    return RemoteProtocolError(f"{hub} is not {what}: {why}; give the hub's client port "
+                               "(`raydebug hub-address` on its machine prints it)")
 
 
 def _exchange(hub: str, request: bytes, timeout: float) -> tuple[int | None, bytes]:
