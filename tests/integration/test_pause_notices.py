@@ -69,8 +69,10 @@ def test_a_raydebug_pause_says_so_as_a_breakpoint_does(hub: HubProcess, tmp_path
                     "--hub", hub.client_address], check=True, capture_output=True,
                    timeout=TIMEOUT)
     notice = stderr_line_with(proc, "paused at")
+    session = notice.split()[2]
     assert f"paused at {script}:{line_of(script, 'spinning')} by raydebug pause, waiting for " \
-           f"a debugger (hub: {hub.agent_address})" in notice, notice
+           f"a debugger: raydebug attach {session} (hub agent port {hub.agent_address})" \
+           in notice, notice
 
 
 SPINNER_AND_BREAKPOINT = """

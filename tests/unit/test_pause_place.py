@@ -48,3 +48,13 @@ def test_a_syntax_error_is_named_by_its_own_line_not_the_code_it_quotes():
 
 def test_a_requested_pause_says_who_asked():
     assert pause_place(paused(REASON_PAUSE)) == "/srv/seed_job.py:23 by raydebug pause"
+
+
+def test_a_waiting_notice_names_the_attach_command_and_the_hubs_agent_port():
+    """Found by use: '(hub: 192.0.2.2:32913)' read as the address to give `--hub`; it is
+    where the process links, not where a client connects."""
+    from raydebug.agent.report import waiting_notice
+
+    assert waiting_notice(paused(REASON_PAUSE), "10.0.0.2:32913", " (limit)") == (
+        "session s1 paused at /srv/seed_job.py:23 by raydebug pause, waiting for a debugger: "
+        "raydebug attach s1 (hub agent port 10.0.0.2:32913) (limit)")

@@ -60,7 +60,7 @@ from .link import live
 from .link.hub_link import HubLink
 from .metadata import innermost_frame, record_for_frame
 from .pause_all import PauseAll
-from .report import pause_place, say
+from .report import pause_place, say, waiting_notice
 
 if TYPE_CHECKING:
     from .armed.breakpoints import ArmedBreakpoints
@@ -216,8 +216,7 @@ class Agent(PauseAll):
             say(f"session {record.id} paused at {pause_place(record)}, but no debugger "
                 f"can attach: {problem}; retrying, then continuing{limit}")
         else:
-            say(f"session {record.id} paused at {pause_place(record)}, waiting for a "
-                f"debugger (hub: {self.config.hub_address}){limit}")
+            say(waiting_notice(record, self.config.hub_address, limit))
         started = time.monotonic()
         if session.released.wait(timeout):
             if session.run_on:

@@ -19,7 +19,7 @@ from ..session import REASON_PAUSE, PausedThread, PauseRequestEvent, PauseReques
 from .config import AgentConfig
 from .metadata import came_back, record_for_frame
 from .pause_requests import PauseRequest, pending_message
-from .report import pause_place, say
+from .report import pause_place, say, waiting_notice
 
 if TYPE_CHECKING:
     from .debugger.facade import Debugger
@@ -120,8 +120,7 @@ class Bookkeeping:
         if attached:
             return  # the attached client shows it; this stderr may be that client's terminal
         # Said as a breakpoint() says it: the driver's log is where a user looks first.
-        say(f"session {record.id} paused at {pause_place(record)}, waiting for a debugger "
-            f"(hub: {self.config.hub_address})")
+        say(waiting_notice(record, self.config.hub_address))
 
     def _forget_abandoned_pauses_locked(self) -> None:
         """Forget the pause requests pydevd no longer holds (a resume of every thread

@@ -35,3 +35,11 @@ def pause_place(record: PausedThread) -> str:
     if record.reason == REASON_PAUSE:
         return f"{place} by raydebug pause"
     return place
+
+
+def waiting_notice(record: PausedThread, hub_address: str, limit: str = "") -> str:
+    """The notice of a pause that waits for a debugger: where, the command that attaches,
+    and the hub this process links to, said as its agent port (a worker's log named it
+    ``hub: ADDRESS``, which users gave to ``--hub``, where a client port is wanted)."""
+    return (f"session {record.id} paused at {pause_place(record)}, waiting for a debugger: "
+            f"raydebug attach {record.id} (hub agent port {hub_address}){limit}")
