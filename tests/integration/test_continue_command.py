@@ -72,6 +72,8 @@ def test_continue_resumes_every_matching_session_and_leaves_an_attached_one(tmp_
         running = raydebug(hub, "continue", "rank=2")
         assert running.returncode == 1 and running.stdout == ""
         assert "no paused session in the processes matching rank=2" in running.stderr
+        # after the hub's '(found by ...)', a second parenthesis read as noise
+        assert running.stderr.endswith(": they run\n"), running.stderr
         nothing = raydebug(hub, "continue", "rank=9")
         assert nothing.returncode == 1 and nothing.stdout == ""
         assert nothing.stderr.startswith("raydebug: no process matches rank=9 on the hub at")

@@ -326,7 +326,7 @@ def continue_command(hub: str | None, ray_address: str | None, client_token: str
 
     if not answer["resumed"] and not answer.get("not_resumed"):
         error(f"{nothing} on the hub at {location.describe()}"
-              + (" (they run)" if selector else ""))
+              + (": they run" if selector else ""))
         sys.exit(1)
     console = _console()  # fitted to a terminal; a pipe's lines are as they always were
     out, missed = continued_lines(answer, console.width if console.is_terminal else None)
