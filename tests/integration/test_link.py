@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from devtools.other_user import AS_OTHER_USER, other_user_python, remove_copies
 from devtools.pythons import SOURCE, find_python, python_for
 from helpers import (
     TIMEOUT,
@@ -56,6 +57,17 @@ def hub() -> Iterator[HubProcess]:
         yield process
     finally:
         process.close()
+        remove_copies()
+
+
+def uid_1000_python(*modules: str) -> tuple[str, str]:
+    """An interpreter uid 1000 runs and the PYTHONPATH under which it imports ``modules``
+    of this checkout (a copy where the checkout is not readable to it: a fresh clone under
+    ``mktemp -d``); skips the test where there is none."""
+    found = other_user_python(*modules)
+    if found is None:
+        pytest.skip("uid 1000 can run no Python that imports this checkout's raydebug")
+    return found
 
 
 def plain_env(**extra: str) -> dict[str, str]:
@@ -165,16 +177,12 @@ def test_another_users_process_is_refused_to_an_unprivileged_user(hub: HubProces
         pytest.skip("needs root, to run the linker as another user")
     script = write_script(tmp_path, "plain.py", PLAIN)
     proc = start_plain(hub, script, sys.executable, PYTHONPATH=str(SOURCE))
-    as_user = ["setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups"]
-    probe = subprocess.run([*as_user, sys.executable, "-c", "import raydebug, click"],
-                           env=plain_env(PYTHONPATH=str(SOURCE)), capture_output=True,
-                           timeout=TIMEOUT, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"uid 1000 cannot run this checkout's raydebug: {probe.stderr[-200:]!r}")
+    python, pythonpath = uid_1000_python("raydebug.cli", "raydebug.cli.link_command",
+                                         "raydebug.linking.local")
     refused = subprocess.run(
-        [*as_user, sys.executable, "-m", "raydebug", "link", f"pid={proc.pid}",
+        [*AS_OTHER_USER, python, "-m", "raydebug", "link", f"pid={proc.pid}",
          "--hub", hub.client_address],
-        env=plain_env(PYTHONPATH=str(SOURCE), RAYDEBUG_HUB=hub.agent_address,
+        env=plain_env(PYTHONPATH=pythonpath, RAYDEBUG_HUB=hub.agent_address,
                       RAYDEBUG_TOKEN=hub.token, NO_COLOR="1"),
         capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert refused.returncode == 1, refused
@@ -189,18 +197,13 @@ def test_root_links_another_users_process(hub: HubProcess) -> None:
     readable by others; the process links to root's hub with the token in it."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    as_user = ["setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups"]
+    python, pythonpath = uid_1000_python("raydebug.linking.inside", "raydebug.agent")
     readable = Path(tempfile.mkdtemp(prefix="raydebug-test-link-"))  # pytest's are 0700
     readable.chmod(0o755)
     script = write_script(readable, "plain.py", PLAIN)
     script.chmod(0o644)
-    probe = subprocess.run([*as_user, sys.executable, "-c", "import raydebug"],
-                           env=plain_env(PYTHONPATH=str(SOURCE)), capture_output=True,
-                           timeout=TIMEOUT, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"uid 1000 cannot run this checkout's raydebug: {probe.stderr[-200:]!r}")
-    proc = subprocess.Popen([*as_user, sys.executable, str(script)],
-                            env=plain_env(PYTHONPATH=str(SOURCE)), stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*AS_OTHER_USER, python, str(script)],
+                            env=plain_env(PYTHONPATH=pythonpath), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     hub.workers.append(proc)
     assert read_line(proc).strip() == "ready", proc.stderr and proc.stderr.read()
