@@ -193,3 +193,19 @@ def test_logs_with_no_logpoint_lines_says_so_on_stderr(hub: HubProcess):
     assert followed.stderr == (f"raydebug: no logpoint lines on the hub at "
                                f"{hub.client_address} (--hub) yet; waiting for them "
                                "(Ctrl-C stops)\n")
+
+
+def test_break_in_a_60_column_terminal_keeps_each_breakpoint_on_one_line(hub: HubProcess,
+                                                                        tmp_path: Path):
+    """Found by use: at 60 columns a logpoint's line (its whole path first) was wrapped by
+    the terminal mid-word."""
+    script = write_script(tmp_path, "job.py", "total = 0\n")
+    shell = pexpect.spawn(sys.executable, ["-m", "raydebug", "break", "--hub",
+                                           hub.client_address, f"{script}:1", "--log",
+                                           "total={total}"],
+                          encoding="utf-8", timeout=TIMEOUT, dimensions=(24, 60))
+    shell.expect(pexpect.EOF)
+    shell.close()
+    lines = shell.before.replace("\r\n", "\n").splitlines()
+    assert shell.exitstatus == 0 and lines == [
+        "…/job.py:1 log 'total={total}'  [not loaded yet] (terminal)"], lines

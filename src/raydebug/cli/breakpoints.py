@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import sys
 from typing import Any
 
 import click
@@ -86,13 +88,15 @@ TERMINAL_CLIENT = "terminal"  # `raydebug break`
 OWNERS = (TERMINAL_CLIENT, "web page")
 
 
-def format_breakpoints(listing: list[dict[str, Any]]) -> str:
-    """One line per breakpoint: ``/x/job.py:12 if i == 3  [verified] (terminal)``."""
+def format_breakpoints(listing: list[dict[str, Any]], width: int | None = None) -> str:
+    """One line per breakpoint: ``/x/job.py:12 if i == 3  [verified] (terminal)``. A line
+    longer than ``width`` (a terminal's; None: never cut) has its path cut from the left,
+    down to its file name (``…/x/job.py:12``), as ``raydebug list`` cuts its places."""
     if not listing:
         return "no cluster breakpoints"
     lines = []
     for entry in listing:
-        text = f"{entry['path']}:{entry['line']}"
+        text = f":{entry['line']}"
         if entry.get("condition"):
             text += f" if {entry['condition']}"
         if entry.get("logMessage", "").strip() == SNAPSHOT_POINT_MESSAGE:
@@ -107,8 +111,22 @@ def format_breakpoints(listing: list[dict[str, Any]]) -> str:
                 text += f" log {entry['logMessage']!r}"
         state = "verified" if entry.get("verified") else "not loaded yet"
         who = entry.get("client") if entry.get("client") in OWNERS else "IDE"
-        lines.append(f"{text}  [{state}] ({who})")
+        text += f"  [{state}] ({who})"
+        path = str(entry["path"])
+        if width is not None and len(path) + len(text) > width:
+            from ..views import short_path
+
+            path = short_path(path, max(width - len(text), len(os.path.basename(path)) + 2))
+        lines.append(path + text)
     return "\n".join(lines)
+
+
+def _width(prefix: str = "") -> int | None:
+    """The columns a breakpoint's line has after ``prefix`` in this terminal; None when
+    stdout is no terminal (a pipe's lines keep their whole paths)."""
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns - len(prefix)
 
 
 def _plural(count: int, word: str) -> str:
@@ -228,19 +246,19 @@ def break_command(hub: str | None, ray_address: str | None, client_token: str | 
         removed = answer.get("removed") or []
         if not removed:
             raise ConfigurationError(_nothing_to_remove(place, answer.get("breakpoints") or []))
-        click.echo(f"removed {format_breakpoints(removed)}")
+        click.echo(f"removed {format_breakpoints(removed, _width('removed '))}")
         return
     if clear:  # what went, then what is left (an IDE's)
         click.echo(f"cleared {len(cleared)} breakpoint{'s' if len(cleared) != 1 else ''} "
                    "set from the terminal" + (":" if cleared else ""))
         for entry in cleared:
-            click.echo(f"  {format_breakpoints([entry])}")
+            click.echo(f"  {format_breakpoints([entry], _width('  '))}")
         if left := answer.get("breakpoints"):
-            click.echo(f"left: {format_breakpoints(left)}")
+            click.echo(f"left: {format_breakpoints(left, _width('left: '))}")
         return
-    click.echo(format_breakpoints(answer.get("breakpoints") or []))
+    click.echo(format_breakpoints(answer.get("breakpoints") or [], _width()))
     if spec and replaced:  # one breakpoint a line, as in an IDE: say what went
-        click.echo(f"(replaced {format_breakpoints(replaced)})")
+        click.echo(f"(replaced {format_breakpoints(replaced, _width('(replaced )'))})")
 
 
 def _nothing_to_remove(place: tuple[str, int], listing: list[dict[str, Any]]) -> str:
