@@ -79,3 +79,13 @@ def test_a_selector_that_matches_nothing_names_the_hub_asked(monkeypatch: pytest
         "raydebug: no process matches pid=8463 on the hub at 127.0.0.1:5678 (the hub "
         "started on this machine)",
         "  p623dd55a pid 9353 on vm running"]
+
+
+def test_a_line_wider_than_the_terminal_says_the_command_first_and_each_id_once(
+        hub: SessionsOnTheHub, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(live_commands, "_stdout_width", lambda: 60, raising=False)
+
+    result = CliRunner().invoke(pause, ["task=queue_get"])
+
+    assert result.exit_code == 0, result.output
+    assert result.output == "paused p1: raydebug attach main00000001 (also gc0000000001)\n"
