@@ -1,15 +1,15 @@
-"""Running raydebug as another Unix user (uid 1000) in tests where permissions matter, even
-from a checkout that user cannot read (a fresh clone under ``mktemp -d`` is mode 0700).
+"""Running raydebug as another Unix user in tests where permissions matter, even from a
+checkout that user cannot read (a fresh clone under ``mktemp -d`` is mode 0700, and so is
+a venv inside it).
 
-:func:`other_user_python` answers an interpreter that user can run (the venv's, the one
-it links to, or the system's) and the ``PYTHONPATH`` under which it imports this
-checkout's raydebug and what it needs: the checkout's ``src`` when the user can read it,
-else a copy, made once, of the packages the given modules import (from ``src`` and the
-venv's site-packages) in a directory of mode 0755."""
+:func:`copy_packages` copies raydebug and the distributions it requires to a directory any
+user reads (a ``PYTHONPATH``); :func:`python_for_user` finds an interpreter the user runs
+that imports what a test needs from there."""
 
 from __future__ import annotations
 
-import json
+import compileall
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -17,87 +17,75 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .pythons import SOURCE
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-OTHER_UID = 1000
-AS_OTHER_USER = ["setpriv", "--reuid", str(OTHER_UID), "--regid", str(OTHER_UID),
-                 "--clear-groups"]
+import raydebug
 
-# Which top-level packages (and single modules) ``modules`` bring in from outside the
-# standard library, and where each is: {"name": "path of its package dir or file"}.
-_CLOSURE = """
-import importlib, json, os, sys, sysconfig
-for name in sys.argv[1:]:
-    importlib.import_module(name)
-paths = sysconfig.get_paths()
-outside = (paths["purelib"], paths["platlib"], *os.environ["PYTHONPATH"].split(os.pathsep))
-found = {}
-for name, module in list(sys.modules.items()):
-    path = getattr(module, "__file__", None)
-    if not path or not path.startswith(outside) or "." in name:
-        continue
-    package = getattr(module, "__path__", None)
-    found[name] = list(package)[0] if package else path
-print(json.dumps(found))
-"""
-
-_copies: dict[tuple[str, ...], Path] = {}
+OTHER_UID = 1000  # a user this machine has (Debian's first user), for tests that need no new one
 
 
-def can_import(python: str, pythonpath: str, *modules: str) -> bool:
-    """Whether uid 1000 runs ``python`` and imports ``modules`` under ``pythonpath``."""
-    try:
-        probe = subprocess.run([*AS_OTHER_USER, python, "-c", "import " + ", ".join(modules)],
-                               env={**_plain_env(), "PYTHONPATH": pythonpath},
-                               capture_output=True, timeout=60, check=False)
-    except OSError:
-        return False
-    return probe.returncode == 0
+def run_as(uid: int, gid: int) -> list[str]:
+    """The command prefix that runs what follows as ``uid``:``gid``, with no other groups."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
 
 
-def other_user_python(*modules: str) -> tuple[str, str] | None:
-    """An interpreter uid 1000 can run and the ``PYTHONPATH`` under which it imports
-    ``modules`` of this checkout (see the module docstring), or None. The copy, if one was
-    needed, lives until :func:`remove_copies`. ``RAYDEBUG_TEST_COPY_RUNTIME=1`` makes the
-    copy even where the checkout is readable (to try this path)."""
-    forced = os.environ.get("RAYDEBUG_TEST_COPY_RUNTIME") == "1"
-    for python in dict.fromkeys([sys.executable, os.path.realpath(sys.executable),
-                                 "/usr/bin/python3"]):
-        if not forced and can_import(python, str(SOURCE), *modules):
-            return python, str(SOURCE)
-        key = tuple(sorted(modules))
-        if key not in _copies:
-            _copies[key] = _copy_closure(modules)
-        if can_import(python, str(_copies[key]), *modules):
-            return python, str(_copies[key])
-    return None
+def required_distributions(name: str) -> list[importlib.metadata.Distribution]:
+    """The installed distributions that ``name`` requires, directly or not (not its extras')."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    wanted = [Requirement(text) for text in importlib.metadata.requires(name) or []]
+    while wanted:
+        requirement = wanted.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        key = canonicalize_name(requirement.name)
+        if key not in found:
+            found[key] = importlib.metadata.distribution(requirement.name)
+            wanted += [Requirement(text) for text in found[key].requires or []]
+    return list(found.values())
 
 
-def remove_copies() -> None:
-    while _copies:
-        shutil.rmtree(_copies.popitem()[1], ignore_errors=True)
+def copy_packages() -> Path:
+    """A new directory any user can read, for ``PYTHONPATH``: raydebug (from the source it
+    was imported from) and the distributions it requires. The caller removes it."""
+    root = Path(tempfile.mkdtemp(prefix="raydebug-packages-"))
+    shutil.copytree(Path(raydebug.__file__).parent, root / "raydebug",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    compileall.compile_dir(root / "raydebug", quiet=1)  # the other user could not write them
+    for distribution in required_distributions("raydebug"):
+        for file in distribution.files or []:
+            if ".." not in file.parts:  # (its scripts are in the venv's bin)
+                (root / file).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(Path(str(distribution.locate_file(file))), root / file)
+    for path in (root, *root.rglob("*")):
+        path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
+    return root
 
 
-def _copy_closure(modules: tuple[str, ...]) -> Path:
-    listed = subprocess.run([sys.executable, "-c", _CLOSURE, *modules],
-                            env={**_plain_env(), "PYTHONPATH": str(SOURCE)},
-                            capture_output=True, text=True, timeout=60, check=True)
-    directory = Path(tempfile.mkdtemp(prefix="raydebug-test-runtime-"))
-    directory.chmod(0o755)
-    for where in json.loads(listed.stdout).values():
-        source = Path(where)
-        if source.name == "__init__.py":
-            source = source.parent
-        if source.is_dir():
-            shutil.copytree(source, directory / source.name, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-        elif source.is_file():
-            shutil.copy2(source, directory / source.name)
-    for path in [directory, *directory.rglob("*")]:  # readable whatever the umask
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return directory
+def python_for_user(uid: int, gid: int, packages: Path, *modules: str) -> str:
+    """An interpreter ``uid`` can run that imports ``modules`` from ``packages``: ours, else
+    our venv's base interpreter (a venv in a directory only we can read cannot be run by
+    another user), else the system's. Raises LookupError naming what each one said."""
+    tried = []
+    for python in dict.fromkeys([sys.executable, getattr(sys, "_base_executable", None),
+                                 os.path.realpath(sys.executable), "/usr/bin/python3"]):
+        if python is None:
+            continue
+        try:
+            probe = subprocess.run([*run_as(uid, gid), python, "-c",
+                                    "import " + ", ".join(modules)],
+                                   env=user_env(packages), capture_output=True, text=True,
+                                   timeout=60, check=False)
+        except OSError as error:
+            tried.append(f"{python}: {error}")
+            continue
+        if probe.returncode == 0:
+            return python
+        tried.append(f"{python}: {(probe.stderr.strip().splitlines() or ['?'])[-1]}")
+    raise LookupError("; ".join(tried))
 
 
-def _plain_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("RAYDEBUG_", "PYTHON"))}
+def user_env(packages: Path, **variables: str) -> dict[str, str]:
+    """Another user's environment: our PATH, no home, ``packages`` to import from."""
+    return {"PATH": os.environ["PATH"], "HOME": "/nonexistent",
+            "PYTHONPATH": str(packages), **variables}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.other_user import AS_OTHER_USER, other_user_python, remove_copies
+from devtools.other_user import OTHER_UID, copy_packages, python_for_user, run_as
 from devtools.pythons import SOURCE, find_python, python_for
 from helpers import (
     TIMEOUT,
@@ -57,17 +57,26 @@ def hub() -> Iterator[HubProcess]:
         yield process
     finally:
         process.close()
-        remove_copies()
 
 
-def uid_1000_python(*modules: str) -> tuple[str, str]:
-    """An interpreter uid 1000 runs and the PYTHONPATH under which it imports ``modules``
-    of this checkout (a copy where the checkout is not readable to it: a fresh clone under
-    ``mktemp -d``); skips the test where there is none."""
-    found = other_user_python(*modules)
-    if found is None:
-        pytest.skip("uid 1000 can run no Python that imports this checkout's raydebug")
-    return found
+@pytest.fixture(scope="module")
+def packages() -> Iterator[Path]:
+    """raydebug and what it requires, where uid 1000 reads them (a fresh clone under
+    ``mktemp -d`` is not)."""
+    root = copy_packages()
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def uid_1000_python(packages: Path, *modules: str) -> str:
+    """An interpreter uid 1000 runs that imports ``modules`` from ``packages``; skips the
+    test where there is none."""
+    try:
+        return python_for_user(OTHER_UID, OTHER_UID, packages, *modules)
+    except LookupError as tried:
+        pytest.skip(f"uid 1000 can run no Python that imports raydebug ({tried})")
 
 
 def plain_env(**extra: str) -> dict[str, str]:
@@ -171,18 +180,17 @@ def test_a_spinning_single_thread_is_left_alone_and_an_exit_midway_is_said(
     assert ends.wait(timeout=TIMEOUT) == 3
 
 
-def test_another_users_process_is_refused_to_an_unprivileged_user(hub: HubProcess,
-                                                                  tmp_path: Path) -> None:
+def test_another_users_process_is_refused_to_an_unprivileged_user(
+        hub: HubProcess, tmp_path: Path, packages: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root, to run the linker as another user")
     script = write_script(tmp_path, "plain.py", PLAIN)
     proc = start_plain(hub, script, sys.executable, PYTHONPATH=str(SOURCE))
-    python, pythonpath = uid_1000_python("raydebug.cli", "raydebug.cli.link_command",
-                                         "raydebug.linking.local")
+    python = uid_1000_python(packages, "raydebug.cli", "raydebug.linking.local")
     refused = subprocess.run(
-        [*AS_OTHER_USER, python, "-m", "raydebug", "link", f"pid={proc.pid}",
+        [*run_as(OTHER_UID, OTHER_UID), python, "-m", "raydebug", "link", f"pid={proc.pid}",
          "--hub", hub.client_address],
-        env=plain_env(PYTHONPATH=pythonpath, RAYDEBUG_HUB=hub.agent_address,
+        env=plain_env(PYTHONPATH=str(packages), RAYDEBUG_HUB=hub.agent_address,
                       RAYDEBUG_TOKEN=hub.token, NO_COLOR="1"),
         capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert refused.returncode == 1, refused
@@ -192,18 +200,18 @@ def test_another_users_process_is_refused_to_an_unprivileged_user(hub: HubProces
     assert proc.poll() is None
 
 
-def test_root_links_another_users_process(hub: HubProcess) -> None:
+def test_root_links_another_users_process(hub: HubProcess, packages: Path) -> None:
     """The ticket is handed to the target's user (its directory chowned to it), never
     readable by others; the process links to root's hub with the token in it."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    python, pythonpath = uid_1000_python("raydebug.linking.inside", "raydebug.agent")
+    python = uid_1000_python(packages, "raydebug.linking.inside", "raydebug.agent")
     readable = Path(tempfile.mkdtemp(prefix="raydebug-test-link-"))  # pytest's are 0700
     readable.chmod(0o755)
     script = write_script(readable, "plain.py", PLAIN)
     script.chmod(0o644)
-    proc = subprocess.Popen([*AS_OTHER_USER, python, str(script)],
-                            env=plain_env(PYTHONPATH=pythonpath), stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*run_as(OTHER_UID, OTHER_UID), python, str(script)],
+                            env=plain_env(PYTHONPATH=str(packages)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     hub.workers.append(proc)
     assert read_line(proc).strip() == "ready", proc.stderr and proc.stderr.read()

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
-from helpers import TIMEOUT, HubProcess, start_hub
+from helpers import TIMEOUT, HubProcess
 from raydebug.linking.ticket import HubForAgents, Ticket
 
 pytestmark = pytest.mark.integration
@@ -35,15 +34,6 @@ assert libc.pthread_join(thread, None) == 0
 print(json.dumps(sorted(t.name for t in threading.enumerate())), flush=True)
 sys.stdin.readline()  # stays linked until the test has looked
 """
-
-
-@pytest.fixture(scope="module")
-def hub() -> Iterator[HubProcess]:
-    process = start_hub()
-    try:
-        yield process
-    finally:
-        process.close()
 
 
 def test_a_c_thread_lent_for_the_link_leaves_no_dummy_thread(hub: HubProcess, tmp_path):

@@ -12,8 +12,6 @@ checkout and its venv may be in a directory only we can read (a clone in ``mktem
 
 from __future__ import annotations
 
-import compileall
-import importlib.metadata
 import json
 import os
 import pwd
@@ -21,7 +19,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -32,10 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
-import raydebug
+from devtools.other_user import copy_packages, python_for_user, run_as, user_env
 from helpers import PAUSING_WORKER, TIMEOUT, HubProcess, finish, read_line, stop, write_script
 
 pytestmark = pytest.mark.integration
@@ -54,37 +49,12 @@ print(json.dumps([json.loads(b) for b in bodies]))
 """
 
 
-def required_distributions(name: str) -> list[importlib.metadata.Distribution]:
-    """The installed distributions that ``name`` requires, directly or not (not its extras')."""
-    found: dict[str, importlib.metadata.Distribution] = {}
-    wanted = [Requirement(text) for text in importlib.metadata.requires(name) or []]
-    while wanted:
-        requirement = wanted.pop()
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
-            continue
-        key = canonicalize_name(requirement.name)
-        if key not in found:
-            found[key] = importlib.metadata.distribution(requirement.name)
-            wanted += [Requirement(text) for text in found[key].requires or []]
-    return list(found.values())
-
-
 @pytest.fixture(scope="module")
 def packages() -> Iterator[Path]:
     """A directory any user can read, for PYTHONPATH: raydebug and the distributions it
-    requires, copied (raydebug itself from the source it was imported from). Removed
-    afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="raydebug-packages-"))
+    requires (:func:`devtools.other_user.copy_packages`). Removed afterwards."""
+    root = copy_packages()
     try:
-        shutil.copytree(Path(raydebug.__file__).parent, root / "raydebug")
-        compileall.compile_dir(root / "raydebug", quiet=1)  # they could not write the .pyc
-        for distribution in required_distributions("raydebug"):
-            for file in distribution.files or []:
-                if ".." not in file.parts:  # (its scripts are in the venv's bin)
-                    (root / file).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(Path(str(distribution.locate_file(file))), root / file)
-        for path in (root, *root.rglob("*")):
-            path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -101,30 +71,22 @@ class User:
 
     def command(self, *args: str) -> list[str]:
         """``python *args``, run as this user."""
-        return ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-                self.python, *args]
+        return [*run_as(self.uid, self.gid), self.python, *args]
 
     def env(self, **variables: str) -> dict[str, str]:
-        return {"PATH": os.environ["PATH"], "HOME": "/nonexistent",
-                "PYTHONPATH": str(self.packages), **variables}
+        return user_env(self.packages, **variables)
 
 
 def user(uid: int, gid: int, packages: Path) -> User:
     """``uid`` and a Python it can run that imports raydebug's client and hub from
-    ``packages``: ours, else our venv's base interpreter (a venv in a directory only we can
-    read cannot be run by another user). Skips the test when neither can."""
-    tried = []
-    for python in dict.fromkeys([sys.executable, getattr(sys, "_base_executable", None)]):
-        if python is None:
-            continue
-        found = User(uid, gid, python, packages)
-        probe = subprocess.run(found.command("-c", "import raydebug.cli, raydebug.hub.server"),
-                               capture_output=True, text=True, timeout=TIMEOUT, env=found.env())
-        if probe.returncode == 0:
-            return found
-        tried.append(f"{python}: {(probe.stderr.strip().splitlines() or ['?'])[-1]}")
-    pytest.skip(f"another user can run no Python that imports raydebug from {packages} "
-                f"({'; '.join(tried)})")
+    ``packages`` (:func:`devtools.other_user.python_for_user`). Skips the test when none
+    can."""
+    try:
+        python = python_for_user(uid, gid, packages, "raydebug.cli", "raydebug.hub.server")
+    except LookupError as tried:
+        pytest.skip(f"another user can run no Python that imports raydebug from {packages} "
+                    f"({tried})")
+    return User(uid, gid, python, packages)
 
 
 @pytest.fixture
