@@ -38,3 +38,13 @@ def test_every_help_line_fits_60_columns(command):
     too_wide = [line for line in result.output.splitlines() if len(line) > 60]
     assert too_wide == []
     assert "Examples:" in result.output
+
+
+def test_an_80_column_terminal_keeps_the_examples_that_fit_it_on_one_line():
+    """click wraps its own text 2 columns short of a terminal it measures; an example that
+    fits the terminal stays as written."""
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(cli, ["stacks", "--help"])
+    assert result.exit_code == 0, result.output
+    assert ("    raydebug stacks --native             those that do not answer read by py-spy"
+            in result.output.splitlines()), result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
