@@ -12,6 +12,7 @@ from typing import Any
 
 from raydebug.errors import DapRequestError
 from raydebug.protocol import Event
+from raydebug.shell_command import raydebug_command
 from raydebug.terminal.debugger import Outcome, TerminalDebugger
 from raydebug.terminal.remote import DEFAULT_TIMEOUT, Debuggee, Stops
 from raydebug.terminal.sources import fetch_expression
@@ -499,6 +500,19 @@ def test_a_thread_with_no_frame_to_show_says_why_at_each_command():
     for command in ("where", "p x"):
         debugger.execute(command)
     assert said == [NO_FRAMES, NO_FRAMES]  # (where said nothing; p: 'not stopped')
+
+
+def test_an_idle_ray_worker_paused_says_it_runs_no_task_and_what_to_do():
+    """Found by use: an idle actor paused showed no frames on any thread, and 'library
+    code' told the user nothing of why nor what to do."""
+    debuggee = WithALibraryThread()
+    said: list[str] = []
+    idle = {**SESSION, "thread": "PythonGCThread", "worker_id": "ab12", "task_name": None}
+    TerminalDebugger(debuggee, idle, said.append).start()
+    assert said[-1] == ("*** thread 2 shows no frames: this Ray worker runs no task now (it "
+                        "waits in Ray's own code); pause it while a task or method runs, or "
+                        f"stop in one with `{raydebug_command()} break FILE:LINE`; `threads` "
+                        "lists the others")
 
 
 class KeysWhileWaiting:

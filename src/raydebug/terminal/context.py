@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CommandError, DapRequestError, RaydebugError
+from ..shell_command import raydebug_command
 from . import render, sources
 from .breakpoints import Breakpoint, BreakpointTable
 from .commands import Command
@@ -80,6 +81,12 @@ class DebuggerContext:
         stack leaves out as it leaves out the library frames above the user's."""
         if not self.remote.stops.is_stopped(thread_id):
             return "no frame is selected (the thread is not stopped)"
+        if self.session.get("worker_id") and not self.session.get("task_name"):
+            # A Ray worker or actor between tasks: nothing of the user's runs to look at.
+            return (f"thread {thread_id} shows no frames: this Ray worker runs no task now "
+                    "(it waits in Ray's own code); pause it while a task or method runs, or "
+                    f"stop in one with `{raydebug_command()} break FILE:LINE`; `threads` lists "
+                    "the others")
         return (f"thread {thread_id} shows no frames: it is stopped in library code only; "
                 "`threads` lists the others")
 
