@@ -6,7 +6,7 @@ Commands by module: ``hub_command`` (hub), ``run_command`` (run),
 pause, continue), ``breakpoints`` (break, logs), ``web_command`` (web), ``tunnel_command``
 (tunnel, hub-address), ``link_command`` (link).
 Shared: ``locate`` (which hub), ``options`` (common options), ``output`` (errors and
-colour).
+colour), ``help_format`` (``--help``'s examples laid out for a narrow terminal).
 
 A :class:`~raydebug.errors.RaydebugError` becomes one red line on stderr and exit status 1.
 """
