@@ -20,7 +20,7 @@ from typing import Any
 
 from raydebug.client.dap import DapClient
 
-TIMEOUT = 30.0
+from .long_poll import TIMEOUT, wait_listing
 
 PAUSING_WORKER = """
 value = 41
@@ -274,32 +274,6 @@ def wait_processes(client_address: str, what: str,
     return its value (:func:`wait_listing`). It wakes on each change of the hub's processes
     or sessions, so a ``check`` may read the sessions too."""
     return wait_listing(client_address, f"/api/processes?{query}", what, check, timeout)
-
-
-def wait_listing(client_address: str, path: str, what: str, check: Callable[[Any], Any],
-                 timeout: float = TIMEOUT) -> Any:
-    """Long-poll ``GET path`` (a listing of the hub that has a long-poll: it names the
-    version it shows in its ``Raydebug-Version`` header and takes ``after=VERSION&timeout=S``)
-    until ``check(answer)`` is true, and return its value. Each poll waits for what the
-    listing shows to change after the answer it last read, so this wakes on the change that
-    makes it true, never on a clock; raise ``TimeoutError`` naming ``what`` after
-    ``timeout``."""
-    deadline = time.monotonic() + timeout
-    after = ""
-    joint = "&" if "?" in path else "?"
-    while True:
-        remaining = deadline - time.monotonic()
-        url = f"http://{client_address}{path}{after}"
-        with urllib.request.urlopen(url, timeout=max(remaining, 0) + 10) as response:
-            answer = json.loads(response.read())
-            version = response.headers["Raydebug-Version"]
-        value = check(answer)
-        if value:
-            return value
-        if remaining <= 0:
-            raise TimeoutError(f"{what}: not within {timeout:.0f} s; the hub's last answer: "
-                               f"{json.dumps(answer)[:1000]}")
-        after = f"{joint}after={version}&timeout={max(remaining, 0.1):.2f}"
 
 
 def raydebug(hub: HubProcess, *args: str) -> subprocess.CompletedProcess[str]:
