@@ -262,9 +262,13 @@ class Debugger:
 
     def pausable_threads(self, skip: set[int]) -> list[tuple[threading.Thread, FrameType]]:
         """The Python threads a pause would suspend, with their current frames: every
-        thread but raydebug's and pydevd's own, and those in ``skip`` (pydevd started)."""
+        thread but raydebug's and pydevd's own, and those in ``skip`` (pydevd started);
+        a thread started outside ``threading`` (Ray's pool) included, given a record first."""
         from _pydevd_bundle import pydevd_utils
 
+        from .thread_tracing import register_foreign_threads
+
+        register_foreign_threads()
         frames = sys._current_frames()
         return [(thread, frames[thread.ident])
                 for thread in pydevd_utils.get_non_pydevd_threads()

@@ -37,3 +37,35 @@ def set_trace_in_threads(trace: Any, thread_idents: Iterable[int]) -> int:
                                            ctypes.py_object(None))
         failed = failed or result
     return failed
+
+
+def register_foreign_threads() -> list[int]:
+    """Give each thread that runs Python code but was started outside the ``threading``
+    module (a Ray threaded actor's method runs on a thread of Ray's C++ pool) a
+    ``threading._DummyThread`` with its ident, as pydevd's own start did (its
+    ``set_trace_to_threads``) before raydebug had it trace the starting thread only: pydevd
+    and a pause know only ``threading``'s threads, so such a thread blocked in C was never
+    asked to pause, nor served where it blocks. Python <= 3.11 (what pydevd did there);
+    returns the idents registered."""
+    if sys.version_info >= (3, 12):
+        return []
+    import threading
+
+    registered = [ident for ident in sys._current_frames()
+                  if ident not in threading._active]  # type: ignore[attr-defined]
+    for ident in registered:
+        _record_thread(ident)
+    return registered
+
+
+def _record_thread(ident: int) -> None:
+    """Put a ``threading._DummyThread`` for thread ``ident`` in ``threading._active`` (its
+    ``__init__`` registers it under ``_set_ident``'s ident, here not the caller's)."""
+    import threading
+
+    class _Foreign(threading._DummyThread):
+        def _set_ident(self) -> None:
+            self._ident = ident
+
+    foreign: Any = _Foreign()
+    foreign.__class__ = threading._DummyThread
