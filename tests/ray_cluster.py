@@ -114,9 +114,19 @@ def session_in(address: str, process_id: str, function: str) -> dict[str, Any] |
 
 def free_port() -> int:
     """A TCP port free on loopback now (for Ray's options that take no 0)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different TCP ports free on loopback now: each probe is held until all are
+    taken (one at a time, the kernel may hand the same port out twice: Ray then refused to
+    start, 'node_manager is trying to use a port number 51955 that is used by other
+    components', the object manager's)."""
+    with contextlib.ExitStack() as held:
+        probes = [held.enter_context(socket.socket()) for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
 
 
 @dataclasses.dataclass
@@ -141,13 +151,14 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
     import psutil
 
     temp_dir = tempfile.mkdtemp(prefix="rdray")
-    gcs_port = free_port()
+    gcs_port, agent_port, node_manager_port, object_manager_port, client_port = free_ports(5)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
          f"--port={gcs_port}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
-         f"--temp-dir={temp_dir}", f"--dashboard-agent-listen-port={free_port()}",
-         f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
-         f"--ray-client-server-port={free_port()}",
+         f"--temp-dir={temp_dir}", f"--dashboard-agent-listen-port={agent_port}",
+         f"--node-manager-port={node_manager_port}",
+         f"--object-manager-port={object_manager_port}",
+         f"--ray-client-server-port={client_port}",
          *(options or ("--include-dashboard=false",))],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
