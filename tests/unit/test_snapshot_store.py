@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from raydebug.agent.link.outbox import MAX_KEPT, Outbox
+from raydebug.agent.link.outbox import KEPT_OF_TYPE, MAX_KEPT, Outbox
 from raydebug.errors import RemoteProtocolError
 from raydebug.hub.snapshot_store import SnapshotStore
 from raydebug.protocol.control import LogpointOutput, SnapshotTaken, decode_control
@@ -145,6 +145,29 @@ def test_kept_messages_are_bounded_the_oldest_dropped():
         outbox.put(SnapshotTaken(snapshot={"id": f"x{number}"}), keep=True)
     outbox.clear()
     assert len(written(outbox)) == MAX_KEPT
+
+
+def test_a_logpoint_line_kept_survives_a_connect_and_many_are_kept(
+        monkeypatch: pytest.MonkeyPatch):
+    """A logpoint's line posted before the link's first connection (a Ray worker armed from
+    the cluster's KV logs meanwhile) or during a reconnection is written after the connect,
+    not dropped with the stale session messages (a loaded fresh-clone run lost lines so);
+    its type is kept in greater number than snapshots, each type bounded apart."""
+    outbox = Outbox()
+    for number in range(MAX_KEPT + 5):
+        outbox.put(LogpointOutput(text=f"line {number}"), keep=True)
+    for number in range(MAX_KEPT + 2):
+        outbox.put(SnapshotTaken(snapshot={"id": f"x{number}"}), keep=True)
+    outbox.clear()  # the connect
+    kinds = written(outbox)
+    assert kinds.count("logpoint_output") == MAX_KEPT + 5
+    assert kinds.count("snapshot_taken") == MAX_KEPT
+    assert KEPT_OF_TYPE["logpoint_output"] >= 1_000
+    monkeypatch.setitem(KEPT_OF_TYPE, "logpoint_output", MAX_KEPT + 10)  # (a socketpair's room)
+    for number in range(MAX_KEPT + 12):
+        outbox.put(LogpointOutput(text=f"line {number}"), keep=True)
+    outbox.clear()
+    assert written(outbox).count("logpoint_output") == MAX_KEPT + 10  # the oldest dropped
 
 
 def test_a_message_over_the_limit_is_dropped_and_the_rest_written(

@@ -27,6 +27,7 @@ left no request to react to, stays paused and is registered with the hub again a
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import sys
@@ -67,6 +68,9 @@ if TYPE_CHECKING:
 
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 LOGPOINT_SEND_WAIT = 1.0  # seconds a logpoint hit waits for its line to be written to the hub
+# Seconds, in all, a process's logpoint hits wait for a link that is not connected (see
+# Agent._wait_unconnected_logpoints); its lines stay queued after that.
+LOGPOINT_UNCONNECTED_BUDGET = 3.0
 
 
 class Agent(PauseAll):
@@ -86,6 +90,8 @@ class Agent(PauseAll):
                                      self.debugger.returns_to_other_code,
                                      self.debugger.cancel_step)
         self.link = HubLink(config, self)
+        self._unconnected_logpoint_budget = LOGPOINT_UNCONNECTED_BUDGET
+        self._logpoint_exit_wait = False
         pause_signal.serve(self.pause_blocked_main)
 
     @property
@@ -137,12 +143,30 @@ class Agent(PauseAll):
 
     def _post_logpoint(self, text: str, frame: FrameType) -> None:
         task = live.current_activity().get("task_name")  # a Ray worker's process title
+        # Kept until written: a line logged before the link's first connection (a Ray
+        # worker armed from the cluster's KV runs its first task meanwhile) or during a
+        # reconnection would be dropped with the stale session messages at the connect.
         self.link.post(LogpointOutput(text=text, path=frame.f_code.co_filename,
-                                      line=frame.f_lineno, task=str(task or "")))
+                                      line=frame.f_lineno, task=str(task or "")), keep=True)
         # The line is on the hub's connection before the user's next line runs: a process
         # may end without the interpreter's exit (a Ray worker once its job is done, ended
         # from C; os._exit), and then nothing sends what is still queued.
-        self.link.wait_sent(LOGPOINT_SEND_WAIT)
+        if self.link.wait_sent(LOGPOINT_SEND_WAIT):
+            return
+        self._wait_unconnected_logpoints()
+
+    def _wait_unconnected_logpoints(self) -> None:
+        """No connection yet (or any more): wait for it to write the kept lines, within a
+        budget for the whole process (a hub that never answers must not slow each hit by
+        a second), and once more at the interpreter's exit."""
+        if not self._logpoint_exit_wait:
+            self._logpoint_exit_wait = True
+            atexit.register(self.link.wait_kept_sent, LOGPOINT_SEND_WAIT)
+        if self._unconnected_logpoint_budget <= 0:
+            return
+        started = time.monotonic()
+        self.link.wait_kept_sent(min(LOGPOINT_SEND_WAIT, self._unconnected_logpoint_budget))
+        self._unconnected_logpoint_budget -= time.monotonic() - started
 
     def _take_snapshot(self, frame: FrameType) -> None:
         from .snapshot_sender import send_point  # at the first snapshot point's hit

@@ -15,7 +15,10 @@ from ...errors import LocalProtocolError
 from ...protocol.control import ControlMessage, encode_control
 from ..report import say
 
-MAX_KEPT = 20  # messages waiting for a connection (snapshots: a rate limit bounds them too)
+MAX_KEPT = 20  # messages of a type waiting for a connection (snapshots: rate-limited too)
+# Types kept in greater number: a logpoint's line is small, and a loop may log many before
+# the link's first connection.
+KEPT_OF_TYPE = {"logpoint_output": 1_000}
 
 
 class Outbox:
@@ -32,11 +35,13 @@ class Outbox:
 
     def put(self, message: ControlMessage, keep: bool = False) -> None:
         """Queue ``message``, after every one queued before it; ``keep``: it survives
-        :meth:`clear` until written (at most :data:`MAX_KEPT` such, the oldest dropped)."""
+        :meth:`clear` until written (at most :data:`MAX_KEPT` of its type, or what
+        :data:`KEPT_OF_TYPE` says, the oldest of the type dropped)."""
         with self._lock:
             if keep:
-                if len(self._kept) >= MAX_KEPT:
-                    self._drop(self._kept.pop(next(iter(self._kept))))
+                same = [key for key, kept in self._kept.items() if kept.TYPE == message.TYPE]
+                if len(same) >= KEPT_OF_TYPE.get(message.TYPE, MAX_KEPT):
+                    self._drop(self._kept.pop(same[0]))
                 self._kept[id(message)] = message
             self._queue.append(message)
 
