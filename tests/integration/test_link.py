@@ -180,6 +180,43 @@ def test_a_spinning_single_thread_is_left_alone_and_an_exit_midway_is_said(
     assert ends.wait(timeout=TIMEOUT) == 3
 
 
+def gdb_calls_into_processes() -> str | None:
+    """Why gdb cannot be the way in here (None: it can): not installed, or it cannot call a
+    function in a process (gdb 13 on a CPU whose extended state it cannot write, AMX: the
+    target dies), tried on a throwaway process."""
+    if shutil.which("gdb") is None:
+        return "needs gdb (apt-get install gdb; .ci/run installs it)"
+    throwaway = subprocess.Popen(["sleep", "60"])
+    try:
+        tried = subprocess.run(["gdb", "--nx", "--batch", "--pid", str(throwaway.pid),
+                                "--eval-command=call (int)getpid()"], capture_output=True,
+                               text=True, timeout=TIMEOUT, check=False)
+    finally:
+        throwaway.kill()
+        throwaway.wait(timeout=TIMEOUT)
+    if f"= {throwaway.pid}" not in tried.stdout:
+        return f"gdb cannot call into a process here: {(tried.stderr or tried.stdout)[-200:]!r}"
+    return None
+
+
+def test_the_gdb_way_in_links_a_plain_process_too(hub: HubProcess, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """RAYDEBUG_LINK_WITH=gdb: debugpy's attach library loaded and called through gdb, as
+    ``debugpy --pid`` does; said in one line, quietly (gdb's warnings are not failures)."""
+    if (why := gdb_calls_into_processes()) is not None:
+        pytest.skip(why)
+    script = write_script(tmp_path, "plain.py", PLAIN)
+    proc = start_plain(hub, script, sys.executable, PYTHONPATH=str(SOURCE))
+    monkeypatch.setenv("RAYDEBUG_LINK_WITH", "gdb")
+    done = raydebug(hub, "link", f"pid={proc.pid}")
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (
+        0, f"linked pid {proc.pid}", ""), done
+    [record] = hub.wait_processes(f"pid {proc.pid} listed", lambda ps: [
+        p for p in ps if p["pid"] == proc.pid])
+    assert record["live"], record
+    assert proc.poll() is None
+
+
 def test_another_users_process_is_refused_to_an_unprivileged_user(
         hub: HubProcess, tmp_path: Path, packages: Path) -> None:
     if os.geteuid() != 0:

@@ -56,6 +56,7 @@ def gdb_command(pid: int, code: str, library: Path) -> list[str]:
         raise ValueError("the injected code must be one line without double quotes")
     return ["gdb", "--nx", "--nh", "--batch", "--pid", str(pid),
             "--init-eval-command=set auto-solib-add off",  # symbols only of what is needed
+            "--init-eval-command=set auto-load off",  # no python*-gdb.py (a warning each)
             "--eval-command=set scheduler-locking off",  # others run: the GIL can be freed
             "--eval-command=sharedlibrary libc",
             f'--eval-command=call (void*)dlopen("{library}", 2)',
@@ -78,7 +79,7 @@ def run_with_gdb(pid: int, code: str, timeout: float = GDB_TIMEOUT) -> None:
     except subprocess.TimeoutExpired:
         raise LinkError(f"pid {pid}: gdb did not finish within {timeout:g} s (a thread "
                              "holding the GIL in C?)") from None
-    problem = gdb_problem(done.stdout + done.stderr, done.returncode)
+    problem = gdb_problem(done.stdout, done.stderr, done.returncode)
     if problem:
         raise LinkError(f"pid {pid}: {problem}")
 
@@ -95,16 +96,19 @@ GDB_PROBLEMS = (
 )
 
 
-def gdb_problem(output: str, returncode: int) -> str | None:
+def gdb_problem(stdout: str, stderr: str, returncode: int) -> str | None:
     """What went wrong, read from gdb's output; None when the call was made. (gdb --batch
-    exits 0 even when a command failed: its words say.)"""
+    exits 0 even when a command failed: its words say. Its warnings, on stderr, are not
+    failures: the calls' values, on stdout, say whether DoAttach ran.)"""
     for pattern, said in GDB_PROBLEMS:
-        if re.search(pattern, output):
+        if re.search(pattern, stdout + stderr):
             return said
-    last = [line for line in output.splitlines() if line.strip()][-1:] or ["no output"]
-    if re.fullmatch(r"\$\d+ = 0", last[0].strip()):  # DoAttach's answer, the last call
-        return None
-    return f"gdb failed (exit {returncode}): {last[0].strip()}"
+    values = [line.strip() for line in stdout.splitlines() if re.match(r"\$\d+ = ", line)]
+    if values and re.fullmatch(r"\$\d+ = 0", values[-1]) and len(values) >= 2:
+        return None  # dlopen's handle, then DoAttach's answer: 0
+    words = [line.strip() for line in (stderr + "\n" + stdout).splitlines()
+             if line.strip() and not line.strip().startswith("warning:")]
+    return f"gdb failed (exit {returncode}): {(words or ['no output'])[-1]}"
 
 
 def run_with_remote_exec(pid: int, script: Path) -> None:
