@@ -83,10 +83,16 @@ def test_a_straggler_is_found_paused_and_continued(cluster: Any, tmp_path: Path)
         # Linked, and their worker too: a child's parent is the linked process of its
         # parent's pid, so it is known only once that worker's link registered (a fresh-clone
         # run read the children first).
+        # The worker's own record must name its Ray ids too: its link may register before
+        # Ray's ids are known, and register again with them (a fresh-clone run read the
+        # parent without its worker_id: StopIteration below).
         processes = wait_processes(
             f"127.0.0.1:{port}", "the children and their worker are linked", lambda ps: (
                 all(p["parent"] for p in ps if p["pid"] in children)
-                and all(pid in {p["pid"] for p in ps} for pid in children) and ps),
+                and all(pid in {p["pid"] for p in ps} for pid in children)
+                and all(q["worker_id"] for p in ps if p["pid"] in children
+                        for q in ps if q["id"] == p["parent"])
+                and ps),
             timeout=180, query="now=1")
         by_pid = {p["pid"]: p for p in processes}
         worker = next(p for p in processes if p["pid"] not in children
