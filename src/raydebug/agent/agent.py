@@ -151,9 +151,10 @@ class Agent(PauseAll):
         # The line is on the hub's connection before the user's next line runs: a process
         # may end without the interpreter's exit (a Ray worker once its job is done, ended
         # from C; os._exit), and then nothing sends what is still queued.
-        if self.link.wait_sent(LOGPOINT_SEND_WAIT):
-            return
-        self._wait_unconnected_logpoints()
+        if self.link.connected:
+            self.link.wait_sent(LOGPOINT_SEND_WAIT)
+        else:  # (a slow connection is not waited for twice)
+            self._wait_unconnected_logpoints()
 
     def _wait_unconnected_logpoints(self) -> None:
         """No connection yet (or any more): wait for it to write the kept lines, within a

@@ -149,6 +149,11 @@ class HubLink:
             return False
         return self._outbox.wait_sent(timeout, connected=self._outbox.waiting_kept)
 
+    @property
+    def connected(self) -> bool:
+        """Whether the control connection to the hub is up now."""
+        return self._control is not None
+
     def wait_sent(self, timeout: float) -> bool:
         """Block until every message posted so far has been written to the hub's connection
         (True), at most ``timeout`` seconds; False at once while there is no connection (they
