@@ -49,6 +49,10 @@ class Suspensions:
         self._requests = 0
         self._held_over: set[int] = set()
         self._disconnected = False  # the client sent disconnect; no new client yet
+        # While pydevd carries out a disconnect: the threads its resume of every thread must
+        # skip (see begin_disconnect).
+        self._disconnecting = False
+        self._holding: set[int] = set()
         self._restore: list[tuple[Any, str, Any]] = []  # see restore_after_fork
 
     # -- what the debugger tells us --------------------------------------------------------
@@ -67,6 +71,29 @@ class Suspensions:
         with self._lock:
             self._disconnected = False
             self._held_over = set()
+
+    def suspending(self, ident: int) -> None:
+        """Thread ``ident`` suspends in pydevd (its stop is made)."""
+        with self._lock:
+            self._suspended.add(ident)
+            self._pending.pop(ident, None)
+            self._stopped_at[ident] = self._requests
+            if self._disconnected:  # stopped after its client said goodbye: not its
+                self._held_over.add(ident)
+            if self._disconnecting:  # ... or while pydevd carries the goodbye out
+                self._holding.add(ident)
+
+    def request_arrives(self) -> None:
+        """A client request is about to go to pydevd (counted: see begin_disconnect)."""
+        with self._lock:
+            self._requests += 1
+
+    def resuming(self, ident: int) -> None:
+        """Thread ``ident`` runs again."""
+        with self._lock:
+            self._suspended.discard(ident)
+            self._fresh.discard(ident)
+            self._stopped_at.pop(ident, None)
 
     # -- what others ask ---------------------------------------------------------------------
 
@@ -153,23 +180,15 @@ class Suspensions:
         def do_wait_suspend(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
             ident = thread.ident or 0
             _queue, event = original_events(get_current_thread_id(thread))
-            with self._lock:
-                self._suspended.add(ident)
-                self._pending.pop(ident, None)
-                self._stopped_at[ident] = self._requests
-                if self._disconnected:  # stopped after its client said goodbye: not its
-                    self._held_over.add(ident)
-                suspended[ident] = (thread.additional_info, event)  # type: ignore[attr-defined]
+            self.suspending(ident)
+            suspended[ident] = (thread.additional_info, event)  # type: ignore[attr-defined]
             frame = args[0] if args else kwargs.get("frame")  # where it suspends
             on_suspended(ident, frame)
             try:
                 return original_wait(thread, *args, **kwargs)
             finally:
-                with self._lock:
-                    self._suspended.discard(ident)
-                    self._fresh.discard(ident)
-                    self._stopped_at.pop(ident, None)
-                    suspended.pop(ident, None)
+                suspended.pop(ident, None)
+                self.resuming(ident)
                 on_resumed(ident)
 
         py_db.get_internal_queue_and_event = get_internal_queue_and_event
@@ -201,19 +220,15 @@ class Suspensions:
         original_run = pydevd_thread_lifecycle.internal_run_thread
         original_process = PyDevJsonCommandProcessor.process_net_command_json
         original_disconnect = PyDevJsonCommandProcessor.on_disconnect_request
-        holding: set[int] = set()  # during a disconnect: the unanswered stops it must keep
 
         def internal_run_thread(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                held = thread.ident in self._pending_now() or thread.ident in holding
-            if held:
+            if not self.may_resume(thread.ident or 0):
                 return None
             return original_run(thread, *args, **kwargs)
 
         def process_net_command_json(processor: Any, py_db: Any, json_contents: Any,
                                      *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                self._requests += 1  # on pydevd's reader thread, before the request runs
+            self.request_arrives()  # on pydevd's reader thread, before the request runs
             before_request(json_contents)
             try:
                 return original_process(processor, py_db, json_contents, *args, **kwargs)
@@ -221,19 +236,11 @@ class Suspensions:
                 after_request(json_contents)
 
         def on_disconnect_request(processor: Any, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                # This disconnect counted as one request: a stop made after the request
-                # before it has had no answer.
-                unanswered = {ident for ident in self._fresh & self._suspended
-                              if self._stopped_at.get(ident, -1) >= self._requests - 1}
-                holding.update(unanswered)
-                self._held_over |= unanswered | self._pending_now()
-                self._disconnected = True
+            self.begin_disconnect()
             try:
                 return original_disconnect(processor, *args, **kwargs)
             finally:
-                with self._lock:
-                    holding.clear()
+                self.end_disconnect()
 
         # Module- and class-level: they outlive this object in a fork child, whose own
         # Suspensions must wrap pydevd's originals, not ours (see restore_after_fork).
@@ -244,6 +251,36 @@ class Suspensions:
         pydevd_thread_lifecycle.internal_run_thread = internal_run_thread
         PyDevJsonCommandProcessor.process_net_command_json = process_net_command_json
         PyDevJsonCommandProcessor.on_disconnect_request = on_disconnect_request
+
+    # -- a client's disconnect (on pydevd's reader thread; see hold_unanswered_stops) ---------
+
+    def begin_disconnect(self) -> None:
+        """The client's ``disconnect`` is about to go to pydevd, which resumes every thread:
+        hold the stops the client has not answered (each kept suspended, listed again for the
+        next client). Those are the threads that stopped for a pause new to this client with no
+        request since (this disconnect counted as one: a stop made after the request before it
+        has had no answer), those told to stop that have not suspended yet, and those that
+        suspend before :meth:`end_disconnect` (a stop made while pydevd carries out the
+        disconnect, between this call and its resume, was lost: a CI run missed hit 39 of 50)."""
+        with self._lock:
+            unanswered = {ident for ident in self._fresh & self._suspended
+                          if self._stopped_at.get(ident, -1) >= self._requests - 1}
+            self._holding = unanswered | self._pending_now()
+            self._held_over |= self._holding
+            self._disconnected = True
+            self._disconnecting = True
+
+    def end_disconnect(self) -> None:
+        """pydevd has carried out the disconnect: later resumes are the agent's own."""
+        with self._lock:
+            self._disconnecting = False
+            self._holding = set()
+
+    def may_resume(self, ident: int) -> bool:
+        """Whether a resume may let thread ``ident`` run: not while it is told to stop and has
+        not suspended yet, nor while a disconnect holds its stop."""
+        with self._lock:
+            return ident not in self._holding and ident not in self._pending_now()
 
     def restore_after_fork(self) -> None:
         """In a fork child: put back pydevd's own functions that
