@@ -6,8 +6,8 @@ import asyncio
 import collections
 import contextvars
 import socket
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from ..protocol.framing import NeedData
 
@@ -33,6 +33,76 @@ async def read_next(reader: asyncio.StreamReader, receive: Callable[[bytes], Non
         if not data:
             take()  # raises on a partial message
             return None
+
+
+class ClientReader(asyncio.StreamReader):
+    """A DAP client connection's reader, whose bytes can go to a function in the callback
+    that received them (:meth:`divert`) instead of waiting in its buffer for a task to read
+    them: how a relayed client's requests reach pydevd without a loop turn and a task's
+    wake-up each (docs/design.md#per-step-costs). Undiverted, it is an ordinary
+    :class:`asyncio.StreamReader`. (It reads the base class's buffer, ``_buffer``, and
+    resumes its transport as the base class would: asyncio's own, unchanged since 3.7.)"""
+
+    _receive: Callable[[bytes], None] | None = None
+    _feeder: asyncio.BaseTransport | None = None
+
+    def set_transport(self, transport: asyncio.BaseTransport) -> None:
+        super().set_transport(transport)
+        self._feeder = transport
+
+    def divert(self, receive: Callable[[bytes], None]) -> None:
+        """Hand every byte to ``receive`` from now on, those buffered first; ``b""`` once the
+        stream has ended (at once if it had), as :meth:`~asyncio.StreamReader.feed_eof` or a
+        broken connection (:meth:`~asyncio.StreamReader.exception` then says how) ends it.
+        Until :meth:`undivert`."""
+        self._receive = receive
+        buffered: bytearray = self._buffer  # type: ignore[attr-defined]
+        if buffered:
+            data = bytes(buffered)
+            buffered.clear()
+            self._maybe_resume_transport()  # type: ignore[attr-defined]
+            receive(data)
+        if self.at_eof() or self.exception() is not None:
+            receive(b"")
+
+    def undivert(self) -> None:
+        """Bytes stay in the buffer again, for ``read``."""
+        self._receive = None
+
+    def pause_feeding(self) -> None:
+        """Stop the transport that feeds this reader (while diverted: its taker is behind)."""
+        if isinstance(self._feeder, asyncio.ReadTransport):
+            self._feeder.pause_reading()
+
+    def resume_feeding(self) -> None:
+        """Undo :meth:`pause_feeding`."""
+        if isinstance(self._feeder, asyncio.ReadTransport) and not self._feeder.is_closing():
+            self._feeder.resume_reading()
+
+    def feed_data(self, data: Any) -> None:
+        if self._receive is None:
+            super().feed_data(data)
+        elif data:
+            self._receive(bytes(data))
+
+    def feed_eof(self) -> None:
+        super().feed_eof()
+        if self._receive is not None:
+            self._receive(b"")
+
+    def set_exception(self, exc: Exception) -> None:
+        super().set_exception(exc)
+        if self._receive is not None:
+            self._receive(b"")
+
+
+def client_streams(handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter],
+                                     Awaitable[None]]) -> Callable[[], asyncio.Protocol]:
+    """The protocol factory of a client listener (``loop.create_server``): what
+    :func:`asyncio.start_server` makes, with a :class:`ClientReader` for the reader."""
+    def protocol() -> asyncio.Protocol:
+        return asyncio.StreamReaderProtocol(ClientReader(), handler)
+    return protocol
 
 
 def set_nodelay(writer: asyncio.StreamWriter) -> None:

@@ -43,6 +43,7 @@ from .http.routes import HubRoutes
 from .net import (
     Admission,
     PeerLimit,
+    client_streams,
     is_loopback,
     peer_host,
     peer_name,
@@ -172,8 +173,9 @@ class Hub:
             agents = await asyncio.start_server(serve_agent, self.config.agent_host,
                                                 self.config.agent_port)
         self._servers.append(agents)
-        clients = await asyncio.start_server(
-            self._track(self._handle_client, self.client_limit, self._refuse_client),
+        clients = await asyncio.get_running_loop().create_server(
+            client_streams(self._track(self._handle_client, self.client_limit,
+                                       self._refuse_client)),
             self.config.host, self.config.port)
         self._servers.append(clients)
         self.agent_address = agents.sockets[0].getsockname()[:2]
@@ -190,8 +192,9 @@ class Hub:
             os.unlink(path)  # a previous hub's leftover
         old_mask = os.umask(0o177)  # created 0600 from the start: no window for others
         try:
-            server = await asyncio.start_unix_server(
-                self._track(self._handle_client, None, self._refuse_client), path)
+            server = await asyncio.get_running_loop().create_unix_server(
+                client_streams(self._track(self._handle_client, None, self._refuse_client)),
+                path)
         finally:
             os.umask(old_mask)
         os.chmod(path, 0o600)

@@ -34,6 +34,12 @@ class DataStream:
         """Wait until the written bytes have gone; raises OSError when the connection broke."""
         await self._data.receiver.wait_writable()
 
+    def backed_up(self) -> bool:
+        """Whether written bytes wait beyond the transport's high-water mark (pydevd reads
+        slowly: :meth:`drain` would wait)."""
+        transport = self._data.transport
+        return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
+
     async def next_message(self) -> Message | None:
         """pydevd's next message; None when the connection has closed or broken. Raises
         :class:`~raydebug.errors.RemoteProtocolError` on malformed input."""

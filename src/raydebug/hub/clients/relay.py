@@ -6,7 +6,8 @@ ends. Each message goes through the data connection's
 (:meth:`Relay.carry_out`); a body from pydevd the policy does not need to read
 (:data:`~raydebug.protocol.proxy_policy.PASS`) is written to the client as it came, unparsed,
 in the callback that received it (:mod:`raydebug.hub.agents.data_receiver`): the fast path of
-every stackTrace, variables and evaluate.
+every stackTrace, variables and evaluate. The client's messages, likewise, are carried out in
+the callback that received them (:meth:`.stream.ClientStream.relay`).
 
 Given ``breakpoints_sent``, the relay tells it each breakpoint request of the client once it
 is on its way to pydevd (paths as the process names them), so that the hub can add the
@@ -24,10 +25,10 @@ returns; a protocol error in either direction is re-raised. The relay closes not
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterable
 
-from ...errors import PeerClosed
-from ...protocol import Request
+from ...protocol import Message, Request
 from ...protocol.control import ClientReady, Pause
 from ...protocol.paths import PathTranslator
 from ...protocol.proxy_policy import (
@@ -110,24 +111,25 @@ class Relay:
             await asyncio.gather(from_client, from_debugger, return_exceptions=True)
 
     async def _client_to_debugger(self) -> None:
-        while True:
-            try:
-                message = await self._client.next_client_message()
-            except PeerClosed:
-                return
-            if self._paths is not None:
-                message = self._paths.request_to_remote(message)
-            actions = self._policy.from_client(
-                message, data_connection_open=not self._debugger.closing)
-            self.carry_out(actions)
-            if any(isinstance(action, ToDebugger) for action in actions):
-                if (self._breakpoints_sent is not None and isinstance(message, Request)
-                        and message.command in BREAKPOINT_REQUESTS):
-                    self._breakpoints_sent(message)
-                try:
-                    await self._debugger.drain()
-                except OSError:
-                    pass  # it broke: pydevd's side ends and answers what is outstanding
+        # Each message is carried out in the callback that received it (see
+        # ClientStream.relay); the client is read no faster than pydevd takes what it is sent.
+        await self._client.relay(self._from_client, self._debugger.backed_up,
+                                 self._debugger_drained)
+
+    def _from_client(self, message: Message) -> None:
+        if self._paths is not None:
+            message = self._paths.request_to_remote(message)
+        actions = self._policy.from_client(message,
+                                           data_connection_open=not self._debugger.closing)
+        self.carry_out(actions)
+        if (self._breakpoints_sent is not None and isinstance(message, Request)
+                and message.command in BREAKPOINT_REQUESTS
+                and any(isinstance(action, ToDebugger) for action in actions)):
+            self._breakpoints_sent(message)
+
+    async def _debugger_drained(self) -> None:
+        with contextlib.suppress(OSError):  # it broke: pydevd's side ends and answers
+            await self._debugger.drain()
 
     async def _debugger_to_client(self) -> None:
         # Each body is passed on in the callback that received it; pydevd is read no faster

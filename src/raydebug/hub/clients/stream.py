@@ -13,12 +13,91 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from ...errors import PeerClosed
 from ...protocol import DapConnection, Event, Message, Request
+from ...protocol.framing import NeedData
 from ...protocol.proxy_policy import failure, success
-from ..net import RECV_SIZE, peer_host, read_next
+from ..net import RECV_SIZE, ClientReader, peer_host, read_next
+
+
+class _DivertedClient:
+    """:meth:`ClientStream.relay` with the hub's own reader: the callback side (``receive``)
+    takes each message as its bytes arrive; :meth:`run` waits for the end, and for the taker
+    while it is backed up (the client's reading paused meanwhile)."""
+
+    def __init__(self, reader: ClientReader, connection: DapConnection,
+                 take: Callable[[Message], None], backed_up: Callable[[], bool]) -> None:
+        self._reader = reader
+        self._connection = connection
+        self._take = take
+        self._backed_up = backed_up
+        self._ended = False
+        self._error: BaseException | None = None
+        self._paused = False
+        self._wake: asyncio.Future[None] | None = None
+
+    async def run(self, wait_taken: Callable[[], Awaitable[object]]) -> None:
+        self._take_received()  # what the stream read before: first
+        self._reader.divert(self._receive)
+        self._pause_if_backed_up()
+        try:
+            while True:
+                if self._error is not None:
+                    raise self._error
+                if self._ended:
+                    broken = self._reader.exception()
+                    if broken is not None:
+                        raise broken
+                    return
+                if self._paused:
+                    await wait_taken()
+                    self._paused = False
+                    self._reader.resume_feeding()
+                    continue
+                self._wake = asyncio.get_running_loop().create_future()
+                try:
+                    await self._wake
+                finally:
+                    self._wake = None
+        finally:
+            self._reader.undivert()
+            if self._paused:
+                self._reader.resume_feeding()
+
+    def _receive(self, data: bytes) -> None:
+        """The reader's callback: ``data`` received (``b""``: the end)."""
+        if self._ended or self._error is not None:
+            return
+        self._connection.receive_data(data)
+        self._take_received()
+        if not data and self._error is None:
+            self._ended = True
+            self._wake_up()
+        else:
+            self._pause_if_backed_up()
+
+    def _pause_if_backed_up(self) -> None:
+        if not self._paused and self._error is None and self._backed_up():
+            self._paused = True
+            self._reader.pause_feeding()
+            self._wake_up()
+
+    def _take_received(self) -> None:
+        """Take every whole message received; a malformed one, or the taker's error, ends
+        the relay."""
+        try:
+            while not isinstance(message := self._connection.next_event(), NeedData):
+                self._take(message)
+        except Exception as error:
+            self._error = error
+            self._wake_up()
+
+    def _wake_up(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
 
 
 class ClientStream:
@@ -39,6 +118,28 @@ class ClientStream:
         if message is None:
             raise PeerClosed
         return cast(Message, message)  # mypy cannot solve T for a union
+
+    async def relay(self, take: Callable[[Message], None], backed_up: Callable[[], bool],
+                    wait_taken: Callable[[], Awaitable[object]]) -> None:
+        """Hand each of the client's messages to ``take``, those received already first,
+        until the client leaves: then return. Raises
+        :class:`~raydebug.errors.RemoteProtocolError` on malformed input, OSError when the
+        connection broke, and what ``take`` raised. After the messages of each receive, when
+        ``backed_up()``, reading pauses until ``await wait_taken()`` returns.
+
+        With the hub's own reader (:class:`~raydebug.hub.net.ClientReader`) each message is
+        taken in the callback that received its bytes; with another (a test's), one a loop
+        turn. Cancelled, the client's bytes not yet taken stay for
+        :meth:`next_client_message`."""
+        if not isinstance(self._reader, ClientReader):
+            while True:
+                try:
+                    take(await self.next_client_message())
+                except PeerClosed:
+                    return
+                if backed_up():
+                    await wait_taken()
+        await _DivertedClient(self._reader, self._connection, take, backed_up).run(wait_taken)
 
     async def until_client_gone(self, waiting: Any) -> Any:
         """Await ``waiting`` unless the client leaves first (then raise :class:`PeerClosed`).

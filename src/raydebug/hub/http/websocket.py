@@ -32,7 +32,7 @@ from wsproto.utilities import LocalProtocolError as WsLocalProtocolError
 
 from ...errors import RemoteProtocolError
 from ...protocol.framing import Framer, NeedData, frame
-from ..net import RECV_SIZE, peer_name
+from ..net import RECV_SIZE, ClientReader, peer_name
 
 log = logging.getLogger("raydebug.hub")
 
@@ -53,7 +53,7 @@ class WebSocketSocket:
         self.connection = Connection(ConnectionType.SERVER)
         self._pending = trailing
         self._paused = _PausingTransport()
-        self.reader = asyncio.StreamReader(limit=READER_LIMIT)
+        self.reader = ClientReader(limit=READER_LIMIT)
         self.reader.set_transport(self._paused)
         self.writer = WebSocketWriter(self, writer)
         self.close_reason: str | None = None  # why the hub closed it, when it did
