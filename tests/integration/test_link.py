@@ -223,7 +223,7 @@ def test_another_users_process_is_refused_to_an_unprivileged_user(
         pytest.skip("needs root, to run the linker as another user")
     script = write_script(tmp_path, "plain.py", PLAIN)
     proc = start_plain(hub, script, sys.executable, PYTHONPATH=str(SOURCE))
-    python = uid_1000_python(packages, "raydebug.cli", "raydebug.linking.local")
+    python = uid_1000_python(packages, "raydebug.cli.group", "raydebug.linking.local")
     refused = subprocess.run(
         [*run_as(OTHER_UID, OTHER_UID), python, "-m", "raydebug", "link", f"pid={proc.pid}",
          "--hub", hub.client_address],

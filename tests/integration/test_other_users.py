@@ -82,7 +82,7 @@ def user(uid: int, gid: int, packages: Path) -> User:
     ``packages`` (:func:`devtools.other_user.python_for_user`). Skips the test when none
     can."""
     try:
-        python = python_for_user(uid, gid, packages, "raydebug.cli", "raydebug.hub.server")
+        python = python_for_user(uid, gid, packages, "raydebug.cli.group", "raydebug.hub.server")
     except LookupError as tried:
         pytest.skip(f"another user can run no Python that imports raydebug from {packages} "
                     f"({tried})")

@@ -1,12 +1,13 @@
 """How the CLI talks on stderr: one logical line per message, never wrapped by us (the
-terminal wraps it, and a log or a pipe keeps whole sentences)."""
+terminal wraps it, and a log or a pipe keeps whole sentences). Without click: ``list --json``
+says its errors before click is imported (see :mod:`.list_json`)."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-import click
+RED, RESET = "\x1b[31m", "\x1b[0m"  # what click.style(..., fg="red") puts around a text
 
 
 def _colour() -> bool:
@@ -16,10 +17,14 @@ def _colour() -> bool:
 
 def note(text: str) -> None:
     """A remark the user should see next to the command's output (not part of it)."""
-    click.echo(f"raydebug: {text}", err=True)
+    _say(f"raydebug: {text}")
 
 
 def error(text: str) -> None:
     """A failure: one line, red on a colour terminal."""
     line = f"raydebug: {text}"
-    click.echo(click.style(line, fg="red") if _colour() else line, err=True)
+    _say(f"{RED}{line}{RESET}" if _colour() else line)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -15,11 +15,9 @@ from ..client.hub_api import (
     get_json,
     list_sessions,
     list_snapshots,
-    not_a_hub,
-    request_raw,
-    sessions_path,
 )
 from ..errors import RaydebugError
+from .list_json import print_sessions_json
 from .locate import locate_hub, saying_how_to_get_a_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
 from .output import note
@@ -67,19 +65,11 @@ def list_command(hub: str | None, ray_address: str | None, client_token: str | N
     waited = timeout if wait_for else 0.0
     with saying_how_to_get_a_hub(location):
         if as_json:
-            # The hub's answer is the JSON asked for, one session per line: passed on as
-            # it came (decoding and encoding 1,000 sessions again took ~25 ms).
-            raw = request_raw(location.address, sessions_path(wait_for, waited),
-                              timeout=waited + 10.0, token=client_token)
+            raw = print_sessions_json(location.address, wait_for, waited, client_token)
+            sessions = json.loads(raw) if wait_for else []  # only --wait needs them counted
         else:
             sessions = list_sessions(location.address, wait_for, waited, client_token)
-    if as_json:
-        if not raw.startswith(b"["):
-            raise not_a_hub(location.address, "it answered /api/sessions with no list")
-        sys.stdout.buffer.write(raw.rstrip() + b"\n")
-        sys.stdout.flush()
-        sessions = json.loads(raw) if wait_for else []  # only --wait needs them counted
-    else:
+    if not as_json:
         from rich.console import Console  # imported here: `list --json` stays quick
 
         from .. import views
