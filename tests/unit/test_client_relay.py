@@ -11,7 +11,7 @@ import pytest
 
 from raydebug.errors import RemoteProtocolError
 from raydebug.hub.clients.stream import ClientStream
-from raydebug.hub.net import client_streams
+from raydebug.hub.net import CLIENT_RECV_SIZE, ClientReader, client_streams
 from raydebug.protocol import Message, Request
 from raydebug.protocol.framing import frame
 
@@ -129,6 +129,32 @@ def test_a_cancelled_relay_leaves_the_bytes_it_did_not_take_to_be_read():
             for seq in (6, 7):
                 message = await asyncio.wait_for(stream.next_client_message(), 5)
                 assert isinstance(message, Request) and message.seq == seq
+        writer.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_client_connection_receives_at_most_64_kib_at_a_time():
+    # asyncio's 256 KiB receive is an mmap, an mremap and a munmap each (docs/design.md
+    # #per-step-costs); the hub's client connections receive less at a time.
+    async def scenario() -> None:
+        client, stream, writer = await accepted()
+        reader = stream._reader
+        assert isinstance(reader, ClientReader)
+        chunks: list[int] = []
+        ended = asyncio.Event()
+
+        def receive(data: bytes) -> None:
+            chunks.append(len(data))
+            if not data:
+                ended.set()
+
+        reader.divert(receive)
+        with client:
+            client.sendall(b"x" * (600 * 1024))
+            client.shutdown(socket.SHUT_WR)
+            await asyncio.wait_for(ended.wait(), 5)
+        assert sum(chunks) == 600 * 1024 and max(chunks) <= CLIENT_RECV_SIZE, chunks
         writer.close()
 
     asyncio.run(scenario())

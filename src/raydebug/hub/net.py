@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from ..protocol.framing import NeedData
 
 RECV_SIZE = 256 * 1024
+CLIENT_RECV_SIZE = 64 * 1024  # a client connection's one receive (see client_streams)
 
 T = TypeVar("T")
 
@@ -96,12 +97,25 @@ class ClientReader(asyncio.StreamReader):
             self._receive(b"")
 
 
+class _ClientProtocol(asyncio.StreamReaderProtocol):
+    """:class:`asyncio.StreamReaderProtocol` whose transport receives at most
+    :data:`CLIENT_RECV_SIZE` at a time."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # asyncio's socket transport receives into a new bytes object of ``max_size``
+        # (256 KiB) each time: above glibc's mmap threshold, an mmap, an mremap and a munmap
+        # a request (strace of the hub relaying a client). Below it, the heap's.
+        transport.max_size = CLIENT_RECV_SIZE  # type: ignore[attr-defined]
+        super().connection_made(transport)
+
+
 def client_streams(handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter],
                                      Awaitable[None]]) -> Callable[[], asyncio.Protocol]:
     """The protocol factory of a client listener (``loop.create_server``): what
-    :func:`asyncio.start_server` makes, with a :class:`ClientReader` for the reader."""
+    :func:`asyncio.start_server` makes, with a :class:`ClientReader` for the reader and
+    receives of at most :data:`CLIENT_RECV_SIZE`."""
     def protocol() -> asyncio.Protocol:
-        return asyncio.StreamReaderProtocol(ClientReader(), handler)
+        return _ClientProtocol(ClientReader(), handler)
     return protocol
 
 
