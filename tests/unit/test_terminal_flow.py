@@ -434,6 +434,30 @@ def test_another_calls_breakpoint_in_the_same_thread_is_said_with_its_header():
                     f"breakpoint() at {PATH}:3", f"> {PATH}(4)f()", "-> return y"]
 
 
+def test_another_calls_header_comes_first_when_the_hub_says_its_start_after_its_stop():
+    """The session's start reaches the hub on the process's control connection, its stop on
+    pydevd's: under load the stop came first, and was shown without its header."""
+    debuggee, debugger, said = attached()
+    debugger.session.update(task_id="t1", task_name="first")
+    late = dict(SESSION, id="s2", line=3, task_id="t2", task_name="second", node_ip="10.0.0.1")
+
+    def stop_then_start() -> None:
+        debuggee.end_session("moved")
+        debuggee.stop_at(4, "breakpoint")
+
+    def stack_then_start(arguments: dict[str, Any]) -> dict[str, Any]:
+        debuggee.stops.on_session_event(Event(seq=0, event="raydebug/sessionStarted",
+                                              body={"session": late}))
+        return ScriptedDebuggee.stackTrace_request(debuggee, arguments)
+
+    debuggee.on_continue = stop_then_start
+    debuggee.stackTrace_request = stack_then_start  # type: ignore[method-assign]
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert said == ["session s2: task second on 10.0.0.1, pid 42",
+                    f"breakpoint() at {PATH}:3", f"> {PATH}(4)f()", "-> return y"]
+    assert debugger.session["id"] == "s2"
+
+
 def test_ray_log_markers_are_not_the_debuggees_output():
     from raydebug.terminal.remote import Remote
 

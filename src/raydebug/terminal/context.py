@@ -96,6 +96,10 @@ class DebuggerContext:
         if not self.remote.request("stackTrace", {"threadId": thread_id})["stackFrames"]:
             raise CommandError(self._no_frames(thread_id))
 
+    def _before_stop_lines(self) -> None:
+        """What goes before a stop's lines, once its stack has come (running's header of a
+        new call)."""
+
     def _refresh_stack(self) -> None:
         self.frames = self.remote.request("stackTrace", {"threadId": self.thread_id})[
             "stackFrames"]
@@ -130,6 +134,7 @@ class DebuggerContext:
 
     def _show_stop(self, context: int = 0) -> None:
         self._refresh_stack()
+        self._before_stop_lines()
         self._list_next = None
         if not self.frames:
             self.write(render.error(self._no_frames(self.thread_id)))

@@ -195,10 +195,10 @@ class RunningCommands(DebuggerContext):
             # and so does the session it runs and ends.
             names = {t["id"]: t.get("name", "") for t in self.remote.request("threads")["threads"]}
             self._take_session_of(str(names.get(event.thread_id, "")))
-        self._announce_new_call()
         if show:
-            self._on_stop(event)
+            self._on_stop(event)  # with the header of a new call (see _before_stop_lines)
         else:
+            self._announce_new_call()
             self.thread_id = event.thread_id
             self._refresh_stack()
         return Outcome.STOPPED
@@ -237,6 +237,14 @@ class RunningCommands(DebuggerContext):
                 self.session = started
                 self._session_depth = None
         self.remote.stops.started.clear()
+
+    def _before_stop_lines(self) -> None:
+        """The stop's stack has come: a new session's start, which reaches the hub on the
+        process's control connection while the stop comes on pydevd's, has had a round trip
+        through the hub to arrive (under load the stop of another call was shown without its
+        header): its header goes first."""
+        self._adopt_new_session()
+        self._announce_new_call()
 
     def _announce_new_call(self) -> None:
         if self._new_call is not None and self._new_call is self.session:
