@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 LOGPOINT_SEND_WAIT = 1.0  # seconds a logpoint hit waits for its line to be written to the hub
+SESSION_SEND_WAIT = 1.0  # seconds a pause new to an attached client waits for its SessionStarted
 # Seconds, in all, a process's logpoint hits wait for a link that is not connected (see
 # Agent._wait_unconnected_logpoints); its lines stay queued after that.
 LOGPOINT_UNCONNECTED_BUDGET = 3.0
@@ -225,6 +226,11 @@ class Agent(PauseAll):
                 say(f"{error}; retrying in the background (pid {os.getpid()})")
             raise
         if session.released.is_set():
+            # The attached client hears of this session from the hub (its control
+            # connection) and of the stop from pydevd (the data connection): the session's
+            # word leaves first, or a terminal showed the stop of another call without its
+            # header (a test_terminal_running failure under load).
+            self.link.wait_sent(SESSION_SEND_WAIT)
             return True
         timeout = self.config.wait_timeout
         limit = f" (RAYDEBUG_WAIT_TIMEOUT={timeout:g}s)" if timeout else ""
