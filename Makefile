@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Python 3.12 with this venv's Ray, for the 3.12 Ray tests and benchmarks: built once under
-# .venv/pythons (minutes: Ray's wheel), then found; nothing when pyenv has no 3.12.
+# .venv/pythons (~45 s: Ray's wheel), then found; nothing when pyenv has no 3.12.
 pythons: $(STAMP)
 	$(BIN)/python -m devtools.pythons 3.12
 
@@ -36,10 +36,16 @@ demo-processes: $(STAMP)
 	$(BIN)/python examples/processes_demo.py
 
 # The test files run on three workers (pytest-xdist; a file's tests stay together, so a
-# module's Ray cluster is started once); the 25 slowest are listed at the end.
+# module's Ray cluster is started once); the 25 slowest are listed at the end. The 3.12 venv
+# with Ray is built (the first time) while the tests run: the few that need it wait for it
+# on its lock (devtools/pythons.py), the rest do not; what its build said is printed if it
+# failed.
 TEST_WORKERS ?= 3
-test: $(STAMP) pythons dap-js
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
+test: $(STAMP) dap-js
+	$(BIN)/python -m devtools.pythons 3.12 > $(VENV)/pythons.log 2>&1 & builder=$$!; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25; status=$$?; \
+	wait $$builder || { echo "building the 3.12 venv failed:"; cat $(VENV)/pythons.log; \
+	status=1; }; exit $$status
 
 # The inner loop: the in-memory tests (no Ray, no subprocess hub) and the linters, ~1-2 min.
 check: $(STAMP)

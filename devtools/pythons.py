@@ -106,7 +106,7 @@ def ray_venv(version: str = "3.12", directory: Path | None = None) -> str | None
     so Ray's workers, which run the driver's interpreter, link like this venv's). None when
     that Python is not installed, or this venv has no Ray.
 
-    Built once (a few minutes: Ray's wheel) and reused while the pins are the same: the pins
+    Built once (~45 s: Ray's wheel) and reused while the pins are the same: the pins
     are written in the venv's ``.pins`` last. Concurrent callers wait on one lock file.
     Raises subprocess.CalledProcessError/TimeoutExpired when pip fails.
     """

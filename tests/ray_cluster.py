@@ -129,6 +129,9 @@ def free_ports(count: int) -> list[int]:
         return [int(probe.getsockname()[1]) for probe in probes]
 
 
+HEAD_STOP_GRACE = 10.0  # seconds: see ray_start_head
+
+
 @dataclasses.dataclass
 class Head:
     """A head node started by :func:`ray_start_head`."""
@@ -144,10 +147,10 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
     ask for it, free ports and a temp dir of its own: short, since Ray's Unix sockets live
     under it and their paths are limited to 107 bytes (pytest's temp dirs are too long).
 
-    Stopped by its pid (SIGTERM, then SIGKILL), and whatever of the cluster is left is killed
-    by pid (its processes name the temp dir): never `ray stop`, which stops every Ray of the
-    machine, other tests' too. Fails the test with what Ray said when the head does not
-    start."""
+    Stopped by its pid (SIGTERM, then SIGKILL after 10 s), and whatever of the cluster is
+    left is killed by pid (its processes name the temp dir): never `ray stop`, which stops
+    every Ray of the machine, other tests' too. Fails the test with what Ray said when the
+    head does not start."""
     import psutil
 
     temp_dir = tempfile.mkdtemp(prefix="rdray")
@@ -175,7 +178,9 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=60)
+                # Ray's own stop, up to HEAD_STOP_GRACE: a head with its dashboard and a job
+                # took 30 s over it (the tests that time a head's stop stop it themselves).
+                proc.wait(timeout=HEAD_STOP_GRACE)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=30)
