@@ -1,14 +1,16 @@
-"""Write ``tests/file_durations.json`` from a pytest JUnit XML report: each test file's
-seconds (setup, call and teardown of its tests), which ``tests/conftest.py`` uses to hand
-the longest files to ``make test``'s workers first.
+"""Write ``tests/file_durations.json`` from pytest JUnit XML reports: each test file's
+seconds (setup, call and teardown of its tests; the median over the reports given, since
+one run on a shared machine moves by a third), which ``tests/conftest.py`` uses to hand the
+longest files to ``make test``'s workers first.
 
-    .venv/bin/python -m pytest -n 3 --dist loadfile --junitxml=/tmp/run.xml
-    .venv/bin/python -m devtools.file_durations /tmp/run.xml
+    .venv/bin/python -m pytest -n 3 --dist loadfile --junitxml=/tmp/run1.xml
+    .venv/bin/python -m devtools.file_durations /tmp/run1.xml [/tmp/run2.xml ...]
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
@@ -30,9 +32,13 @@ def file_seconds(junit_xml: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    OUT.write_text(json.dumps(file_seconds(Path(sys.argv[1])), indent=1) + "\n")
+    runs = [file_seconds(Path(name)) for name in sys.argv[1:]]
+    files = sorted({name for run in runs for name in run})
+    medians = {name: statistics.median(run[name] for run in runs if name in run)
+               for name in files}
+    OUT.write_text(json.dumps(medians, indent=1) + "\n")
     print(f"wrote {OUT}")
 
 
