@@ -282,10 +282,17 @@ def test_a_linked_workers_actor_method_and_task_stop_at_a_break_line(cluster: An
             where = f"{job}:{line_of(job, mark)}"
             made = raydebug_cli("break", "--ray-address", cluster.address, where)
             assert made.returncode == 0, made.stderr
-            (session,) = wait_processes(
-                f"127.0.0.1:{port}", f"a session stopped in {function}", lambda _, name=function: [
-                    s for s in get(port, "/api/sessions") if s["function"] == name],
-                timeout=30)
+            try:
+                (session,) = wait_processes(
+                    f"127.0.0.1:{port}", f"a session stopped in {function}",
+                    lambda _, name=function: [
+                        s for s in get(port, "/api/sessions") if s["function"] == name],
+                    timeout=30)
+            except TimeoutError as missed:
+                # Seen twice under load, never alone: say which processes run what, and
+                # which of the job's are unlinked (a task moved to a worker not linked?).
+                listing = raydebug_cli("ps", "--ray-address", cluster.address)
+                pytest.fail(f"{missed}\nraydebug ps:\n{listing.stdout}{listing.stderr}")
             assert session["reason"] == "breakpoint", session
             removed = raydebug_cli("break", "--ray-address", cluster.address, "--remove",
                                    where)
