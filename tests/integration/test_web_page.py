@@ -61,12 +61,19 @@ def rows(driver: Any) -> list[Any]:
     return driver.find_elements(By.CSS_SELECTOR, "#sessions-table tbody tr")
 
 
-def button(driver: Any, name: str) -> Any:
-    """The button whose accessible name is ``name`` (what a screen reader announces)."""
-    found = [b for b in driver.find_elements(By.TAG_NAME, "button")
-             if b.is_displayed() and b.accessible_name == name]
-    assert len(found) == 1, (name, [b.accessible_name for b in found])
-    return found[0]
+def click(driver: Any, name: str) -> None:
+    """Click the one shown button whose accessible name is ``name`` (what a screen reader
+    announces), as soon as there is one: the page renders its buttons again as a session's
+    state changes, and one found just before went stale (a fresh-clone run)."""
+    def clicked() -> bool | None:
+        found = [b for b in driver.find_elements(By.TAG_NAME, "button")
+                 if b.is_displayed() and b.accessible_name == name]
+        if len(found) != 1:
+            return None
+        found[0].click()
+        return True
+
+    wait_for(driver, clicked, 30, f"one {name!r} button to click")
 
 
 def current_line(driver: Any) -> str:
@@ -132,12 +139,12 @@ def test_the_page_lists_debugs_and_lets_tasks_finish(cluster: Any, tmp_path: Pat
             # The console evaluates in the selected frame
             console = browser.find_element(By.ID, "console-input")
             console.send_keys("loss * 2 + len(config['layers'])")
-            button(browser, "Evaluate").click()
+            click(browser, "Evaluate")
             wait_for(browser, lambda: any(
                 value.text in ("22", "42") for value in browser.find_elements(
                     By.CSS_SELECTOR, "#console-log .result .value")), 30, "the console's answer")
             browser.find_element(By.ID, "watch-input").send_keys("config['name']")
-            button(browser, "Add watch").click()
+            click(browser, "Add watch")
             wait_for(browser, lambda: "'shard-" in browser.find_element(By.ID, "watches").text,
                      30, "the watch's value")
             shard_loss = (next(int(v.text) for v in browser.find_elements(
@@ -145,9 +152,9 @@ def test_the_page_lists_debugs_and_lets_tasks_finish(cluster: Any, tmp_path: Pat
             screenshots(browser, "debugger")
 
             # Step over moves the line; Continue lets the task finish: it leaves the list
-            button(browser, "Step over").click()
+            click(browser, "Step over")
             wait_for(browser, lambda: current_line(browser) == "return loss", 30, "stepped")
-            button(browser, "Continue").click()
+            click(browser, "Continue")
             ended = "the process continued; session ended"  # the worker runs on, task done
             wait_for(browser, lambda: browser.find_element(By.ID, "debugger-state").text ==
                      ended, 60, "the session's end")
@@ -165,12 +172,12 @@ def test_the_page_lists_debugs_and_lets_tasks_finish(cluster: Any, tmp_path: Pat
                 By.ID, "exception-traceback").text, 30, "the traceback")
             assert panel.location["y"] < browser.find_element(By.ID, "source").location["y"]
             screenshots(browser, "post-mortem")
-            button(browser, "Continue").click()
+            click(browser, "Continue")
             browser.find_element(By.CSS_SELECTOR, "a.back").click()
             wait_for(browser, lambda: len(rows(browser)) == 1, 60, "the failed task gone")
 
             open_session(browser, "train_shard")
-            button(browser, "Continue").click()
+            click(browser, "Continue")
             browser.find_element(By.CSS_SELECTOR, "a.back").click()
             wait_for(browser, lambda: not rows(browser), 60, "every session gone")
             assert browser.execute_script("return window.notReloaded") is True
