@@ -110,8 +110,11 @@ class MonitoringBackend:
             monitoring.free_tool_id(tool)
 
     def active(self) -> bool:
+        # Asked of the interpreter, not of self._tool: remove() lets go of that first, and
+        # a disarm then looked done while the tool was still registered (a loaded run of
+        # test_ray_py312 read the tool's id after active() said False).
         monitoring: Any = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
-        return self._tool is not None and monitoring.get_tool(self._tool) == TOOL_NAME
+        return any(monitoring.get_tool(tool) == TOOL_NAME for tool in TOOL_IDS)
 
     # -- callbacks (hot path: keep them short) ---------------------------------------------
 
