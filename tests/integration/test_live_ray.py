@@ -90,13 +90,15 @@ def test_a_straggler_is_found_paused_and_continued(cluster: Any, tmp_path: Path)
             f"127.0.0.1:{port}", "the children and their worker are linked", lambda ps: (
                 all(p["parent"] for p in ps if p["pid"] in children)
                 and all(pid in {p["pid"] for p in ps} for pid in children)
-                and all(q["worker_id"] for p in ps if p["pid"] in children
-                        for q in ps if q["id"] == p["parent"])
+                and all(any(q["worker_id"] and q["id"] == p["parent"] for q in ps)
+                        for p in ps if p["pid"] in children)
                 and ps),
             timeout=180, query="now=1")
         by_pid = {p["pid"]: p for p in processes}
-        worker = next(p for p in processes if p["pid"] not in children
-                      and p["worker_id"] and by_pid[children[0]]["parent"] == p["id"])
+        worker = next((p for p in processes if p["pid"] not in children
+                       and p["worker_id"] and by_pid[children[0]]["parent"] == p["id"]),
+                      None)
+        assert worker is not None, (children, processes)
         for pid in children:
             child = by_pid[pid]
             assert child["parent"] == worker["id"]

@@ -98,7 +98,13 @@ class HubRoutes:
         # A term on what runs now asks everyone first; other terms pick before asking.
         processes = await self.queries.select(selector, activity=now)
         if now and not selector.needs_activity:
+            before = self.registry.version
             await self.queries.refresh_activity(processes)
+            if self.registry.version != before:
+                # One that (re)linked while the others answered is listed too, as it is
+                # now: a child's ``parent`` names it (a CI run read a child whose parent
+                # was in no record of the listing).
+                processes = await self.queries.select(selector, activity=False)
         asked = time.perf_counter()
         body = self.registry.processes_json(processes, full_argv)
         # Where the hub's time went (a browser's developer tools show it; the bench too).
