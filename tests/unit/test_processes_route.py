@@ -16,7 +16,7 @@ from raydebug.process_record import ProcessRecord
 from raydebug.protocol.control import CollectStacks, ControlConnection, Stacks
 
 
-def test_a_parent_that_links_while_the_others_answer_is_listed_with_its_child():
+def test_a_parent_that_links_while_the_others_answer_is_listed_with_its_child() -> None:
     """A CI run listed a task's child naming a parent that was in no record: the worker's
     link (re)connected while the listing asked the others what they run."""
 
@@ -53,7 +53,7 @@ def test_a_parent_that_links_while_the_others_answer_is_listed_with_its_child():
 
         reply = await routes.processes({"now": "1"})
 
-        listed = {p["id"]: p for p in json.loads(reply.body)}
+        listed = {p["id"]: p for p in json.loads(reply.body or b"")}
         child_view = next(p for p in listed.values() if p["pid"] == 11)
         assert child_view["parent"] == worker[0].id
         assert worker[0].id in listed, listed
@@ -61,7 +61,7 @@ def test_a_parent_that_links_while_the_others_answer_is_listed_with_its_child():
     asyncio.run(scenario())
 
 
-def test_a_listing_without_changes_lists_what_it_asked():
+def test_a_listing_without_changes_lists_what_it_asked() -> None:
     async def scenario() -> None:
         registry = Registry()
         queries = ProcessQueries(registry)
@@ -71,6 +71,6 @@ def test_a_listing_without_changes_lists_what_it_asked():
         await registry.register_process(process, ProcessRecord.from_dict(
             {"pid": 5, "host": "node"}))
         reply = await routes.processes({"now": "0"})
-        assert [p["pid"] for p in json.loads(reply.body)] == [5]
+        assert [p["pid"] for p in json.loads(reply.body or b"")] == [5]
 
     asyncio.run(scenario())
