@@ -75,3 +75,18 @@ def test_ray_address_is_used_unless_it_is_a_url(monkeypatch, listening):
     assert find_gcs_address("auto") == listening[0]
     with pytest.raises(HubUnreachableError, match="is not a Ray GCS address"):
         find_gcs_address("ray://head:10001")
+
+
+def test_a_command_among_several_clusters_names_them_rather_than_guess(monkeypatch, listening,
+                                                                      closed, tmp_path):
+    """`raydebug list` (no --hub, no RAY_ADDRESS, no hub started here) where two clusters run
+    and neither is the latest `ray start`: it says so, not that none was found, and does not
+    talk to whatever hub answers at the default address."""
+    from raydebug.cli.locate import locate_hub
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # no `raydebug hub` on this machine
+    machine(monkeypatch, closed, listening)
+    with pytest.raises(HubUnreachableError, match="2 Ray clusters run on this machine"):
+        locate_hub(None, None, start=False)
+    machine(monkeypatch, closed, [closed])
+    assert locate_hub(None, None, start=False).is_default

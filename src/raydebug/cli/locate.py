@@ -96,9 +96,10 @@ def _cluster_hub(address: str | None, start: bool, required: bool) -> HubLocatio
                 "installed: pip install 'raydebug[ray]'") from None
         return None
     if address is None:
-        try:
-            address = ray_integration.find_gcs_address(None)
-        except HubUnreachableError:
+        # Several clusters here is no reason to fall back to the default address: that
+        # would name none of them, or reach the hub of any one.
+        address = ray_integration.running_gcs_address()
+        if address is None:
             return None
     if start:
         info, gcs = ray_integration.find_or_start_cluster_hub(address)

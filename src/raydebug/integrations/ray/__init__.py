@@ -36,7 +36,8 @@ _EXPORTS = {
     **dict.fromkeys(("CHILD_VARIABLES", "prepare_children", "watch_children"), "children"),
     **dict.fromkeys(("GCS_CONNECT_TIMEOUT", "KV_HUB_KEY", "HubInfo", "connect_kv",
                      "find_gcs_address", "local_node_ip", "publish_cli_hub",
-                     "publish_hub_info", "read_hub_info", "unpublish_hub_info",
+                     "publish_hub_info", "read_hub_info", "running_gcs_address",
+                     "unpublish_hub_info",
                      "wait_hub_info"), "discovery"),
     **dict.fromkeys(("KV_NAMESPACE", "publish_breakpoints", "publish_breakpoints_of",
                      "read_published_breakpoints"), "kv"),
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
         publish_cli_hub,
         publish_hub_info,
         read_hub_info,
+        running_gcs_address,
         unpublish_hub_info,
         wait_hub_info,
     )
@@ -95,6 +97,7 @@ __all__ = [
     "post_mortem", "post_mortem_enabled", "prepare_children", "publish_breakpoints",
     "publish_breakpoints_of",
     "publish_cli_hub", "publish_hub_info", "read_hub_info", "read_published_breakpoints",
-    "runtime_env", "runtime_env_hook", "session_fields", "setup_worker", "unpublish_hub_info",
+    "running_gcs_address", "runtime_env", "runtime_env_hook", "session_fields", "setup_worker",
+    "unpublish_hub_info",
     "wait_hub_info", "watch_children",
 ]

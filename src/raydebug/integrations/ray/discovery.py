@@ -119,8 +119,6 @@ def find_gcs_address(address: str | None) -> str:
     Unlike Ray's ``canonicalize_bootstrap_address``, a loopback address stays loopback: a
     cluster on 127.0.0.1 does not listen on the machine's network address.
     """
-    from ray._private.services import find_bootstrap_address, find_gcs_addresses
-
     if address and address != "auto":
         if "://" in address:
             raise HubUnreachableError(
@@ -130,6 +128,19 @@ def find_gcs_address(address: str | None) -> str:
     variable = os.environ.get("RAY_ADDRESS", "")
     if variable and "://" not in variable and variable != "auto":
         return variable
+    running = running_gcs_address()
+    if running is None:
+        raise HubUnreachableError("no Ray cluster found on this machine")
+    return running
+
+
+def running_gcs_address() -> str | None:
+    """The GCS address of the Ray cluster running on this machine: the latest ``ray start``
+    if it answers, else the only GCS that answers; None when none answers. Raises
+    :class:`HubUnreachableError` when several answer (naming them: the user must choose)
+    or the search itself fails."""
+    from ray._private.services import find_bootstrap_address, find_gcs_addresses
+
     try:
         latest = find_bootstrap_address(None)
         running = sorted(find_gcs_addresses())
@@ -138,13 +149,11 @@ def find_gcs_address(address: str | None) -> str:
     if latest and _answers(latest):
         return str(latest)
     answering = [found for found in running if _answers(found)]
-    if not answering:
-        raise HubUnreachableError("no Ray cluster found on this machine")
     if len(answering) > 1:
         raise HubUnreachableError(
             f"{len(answering)} Ray clusters run on this machine ({', '.join(answering)}): "
             "choose one with --ray-address or RAY_ADDRESS")
-    return str(answering[0])
+    return str(answering[0]) if answering else None
 
 
 def _answers(address: str, timeout: float = 3.0) -> bool:
