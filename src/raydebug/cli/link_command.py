@@ -151,6 +151,10 @@ def agents_hub(location: HubLocation) -> Any:
     except ConfigurationError:
         config = None
     if config is None or config.discover:
+        if location.is_default:  # nothing was found: "not started here" would mislead
+            raise ConfigurationError(
+                "no hub was found on this machine: start one with `raydebug hub` (in "
+                "another terminal), then link again")
         raise ConfigurationError(
             f"the hub at {location.describe()} was not started on this machine: set "
             "RAYDEBUG_HUB and RAYDEBUG_TOKEN (as `raydebug hub` prints them) to say where "
