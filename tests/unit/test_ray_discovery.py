@@ -90,3 +90,29 @@ def test_a_command_among_several_clusters_names_them_rather_than_guess(monkeypat
         locate_hub(None, None, start=False)
     machine(monkeypatch, closed, [closed])
     assert locate_hub(None, None, start=False).is_default
+
+
+def test_link_with_no_pid_terms_links_on_the_cluster_running_here(monkeypatch, listening,
+                                                                  closed, tmp_path):
+    """`raydebug link` and `raydebug link job=...` without --ray-address, as `ps` finds the
+    cluster: on the one running here, not "without a Ray cluster, link takes pid=N terms"."""
+    from click.testing import CliRunner
+
+    from raydebug.cli import link_command
+    from raydebug.integrations.ray import link_jobs
+
+    asked: list[tuple[str | None, list[tuple[str, str]]]] = []
+
+    def link_cluster(address, terms, token, timeout):  # the tasks it sends are test_link_ray's
+        asked.append((address, terms))
+        return [], "127.0.0.1:5678"
+
+    monkeypatch.setattr(link_jobs, "link_cluster", link_cluster)
+    machine(monkeypatch, listening[1], listening)
+    assert CliRunner().invoke(link_command.link, []).exit_code == 1  # no job runs there
+    CliRunner().invoke(link_command.link, ["job=02000000"])
+    assert asked == [(listening[1], []), (listening[1], [("job", "02000000")])]
+
+    machine(monkeypatch, closed, listening)
+    several = CliRunner().invoke(link_command.link, ["job=02000000"])
+    assert "2 Ray clusters run on this machine" in str(several.exception)

@@ -3,8 +3,9 @@
 Local (``pid=N`` terms): the hub is found as for every command; each process is linked
 from here (:mod:`raydebug.linking`), then the hub asked until it lists them. On a Ray
 cluster (``--ray-address`` or ``RAY_ADDRESS``, with ``job=``, ``node=``, ``actor=``,
-``pid=`` terms or none): :mod:`raydebug.integrations.ray.link_jobs` picks the workers and
-links them from a task on each of their nodes. One line per process; exit status 1 when
+``pid=`` terms or none; with no pid-only terms, the cluster running on this machine):
+:mod:`raydebug.integrations.ray.link_jobs` picks the workers and links them from a task on
+each of their nodes. One line per process; exit status 1 when
 one could not be linked.
 """
 
@@ -53,12 +54,17 @@ def link(hub: str | None, ray_address: str | None, client_token: str | None,
     needs: the process's user or root, or CAP_SYS_PTRACE); the process must be able to
     import raydebug. Linking a live process again does nothing."""
     terms = [_split(term) for term in selector]
-    if hub is None and explicit_ray_address(ray_address):
-        _link_ray(ray_address, client_token, timeout, terms)
+    local = bool(terms) and all(key == "pid" for key, _ in terms)
+    cluster = explicit_ray_address(ray_address) if hub is None else None
+    if hub is None and cluster is None and not local:
+        cluster = _ray_cluster_here()  # job=, node=, actor= or none: only Ray's make sense
+    if cluster:
+        _link_ray(cluster, client_token, timeout, terms)
         return
-    if not terms or any(key != "pid" for key, _ in terms):
-        raise click.UsageError("without a Ray cluster (--ray-address), link takes pid=N "
-                               "terms: the processes of this machine to link")
+    if not local:
+        raise click.UsageError("without a Ray cluster (--ray-address, or one running on "
+                               "this machine), link takes pid=N terms: the processes of "
+                               "this machine to link")
     location = locate_hub(hub, ray_address)
     _link_local(location, client_token, timeout, [int(value) for _, value in terms])
 
@@ -162,11 +168,21 @@ def agents_hub(location: HubLocation) -> Any:
     return HubForAgents(f"{config.hub_host}:{config.hub_port}", config.token, config.hub_cert)
 
 
-def _link_ray(ray_address: str | None, token: str | None, timeout: float,
+def _ray_cluster_here() -> str | None:
+    """The GCS address of the Ray cluster running on this machine, None when none runs (or
+    ray is not installed); :class:`HubUnreachableError` naming them when several do."""
+    try:
+        from ..integrations.ray import running_gcs_address
+    except ImportError:
+        return None
+    return running_gcs_address()
+
+
+def _link_ray(ray_address: str, token: str | None, timeout: float,
               terms: list[tuple[str, str]]) -> None:
     from ..integrations.ray.link_jobs import link_cluster
 
-    outcomes, hub = link_cluster(explicit_ray_address(ray_address), terms, token, timeout)
+    outcomes, hub = link_cluster(ray_address, terms, token, timeout)
     if not outcomes:
         error(f"no process of a running job matches {' '.join(f'{k}={v}' for k, v in terms)} "
               f"on the cluster of the hub at {hub}" if terms
