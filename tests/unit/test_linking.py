@@ -214,3 +214,26 @@ def test_a_live_worker_of_another_job_is_skipped_not_linked_already(
     assert inside.link({"jobs": ["04000000"]}) == {"status": "skipped", "why": "job 01000000"}
     assert inside.link({"jobs": ["01000000"]}) == {"status": "already"}
     assert inside.link({}) == {"status": "already"}  # pid=N: no job asked
+
+
+def test_a_process_another_tracer_holds_is_refused_naming_it():
+    """Found by use: `raydebug link pid=P` of a process strace was attached to said "no
+    ptrace rights over it: link it as its user or as root..." to root. A real process,
+    seized by this one (PTRACE_SEIZE does not stop it)."""
+    import os
+    import subprocess
+
+    from raydebug.linking.target import read_target, this_linker
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.ptrace(0x4206, child.pid, None, None) == -1:  # PTRACE_SEIZE
+            pytest.skip(f"this process may not ptrace its child: errno {ctypes.get_errno()}")
+        why = refusal(read_target(child.pid), this_linker())
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert why is not None and why.startswith(f"pid {child.pid}: pid {os.getpid()} ("), why
+    assert "traces it" in why and "\n" not in why, why

@@ -32,6 +32,7 @@ class Target:
     exe: str = ""
     version: tuple[int, ...] | None = None
     remote_debug_disabled: bool = False  # PYTHON_DISABLE_REMOTE_DEBUG, -X disable-remote-debug
+    tracer: str = ""  # "pid 77 (strace)": what ptraces it now (a process has one tracer)
 
     @property
     def alive(self) -> bool:
@@ -64,6 +65,9 @@ def refusal(target: Target, linker: Linker, injector: str = "ptrace") -> str | N
                 f"as uid {linker.uid}): link it as its user or as root, or give "
                 "CAP_SYS_PTRACE (Kubernetes: the pod's SYS_PTRACE capability); or start it "
                 "under `raydebug run` next time")
+    if target.tracer:  # ptrace would be refused as if we had no rights: say the real why
+        return (f"pid {pid}: {target.tracer} traces it (a debugger, strace or py-spy?), and a "
+                "process has one tracer: detach it, then link again")
     if not target.exe:
         return (f"pid {pid}: its executable cannot be read (no ptrace rights?): link it as "
                 "its user or as root")
@@ -105,12 +109,26 @@ def read_target(pid: int, proc: str = "/proc") -> Target:
         return Target(pid)
     found = re.search(r"^Uid:\s+(\d+)\s+(\d+)\s+(\d+)", status, re.MULTILINE)
     uids = tuple(int(u) for u in found.groups()) if found else (-1,)
+    tracer = _tracer(status, proc)
     try:
         exe = os.readlink(f"{proc}/{pid}/exe")
     except OSError:  # no ptrace-read rights (or it just ended)
-        return Target(pid, uids)
+        return Target(pid, uids, tracer=tracer)
     version = python_version(f"{proc}/{pid}", exe)
-    return Target(pid, uids, exe, version, remote_debug_disabled(f"{proc}/{pid}"))
+    return Target(pid, uids, exe, version, remote_debug_disabled(f"{proc}/{pid}"), tracer)
+
+
+def _tracer(status: str, proc: str) -> str:
+    """``"pid 77 (strace)"``: the process that ptraces the one whose ``status`` this is;
+    "" when none does."""
+    found = re.search(r"^TracerPid:\s+(\d+)", status, re.MULTILINE)
+    if not found or found.group(1) == "0":
+        return ""
+    try:
+        name = _read_text(f"{proc}/{found.group(1)}/comm").strip()
+    except OSError:  # it ended meanwhile, or its name is not ours to read
+        name = ""
+    return f"pid {found.group(1)}" + (f" ({name})" if name else "")
 
 
 def runs(pid: int, proc: str = "/proc") -> bool:
