@@ -458,6 +458,31 @@ def test_another_calls_header_comes_first_when_the_hub_says_its_start_after_its_
     assert debugger.session["id"] == "s2"
 
 
+def test_what_the_call_returned_comes_first_when_the_hub_says_its_end_after_the_stop():
+    """The first call's end (what it returned) reaches the hub on the process's control
+    connection, the next call's stop on pydevd's: under load the stop came first, and the
+    `--Return--` line was never shown (a fresh-clone run)."""
+    debuggee, debugger, said = attached()
+    debugger.session.update(task_id="t1", task_name="first")
+    late = dict(SESSION, id="s2", line=3, task_id="t2", task_name="second", node_ip="10.0.0.1")
+
+    told: list[bool] = []
+
+    def stack_then_end_and_start(arguments: dict[str, Any]) -> dict[str, Any]:
+        if debuggee.line == 4 and not told:  # with the first stack of the next call's stop
+            told.append(True)
+            debuggee.end_session("moved", returned="20")
+            debuggee.stops.on_session_event(Event(seq=0, event="raydebug/sessionStarted",
+                                                  body={"session": late}))
+        return ScriptedDebuggee.stackTrace_request(debuggee, arguments)
+
+    debuggee.on_continue = lambda: debuggee.stop_at(4, "breakpoint")
+    debuggee.stackTrace_request = stack_then_end_and_start  # type: ignore[method-assign]
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert said == ["--Return-- f() -> 20", "session s2: task second on 10.0.0.1, pid 42",
+                    f"breakpoint() at {PATH}:3", f"> {PATH}(4)f()", "-> return y"]
+
+
 def test_ray_log_markers_are_not_the_debuggees_output():
     from raydebug.terminal.remote import Remote
 

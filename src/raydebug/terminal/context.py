@@ -66,6 +66,9 @@ class DebuggerContext:
     # A session of another call took over this thread (running._adopt_new_session): its
     # header goes before its stop.
     _new_call: dict[str, Any] | None = None
+    # After a resume's stop: the session resumed, its function and the session ends seen
+    # then; one that comes with the stop's stack is said before its lines (running).
+    _returned_from: tuple[str, str, int] | None = None
 
     # -- the current frame ------------------------------------------------------------------
 

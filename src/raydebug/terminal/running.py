@@ -189,6 +189,9 @@ class RunningCommands(DebuggerContext):
             break
         for end in stops.ends[ends_seen:]:  # came with the stop (which is read first)
             self._say_returned_before_moving(end, resumed, function)
+        # One that comes after the stop, with the new call's start, is said before the stop's
+        # lines too (_before_stop_lines).
+        self._returned_from = (resumed, function, len(stops.ends))
         self._adopt_new_session()
         if event.thread_id != self.thread_id:
             # Another thread stopped first (its own breakpoint()): the prompt goes there,
@@ -198,6 +201,7 @@ class RunningCommands(DebuggerContext):
         if show:
             self._on_stop(event)  # with the header of a new call (see _before_stop_lines)
         else:
+            self._say_late_returns()
             self._announce_new_call()
             self.thread_id = event.thread_id
             self._refresh_stack()
@@ -243,8 +247,20 @@ class RunningCommands(DebuggerContext):
         process's control connection while the stop comes on pydevd's, has had a round trip
         through the hub to arrive (under load the stop of another call was shown without its
         header): its header goes first."""
+        self._say_late_returns()
         self._adopt_new_session()
         self._announce_new_call()
+
+    def _say_late_returns(self) -> None:
+        """What the resumed session's function returned, said by the hub after the stop of
+        the thread's next call (it comes on the process's control connection, the stop on
+        pydevd's: under load the stop came first and the `--Return--` line was lost)."""
+        if self._returned_from is None:
+            return
+        resumed, function, ends_seen = self._returned_from
+        self._returned_from = None
+        for end in self.remote.stops.ends[ends_seen:]:
+            self._say_returned_before_moving(end, resumed, function)
 
     def _announce_new_call(self) -> None:
         if self._new_call is not None and self._new_call is self.session:
