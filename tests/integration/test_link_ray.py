@@ -109,6 +109,14 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
                                 cluster.address)
         assert before >= 3, before  # the three tasks' workers at least
 
+        # A job id that is no running job's: said, naming those that run (`ps` shows no
+        # job before a link, and a user may have none at hand).
+        wrong = raydebug_cli("link", "--ray-address", cluster.address, "job=ffff")
+        assert wrong.returncode == 1 and wrong.stderr.startswith(
+            "raydebug: no process of a running job matches job=ffff"), wrong.stderr
+        assert f"(running jobs: {job_id}" in wrong.stderr or f", {job_id}" in wrong.stderr, \
+            wrong.stderr
+
         # An idle worker of the job may be ended by Ray as it is linked (the linking task's
         # worker takes its node past its count of workers): said, not a failure.
         linked = raydebug_cli("link", "--ray-address", cluster.address, f"job={job_id}")

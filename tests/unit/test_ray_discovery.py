@@ -105,7 +105,7 @@ def test_link_with_no_pid_terms_links_on_the_cluster_running_here(monkeypatch, l
 
     def link_cluster(address, terms, token, timeout):  # the tasks it sends are test_link_ray's
         asked.append((address, terms))
-        return [], "127.0.0.1:5678"
+        return [], "127.0.0.1:5678", []
 
     monkeypatch.setattr(link_jobs, "link_cluster", link_cluster)
     machine(monkeypatch, listening[1], listening)

@@ -182,10 +182,11 @@ def _link_ray(ray_address: str, token: str | None, timeout: float,
               terms: list[tuple[str, str]]) -> None:
     from ..integrations.ray.link_jobs import link_cluster
 
-    outcomes, hub = link_cluster(ray_address, terms, token, timeout)
+    outcomes, hub, jobs = link_cluster(ray_address, terms, token, timeout)
     if not outcomes:
+        running = f" (running jobs: {', '.join(jobs)})" if jobs else " (no job runs there)"
         error(f"no process of a running job matches {' '.join(f'{k}={v}' for k, v in terms)} "
-              f"on the cluster of the hub at {hub}" if terms
+              f"on the cluster of the hub at {hub}{running}" if terms
               else f"no job runs on the cluster of the hub at {hub}")
         sys.exit(1)
     _report(outcomes)

@@ -213,7 +213,7 @@ def link_from_driver(argument: str) -> dict[str, Any]:
     """In the child driver of :func:`link_cluster` (``argument``: its JSON): pick the
     processes, link them from a task on each of their nodes; the ``[process, outcome]``
     pairs as dicts (a node's task that failed or did not end in time: its processes
-    ``failed``)."""
+    ``failed``) and the running jobs."""
     from ...linking.local import Outcome
 
     asked = json.loads(argument)
@@ -246,16 +246,17 @@ def link_from_driver(argument: str) -> dict[str, Any]:
             with contextlib.suppress(Exception):  # it may have ended meanwhile
                 ray.cancel(call, force=True)
         outcomes += [[asdict(places[a["pid"]]), a] for a in answers if a["status"] != "skipped"]
-    return {"outcomes": outcomes}
+    return {"outcomes": outcomes, "jobs": running}
 
 
 def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token: str | None,
-                 timeout: float) -> tuple[list[Any], str]:
+                 timeout: float) -> tuple[list[Any], str, list[str]]:
     """Link the running jobs' processes that ``terms`` pick, from a task on each of their
     nodes; wait until the hub lists them. Returns one outcome per process (a process
     linked but not listed in ``timeout`` is ``failed``; one that exited before its link or
     its listing, as the GCS says, ``exited``: Ray ends idle workers, and the linking task's
-    own worker can take a node past its count) and the hub's description. The
+    own worker can take a node past its count), the hub's description and the running
+    jobs' ids (what a ``job=`` that picks nothing could have named). The
     tasks are sent by a child driver (:func:`.hub_starter.run_in_driver`: kept to loopback
     as the hub's starter, bounded, ended by Ctrl-C); raises :class:`HubUnreachableError`
     when it cannot do its part."""
@@ -311,5 +312,5 @@ def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token
         else:
             outcome = replace(outcome, line=who + outcome.line)
         said.append(outcome)
-    return said, where
+    return said, where, list(answer.get("jobs", []))
 
