@@ -139,6 +139,10 @@ def test_the_hub_the_first_pause_starts_takes_the_jobs_hub_args(head: Head, tmp_
             line = read_line(job, timeout=120)
             assert line, output[-2000:]
             output += line
+        # Found by use: "(hub agent port the cluster's hub)", the hub not yet found when
+        # the notice was written; it names the agent port the worker linked to.
+        assert re.search(r"waiting for a debugger: raydebug attach \w+ \(hub agent port "
+                         r"[\d.]+:\d+\)", output), output[-2000:]
         listed = raydebug("list", "--ray-address", head.gcs, "--json")
         [session] = json.loads(listed.stdout)
         address = raydebug("hub-address", "--ray-address", head.gcs).stdout.strip()

@@ -247,7 +247,7 @@ class Agent(PauseAll):
             say(f"session {record.id} paused at {pause_place(record)}, but no debugger "
                 f"can attach: {problem}; retrying, then continuing{limit}")
         else:
-            say(waiting_notice(record, self.config.hub_address, limit))
+            say(waiting_notice(record, self.link.hub_address, limit))
         started = time.monotonic()
         if session.released.wait(timeout):
             if session.run_on:

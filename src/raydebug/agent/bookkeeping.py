@@ -120,7 +120,7 @@ class Bookkeeping:
         if attached:
             return  # the attached client shows it; this stderr may be that client's terminal
         # Said as a breakpoint() says it: the driver's log is where a user looks first.
-        say(waiting_notice(record, self.config.hub_address))
+        say(waiting_notice(record, self.link.hub_address))
 
     def _forget_abandoned_pauses_locked(self) -> None:
         """Forget the pause requests pydevd no longer holds (a resume of every thread
