@@ -283,3 +283,25 @@ def test_piped_commands_read_like_a_transcript(hub: HubProcess, tmp_path: Path):
     assert "\x1b[" not in result.stdout  # no colour when stdout is no terminal
     code, out, _ = finish(worker)
     assert code == 0 and "result=14" in out
+
+
+WAITS_FOREVER = """
+import threading
+input()  # armed once the hub lists it live (spawn_linked)
+threading.Event().wait()  # a hang: no breakpoint() will ever come
+"""
+
+
+def test_waiting_beside_a_running_live_process_names_the_pause_that_stops_it(
+        hub: HubProcess, attach: list[Attach], tmp_path: Path):
+    """Found by use: after `raydebug link pid=P` of a hang, `raydebug attach` said only
+    "waiting for a breakpoint...", which nothing would ever end."""
+    from raydebug.client.hub_api import pause
+
+    proc = hub.spawn_linked(write_script(tmp_path, "waits.py", WAITS_FOREVER))
+    term = start_attach(hub, attach)
+    said = term.expect("stops it here")
+    assert re.search(rf"a live process runs \(none paused\): `\S*raydebug pause pid={proc.pid}`"
+                     r"\s+in another\s+terminal", said), said
+    assert pause(hub.client_address, [f"pid={proc.pid}"])["paused"]
+    assert "threading.Event().wait()" in term.expect(PROMPT)

@@ -239,6 +239,9 @@ class AttachCommand:
             if not announced:
                 self.terminal.write(f"waiting for a breakpoint... (hub {self.hub}; Ctrl-C "
                                     "stops waiting)")
+                hint = self._pause_hint()
+                if hint:
+                    self.terminal.write(hint)
                 announced = True
             remaining = POLL_SECONDS if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
@@ -256,6 +259,27 @@ class AttachCommand:
             with contextlib.suppress(HubUnreachableError, RemoteProtocolError):  # (said above)
                 self._sessions(f"{WAITING_ONLY}&min={len(waiting_now) + 1}&timeout="
                                f"{min(remaining, STALE_POLL if stale else POLL_SECONDS):.1f}")
+
+    def _pause_hint(self) -> str | None:
+        """Where live processes run and none is paused (a process just linked, a hang): the
+        command that stops one here, which a breakpoint nobody hits never will. None when
+        there is none to say, or the hub cannot say (an older one)."""
+        try:
+            running = get_json(self.hub, "/api/processes?now=0", token=self.client_token)
+        except (RaydebugError, OSError):
+            return None
+        pids = [p["pid"] for p in running if isinstance(p, dict) and p.get("live")
+                and p.get("state") == "running" and isinstance(p.get("pid"), int)
+                ] if isinstance(running, list) else []
+        if not pids:
+            return None
+        command = raydebug_command()
+        if len(pids) > 1:
+            return (f"{len(pids)} live processes run (none paused): `{command} pause "
+                    f"SELECTOR` in another terminal stops those it picks here (`{command} ps` "
+                    "lists them)")
+        return (f"a live process runs (none paused): `{command} pause pid={pids[0]}` in "
+                "another terminal stops it here")
 
     def _leaves_waiting(self) -> bool:
         """Whether Ctrl-D (or ``q``) was typed while nothing is paused yet (on a terminal);
