@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.text import Text
 
-HOW_TO_LINK = "processes link when started under `raydebug run` or with RAYDEBUG_LIVE=1"
+HOW_TO_LINK = ("processes link when started under `raydebug run` or with RAYDEBUG_LIVE=1; "
+               "`raydebug link pid=N` links one that runs")
 ODD_STYLE = "bold red"
 MAX_LOCALS_SHOWN = 10  # local names shown under one frame; then "… N more"
 MIN_FRAME_BESIDE_LABEL = 32  # narrower than this, a leaf's label goes on the next line

@@ -81,7 +81,8 @@ def test_the_odd_group_is_highlighted():
 def test_an_empty_answer_says_so():
     text = render(stacks_view({"tree": merge_stacks([]).to_dict()}, 200, hub="h:1"), 200)
     assert text.strip() == ("no live processes on the hub at h:1: processes link when started "
-                            "under `raydebug run` or with RAYDEBUG_LIVE=1")
+                            "under `raydebug run` or with RAYDEBUG_LIVE=1; `raydebug link "
+                            "pid=N` links one that runs")
 
 
 PROCESSES = [
@@ -143,7 +144,7 @@ def test_ps_with_nothing_linked_says_how_processes_link():
     text = render(processes_table([], hub="127.0.0.1:5678", found_by="--hub"), 200)
     assert text.strip() == ("no live processes on the hub at 127.0.0.1:5678 (--hub): "
                             "processes link when started under `raydebug run` or with "
-                            "RAYDEBUG_LIVE=1")
+                            "RAYDEBUG_LIVE=1; `raydebug link pid=N` links one that runs")
 
 
 def test_a_brief_line_per_process_for_error_messages():
