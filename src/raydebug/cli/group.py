@@ -1,6 +1,6 @@
 """The ``raydebug`` click group: its commands imported lazily (:data:`COMMANDS`), ``help``,
 and :func:`main`, which turns a :class:`~raydebug.errors.RaydebugError` into one red line on
-stderr and exit status 1."""
+stderr and exit status 1, and a command line click refuses into one line and exit status 2."""
 
 from __future__ import annotations
 
@@ -79,6 +79,16 @@ def help_command(ctx: click.Context, command: str | None) -> None:
         click.echo(chosen.get_help(command_ctx))
 
 
+def usage_line(failure: click.UsageError) -> str:
+    """A command line click refuses, in one line (click's own takes four: the usage, a
+    hint, a blank line and the error) with the command that shows its usage."""
+    command = failure.ctx.command_path if failure.ctx is not None else "raydebug"
+    message = " ".join(failure.format_message().split()).removesuffix(".")
+    if message[:1].isupper() and message[1:2].islower():  # click's "No such option ..."
+        message = message[0].lower() + message[1:]
+    return f"{message} (`{command} --help` shows its usage)"
+
+
 def main() -> None:
     try:
         cli(standalone_mode=False, prog_name="raydebug")
@@ -86,6 +96,9 @@ def main() -> None:
         sys.exit(130)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
+    except click.UsageError as failure:
+        error(usage_line(failure))
+        sys.exit(failure.exit_code)
     except click.ClickException as failure:
         failure.show()
         sys.exit(failure.exit_code)
