@@ -146,7 +146,7 @@ def test_stacks_json_and_locals(ranks: HubProcess):
     assert re.search(r"lock = <unlocked _thread.lock|lock = <locked _thread.lock", shown), shown
 
 
-@pytest.mark.parametrize("command", ["ps", "stacks", "pause"])
+@pytest.mark.parametrize("command", ["ps", "stacks", "pause", "continue"])
 def test_a_selector_that_matches_nothing_says_what_there_is(ranks: HubProcess, command: str):
     done = raydebug(ranks, command, "rank=9")
     assert done.returncode == 1, done

@@ -322,7 +322,9 @@ def continue_command(hub: str | None, ray_address: str | None, client_token: str
         with saying_how_to_get_a_hub(location):
             answer = hub_api.continue_sessions(location.address, selector, client_token)
     except NoProcessMatchError as failure:
-        error(f"{failure if selector else nothing} on the hub at {location.describe()}")
+        if selector:  # what there is, as pause and stacks say it
+            _no_match(failure, location)
+        error(f"{nothing} on the hub at {location.describe()}")
         sys.exit(1)
     from ..views import continued_lines
 
