@@ -69,17 +69,23 @@ def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
             paused = raydebug_cli("pause", f"task={task}", *address)
             assert paused.returncode == 0, paused.stderr
             assert paused.stdout.startswith(f"paused {process['id']}: session "), paused.stdout
-            def stopped(task: str = task, process: dict[str, Any] = process) -> list[Any]:
-                """The task's own session: its main thread's (Ray's threads blocked in C
-                are sessions too, marked so, and may be listed first)."""
+            def sessions(process: dict[str, Any] = process) -> list[Any]:
                 listed = json.loads(raydebug_cli("list", "--json", *address).stdout)
-                return [s for s in listed if s["process"] == process["id"]
-                        and s["function"] == task]
+                return [s for s in listed if s["process"] == process["id"]]
 
-            (session,) = wait_processes(f"127.0.0.1:{port}", f"{task}'s session",
-                                        lambda _: stopped(), timeout=10)
+            (session,) = wait_processes(
+                f"127.0.0.1:{port}", f"{task}'s session",
+                lambda _, task=task: [s for s in sessions() if s["function"] == task],
+                timeout=10)
             assert session["line"] == line_of(job, blocked)
             assert not session.get("blocked_in_c"), session  # stopped for real
+            # Ray's own threads (PythonGCThread, in C in its Event.wait: library code only)
+            # are no sessions: once no thread is asked any more, the task's is the only one.
+            wait_processes(f"127.0.0.1:{port}", f"no pause pending in {task}'s process",
+                           lambda processes, process=process: [
+                               p for p in processes if p["id"] == process["id"]
+                               and not p.get("pause_requested")], timeout=10)
+            assert [s["id"] for s in sessions()] == [session["id"]], sessions()
             seen = run(evaluate_and_continue("127.0.0.1", port, session["id"],
                                              f"[marker, {unblock}]", timeout=60),
                        timeout=120)

@@ -16,7 +16,7 @@ import pytest
 from raydebug.agent.agent import Agent
 from raydebug.agent.config import AgentConfig
 from raydebug.protocol.control import PausePending, SessionEnded, SessionStarted
-from raydebug.session import PauseRequestEvent
+from raydebug.session import PauseRequestEvent, PauseRequestState
 
 
 class FakeDebugger:
@@ -71,8 +71,8 @@ class FakeDebugger:
 class FakeBlockedThreads:
     """No thread is served where it blocks (``blocked_threads``), here."""
 
-    def watch(self, threads: list[threading.Thread], still_asked: Any) -> None:
-        pass
+    def watch(self, threads: list[threading.Thread], still_asked: Any, let_go: Any) -> None:
+        self.let_go = let_go
 
     def is_standing_in(self, ident: int) -> bool:
         return False
@@ -220,3 +220,16 @@ def test_a_cancel_lets_go_a_thread_served_blocked_in_c_and_an_expiry_does_not(bl
     assert agent.withdraw_pauses(asked, PauseRequestEvent.EXPIRED) == 0  # it was served
     assert agent.withdraw_pauses() == 1  # raydebug pause --cancel: pending, as ps says
     assert debugger.withdrawn == [thread] and link.pending() == 0
+
+
+def test_a_thread_in_c_that_runs_library_code_only_is_let_go_never_a_session(blocked):
+    """Ray's PythonGCThread in its Event.wait: the blocked-thread watch finds no frame of
+    the user's there and lets it go; its request is withdrawn, no session is made."""
+    thread, _gate = blocked
+    agent, debugger, link = _agent(thread)
+    agent.pause_all_threads()
+    (request,) = agent._pause_requests.values()
+    debugger.blocked.let_go(thread)
+    assert debugger.withdrawn == [thread] and link.pending() == 0
+    assert request.state is PauseRequestState.CANCELLED
+    assert link.sessions() == [] and agent.live_sessions() == []

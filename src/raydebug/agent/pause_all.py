@@ -7,9 +7,11 @@ frame it stopped in (:meth:`.bookkeeping.Bookkeeping._on_thread_suspended`). Unt
 in C stops only when it returns to Python, and a client attached to it would wait for
 nothing; the hub is told how many are pending. A main thread blocked in C is brought back to
 Python by a signal (:mod:`.pause_signal`); another thread still in C after a moment is served
-where it blocks. A request ends when its thread stops, when it is withdrawn (``raydebug pause
---cancel``, or its asker's wait is over), or when it is abandoned (pydevd resumed everything
-for a departing client, the hub closed): never a session, it ends with no ``SessionEnded``.
+where it blocks if its stack has a frame of the user's code, else let go (its request
+withdrawn): a thread of Ray's or of a library is never a session of its own. A request ends
+when its thread stops, when it is withdrawn (``raydebug pause --cancel``, or its asker's wait
+is over), or when it is abandoned (pydevd resumed everything for a departing client, the hub
+closed): never a session, it ends with no ``SessionEnded``.
 """
 
 from __future__ import annotations
@@ -74,9 +76,22 @@ class PauseAll(Bookkeeping):
             pause_signal.kick_main_thread(lambda: self._still_asked(main))
         # Any thread still in C after a moment is served where it blocks: the main thread
         # once the signal has had its time (it may not interrupt the call, or be ignored).
+        # One that runs library code only (Ray's PythonGCThread) is let go instead.
         self.debugger.blocked.watch([thread for thread, _ in targets],
-                                    lambda thread: self._still_asked(thread.ident))
+                                    lambda thread: self._still_asked(thread.ident),
+                                    self._let_go_library_thread)
         return asked
+
+    def _let_go_library_thread(self, thread: threading.Thread) -> None:
+        """Thread ``thread``, asked to pause, is still in C where no frame of its stack is
+        the user's code (a thread of Ray's or of a library: Ray's ``PythonGCThread`` in its
+        ``Event.wait``): no session, it would show nothing (pydevd leaves library frames
+        out), and a client would be moved to it. Its pause is withdrawn, as ``--cancel``
+        withdraws one: it runs on when it returns, untraced; ``stacks`` still shows it."""
+        with self._lock:
+            request = self._pause_requests.get(thread.ident or 0)
+        if request is not None:
+            self.withdraw_pauses([request])
 
     def withdraw_pauses(self, only: list[PauseRequest] | None = None,
                         event: PauseRequestEvent = PauseRequestEvent.CANCELLED) -> int:

@@ -16,6 +16,13 @@ the blocked frame's globals and locals, so ``done.set()`` can unblock it.
                                          pause is still asked), at the user's frame
     blocked --next/stepIn/stepOut/goto-> refused (:data:`STEP_REFUSED`): nothing to step
 
+Only a thread that runs the user's code is served: one whose stack has no frame of it (a
+thread of Ray's or of a library, e.g. Ray's ``PythonGCThread`` in its ``Event.wait``) is
+let go instead (its pause withdrawn, as ``raydebug pause --cancel`` does): it has nothing to
+show (pydevd leaves library frames out) and is no session, though ``threads`` and
+``stacks`` still list it (:func:`where_served`). The main thread is served all the same: a
+pause of a process stops it, even between a Ray worker's tasks.
+
 The main thread is first sent raydebug's signal (:mod:`.pause_signal`), which brings most
 blocking calls back to Python; one the signal does not interrupt (a C extension that waits
 again on ``EINTR``, e.g. on a condition variable; a program that took or ignores the signal)
@@ -97,14 +104,28 @@ class _StandIn:
         self.runner: threading.Thread | None = None
 
 
+def where_served(top: FrameType, user_frame: Callable[[FrameType], FrameType | None],
+                 is_main: bool) -> FrameType | None:
+    """Where a stand-in shows a thread blocked in C whose innermost frame is ``top``: the
+    innermost frame of the user's code (``user_frame``), below the library frames that
+    block (``threading.py``'s); for the main thread with none, ``top`` itself (a Ray worker
+    between tasks: its session says it runs no task). None for another thread with none:
+    it runs library code only (Ray's ``PythonGCThread``), and is not served."""
+    frame = user_frame(top)
+    if frame is None and is_main:
+        return top
+    return frame
+
+
 class BlockedThreads:
     """The process's stand-ins. Thread-safe.
 
     ``user_frame(frame)``: the innermost frame of the user's code from ``frame`` outwards
-    (a blocked session shows it first: ``threading.py``'s frames are below the user's line).
+    (a blocked session shows it first: ``threading.py``'s frames are below the user's line),
+    or None if no frame of that stack is the user's.
     """
 
-    def __init__(self, user_frame: Callable[[FrameType], FrameType]) -> None:
+    def __init__(self, user_frame: Callable[[FrameType], FrameType | None]) -> None:
         self._user_frame = user_frame
         self._lock = threading.Lock()
         self._stand_ins: dict[int, _StandIn] = {}  # blocked thread's ident -> its stand-in
@@ -129,13 +150,15 @@ class BlockedThreads:
         self._restore = []
 
     def watch(self, threads: list[threading.Thread],
-              is_still_asked: Callable[[threading.Thread], bool]) -> None:
+              is_still_asked: Callable[[threading.Thread], bool],
+              let_go: Callable[[threading.Thread], object]) -> None:
         """After a pause asked ``threads`` to stop: on a thread of ours, wait
         :data:`BLOCKED_GRACE` (the main thread: :data:`MAIN_GRACE`), then stand in for each
         one whose pause is still pending (``is_still_asked``: not stopped, not cancelled)
-        and that is not stopping itself. Returns at once."""
+        and that is not stopping itself; ``let_go(thread)`` instead for one that runs
+        library code only (:func:`where_served`). Returns at once."""
         waiter = threading.Thread(target=self._stand_in_for_late,
-                                  args=(threads, is_still_asked),
+                                  args=(threads, is_still_asked, let_go),
                                   name="raydebug-blocked-watch", daemon=True)
         mark_invisible(waiter)
         waiter.start()
@@ -172,24 +195,30 @@ class BlockedThreads:
     # -- internals -----------------------------------------------------------------------
 
     def _stand_in_for_late(self, threads: list[threading.Thread],
-                           is_still_asked: Callable[[threading.Thread], bool]) -> None:
+                           is_still_asked: Callable[[threading.Thread], bool],
+                           let_go: Callable[[threading.Thread], object]) -> None:
         main = threading.main_thread()
         others = [thread for thread in threads if thread is not main]
         threading.Event().wait(BLOCKED_GRACE)  # a running thread stops within it
-        self._stand_in_for_each(others, is_still_asked)
+        self._stand_in_for_each(others, is_still_asked, let_go)
         if len(others) < len(threads):
             # The signal's time: the main thread it brought back to Python stops itself.
             threading.Event().wait(MAIN_GRACE - BLOCKED_GRACE)
-            self._stand_in_for_each([main], is_still_asked)
+            self._stand_in_for_each([main], is_still_asked, let_go)
 
     def _stand_in_for_each(self, threads: list[threading.Thread],
-                           is_still_asked: Callable[[threading.Thread], bool]) -> None:
+                           is_still_asked: Callable[[threading.Thread], bool],
+                           let_go: Callable[[threading.Thread], object]) -> None:
         frames = sys._current_frames()
+        main = threading.main_thread()
         for thread in threads:
             top = frames.get(thread.ident or 0)
             if top is None or not is_still_asked(thread):
                 continue  # ended, or stopped, or no longer asked
-            frame = self._user_frame(top)
+            frame = where_served(top, self._user_frame, thread is main)
+            if frame is None:
+                let_go(thread)  # library code only: nothing of the user's to show
+                continue
             stand_in = _StandIn(thread, frame)
             with self._lock:
                 if thread.ident in self._stand_ins or thread.ident in self._stopping_itself:

@@ -67,7 +67,7 @@ class Debugger:
         self._start_error: Exception | None = None
         self._suspensions = Suspensions()
         self._tracing = TracingKeeper(self._start_lock, self._suspensions, on_untraced)
-        self.blocked = BlockedThreads(self.user_frame)  # threads a pause finds in C
+        self.blocked = BlockedThreads(self.innermost_user_frame)  # threads a pause finds in C
 
     def ensure_started(self) -> None:
         """Start pydevd if it is not running (the first time imports debugpy:
@@ -335,6 +335,12 @@ class Debugger:
         """The innermost frame of the user's code from ``frame`` outwards (a thread blocked
         in ``Event.wait()`` is in ``threading.py``, called from the user's line); ``frame``
         itself if no caller is the user's (pydevd started)."""
+        return self.innermost_user_frame(frame) or frame
+
+    def innermost_user_frame(self, frame: FrameType) -> FrameType | None:
+        """The innermost frame of the user's code from ``frame`` outwards, as pydevd's
+        "just my code" tells it (a library's or the standard library's is not); None if no
+        frame of that stack is the user's (pydevd started)."""
         found: FrameType | None = frame
         while found is not None:
             try:
@@ -343,7 +349,7 @@ class Debugger:
             except Exception:  # pydevd's internals moved: stop where the signal came
                 return frame
             found = found.f_back
-        return frame
+        return None
 
     @staticmethod
     def cancel_step() -> None:
