@@ -551,6 +551,21 @@ def test_a_thread_with_no_frame_to_show_says_why_at_each_command():
     assert said == [NO_FRAMES, NO_FRAMES]  # (where said nothing; p: 'not stopped')
 
 
+def test_a_sessions_end_never_moves_the_prompt_to_a_thread_with_no_frame_to_show():
+    """Found by use: `raydebug pause` of a task also stopped Ray's PythonGCThread; once the
+    task returned, the prompt moved there and said it 'shows no frames'. A thread stopped
+    in library code only is no one's to go on with: the prompt leaves, the process runs on."""
+    debuggee = WithALibraryThread()
+    said: list[str] = []
+    debugger = TerminalDebugger(debuggee, dict(SESSION), said.append)
+    debugger.start()
+    said.clear()
+    debuggee.on_continue = lambda: debuggee.end_session("returned", returned="7")
+    assert debugger.execute("c") is Outcome.DETACHED
+    assert said == ["--Return-- f() -> 7", "session s1: f() returned; the process runs on"]
+    assert debuggee.requests[-1] == ("disconnect", {"terminateDebuggee": False})
+
+
 def test_an_idle_ray_worker_paused_says_it_runs_no_task_and_what_to_do():
     """Found by use: an idle actor paused showed no frames on any thread, and 'library
     code' told the user nothing of why nor what to do."""

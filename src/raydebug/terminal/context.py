@@ -96,8 +96,13 @@ class DebuggerContext:
     def _refuse_frameless(self, thread_id: int) -> None:
         """Raises :class:`CommandError` (why) when the stopped ``thread_id`` has no frame to
         show: ``thread N`` then stays on the current thread."""
-        if not self.remote.request("stackTrace", {"threadId": thread_id})["stackFrames"]:
+        if not self._shows_frames(thread_id):
             raise CommandError(self._no_frames(thread_id))
+
+    def _shows_frames(self, thread_id: int) -> bool:
+        """Whether the stopped ``thread_id`` has a frame to show (one of the user's code:
+        the stack leaves out library frames, all of a thread of Ray's)."""
+        return bool(self.remote.request("stackTrace", {"threadId": thread_id})["stackFrames"])
 
     def _before_stop_lines(self) -> None:
         """What goes before a stop's lines, once its stack has come (running's header of a

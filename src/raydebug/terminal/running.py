@@ -7,8 +7,10 @@ that thread: see :mod:`.remote`) and wait for one of three things:
 - the hub's ``raydebug/sessionEnded`` for this session: its function returned, so pydevd
   will never stop the thread again (a Ray worker's thread now waits in Ray's core worker).
   As pdb at the end of a program: ``--Return--`` with the value when it is known, the task
-  has finished; then the prompt moves to another stopped thread of the process if there is
-  one, else the session is over (with ``--follow``, on to the next breakpoint);
+  has finished; then the prompt moves to another stopped thread of the process that has a
+  frame of the user's code to show if there is one (never to one of Ray's own threads,
+  stopped in library code only), else the session is over (with ``--follow``, on to the
+  next breakpoint);
 - the end of the connection (the process exited).
 
 While waiting, Ctrl-C asks for a pause (DAP ``pause``, which the hub has the agent make as
@@ -290,8 +292,12 @@ class RunningCommands(DebuggerContext):
         self._session_depth = None
         others = sorted(t for t in self.remote.stops.stopped_threads if t != self.thread_id)
         self.remote.stops.stopped_threads.discard(self.thread_id)
-        if others:
-            return self._switch_thread(others[0])
+        # Only to a thread with a frame to show: one stopped in library code only (a thread
+        # of Ray's, a Ray worker between tasks) is nothing the user asked about; with no
+        # other, the prompt leaves and the process runs on, those threads too.
+        shown = next((t for t in others if self._shows_frames(t)), None)
+        if shown is not None:
+            return self._switch_thread(shown)
         try:
             self._detach(None)
         except KeyboardInterrupt:  # Ctrl-C as it leaves (the disconnect went out): it has
