@@ -245,8 +245,9 @@ def _read_from_outside(answer: dict[str, Any], timeout: float,
                    "a thread that has not stopped by then is no longer asked, unless "
                    "--keep (0: do not wait, keep the request).")
 @click.option("--keep", is_flag=True,
-              help="Keep asking the threads that have not stopped within --wait: each "
-                   "stops when it returns to Python (`raydebug pause --cancel` withdraws).")
+              help="Keep asking the threads that have not stopped within --wait (a "
+                   "thread that holds the GIL in C): each stops when it runs Python again "
+                   "(`raydebug pause --cancel` withdraws).")
 @click.option("--cancel", is_flag=True,
               help="Withdraw the pauses of the selected processes that have not stopped "
                    "yet (`raydebug ps`: pause requested).")
@@ -255,9 +256,10 @@ def pause(hub: str | None, ray_address: str | None, client_token: str | None,
           wait_seconds: float, keep: bool, cancel: bool, selector: tuple[str, ...]) -> None:
     """Pause the selected running processes (all their Python threads): each thread that
     stops becomes a session with reason `pause`, which `raydebug attach`, VS Code and
-    nvim-dap debug as any other. Detaching resumes it. A main thread blocked in C is
-    interrupted to stop; another thread blocked in C stops when it returns to Python, if
-    that is within --wait (or with --keep)."""
+    nvim-dap debug as any other. Detaching resumes it. A thread blocked in C (a lock, a
+    queue, `ray.get`) is a session too, marked blocked in C, its stack and locals readable
+    where it waits; it stops when the call returns. Threads that run only library code
+    (Ray's own) are left to run."""
     if not selector:
         raise click.UsageError("pause needs at least one SELECTOR term (e.g. rank=1, "
                                "pid=4242, task=train): it never pauses every process by "
