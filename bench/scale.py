@@ -305,6 +305,16 @@ def run(sessions: int = 1000, real: int = 5, repeats: int = 5, attach_rounds: in
             "attach_to_stack": attach.summary(),
             "kill_to_gone": kill.summary(),
         }
+    except BaseException:
+        # What the hub and the real workers said, for the failure's why (their pipes are
+        # read once they are stopped).
+        print(f"hub log (last lines): {list(scale.hub_log)}", file=sys.stderr)
+        scale.close()
+        for proc in scale.hub.workers:
+            _, err = proc.communicate(timeout=30)
+            print(f"worker {proc.pid} (exit {proc.returncode}) said:\n{err[-3000:]}",
+                  file=sys.stderr)
+        raise
     finally:
         scale.close()
 
