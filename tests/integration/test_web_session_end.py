@@ -115,3 +115,22 @@ def test_a_post_mortem_opens_at_the_top_and_nothing_is_missing(hub: HubProcess,
         assert inside
         errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
         assert not errors, errors
+
+
+def test_the_ranks_of_a_job_are_told_apart_by_their_labels(hub: HubProcess, tmp_path: Path):
+    """Two ranks paused at the same line: the list and the debugger's title say each one's
+    labels, as `raydebug list` does (the rows were alike but for their pids)."""
+    script = write_script(tmp_path, "goes_on.py", GOES_ON)
+    for rank in ("0", "1"):
+        hub.spawn(script, f"rank{rank}", RAYDEBUG_LABEL_RANK=rank)
+    sessions = hub.wait_sessions(2)
+    with chromium() as browser:
+        browser.get(f"http://{hub.client_address}/")
+        rows = lambda: browser.find_elements(By.CSS_SELECTOR, "#sessions-table tbody tr")  # noqa: E731
+        wait_for(browser, lambda: len(rows()) == 2, 30, "two sessions listed")
+        labels = sorted(row.find_element(By.CSS_SELECTOR, "th").text for row in rows())
+        assert labels == ["goes_on.py RANK=0", "goes_on.py RANK=1"], labels
+        rank1 = next(s for s in sessions if s["labels"].get("RANK") == "1")
+        open_session(browser, hub, rank1["id"])
+        title = browser.find_element(By.ID, "debugger-title").text
+        assert title == f"goes_on.py · pid {rank1['pid']} · RANK=1", title

@@ -5,7 +5,7 @@
 
 import { getJson, postJson } from "./api.js";
 import { DapSocket } from "./dap.js";
-import { BLOCKED_IN_C, basename, decodeBase64Repr, el, sessionName } from "./format.js";
+import { BLOCKED_IN_C, basename, decodeBase64Repr, el, labelsText, sessionName } from "./format.js";
 import { Tree } from "./tree.js";
 
 const WEB_PAGE = "web page"; // the hub's name for the page's cluster breakpoints
@@ -78,7 +78,9 @@ export class Debugger {
     this.frame = null;
     this.paused = false;
     this.sources.clear();
-    const named = record ? `${sessionName(record)} · pid ${record.pid}` : `session ${id}`;
+    const labels = record ? labelsText(record) : "";
+    const named = record ? `${sessionName(record)} · pid ${record.pid}` +
+      (labels ? ` · ${labels}` : "") : `session ${id}`;
     this.$("debugger-title").textContent = !this.readOnly ? named
       : `snapshot ${id}` + (!record.pid ? "" : named.startsWith("pid ") ? ` · pid ${record.pid}`
         : ` · ${named}`);

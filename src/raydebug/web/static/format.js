@@ -14,8 +14,24 @@ export function basename(path) {
 export function sessionName(session) {
   if (session.task_name) return session.task_name;
   if (session.actor_class) return session.actor_class;
-  const argv = session.argv || [];
-  return basename(argv[1] || argv[0] || "") || `pid ${session.pid}`;
+  return program(session.argv || []) || `pid ${session.pid}`;
+}
+
+// What an idle process runs: a Ray worker between tasks is "ray worker (idle)", not the
+// name of Ray's worker script; another program is its script's name (sys.argv[0], or the
+// script after the interpreter of a command line read from outside), never an argument.
+export function program(argv) {
+  const first = basename(argv[0] || "");
+  if (first === "default_worker.py") return "ray worker (idle)";
+  const script = argv.find((word, index) => index > 0 && word.endsWith(".py"));
+  return script && first.startsWith("python") ? basename(script) : first;
+}
+
+// A session's labels as `raydebug list` shows them (RANK=0, role=eval): what tells apart
+// the ranks of one job, whose rows are otherwise alike.
+export function labelsText(record) {
+  return Object.entries(record.labels || {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, value]) => `${key}=${value}`).join(", ");
 }
 
 export function nodeName(record) {

@@ -4,7 +4,7 @@
 // an icicle: outermost frame on top, each box as wide as the threads that share it.
 
 import { ApiError, getJson, postJson } from "./api.js";
-import { age, basename, el, nodeName } from "./format.js";
+import { age, basename, el, nodeName, program } from "./format.js";
 
 const POLL_MS = 2000;
 const ROW_PX = 28;
@@ -285,11 +285,3 @@ function headerClass(name) {
   return ["PID", "Rank", "Age"].includes(name) ? "num" : "";
 }
 
-// What an idle process runs: a Ray worker between tasks is "ray worker (idle)", not the
-// name of Ray's worker script; another program is its script's name.
-function program(argv) {
-  const first = basename(argv[0] || "");
-  if (first === "default_worker.py") return "ray worker (idle)";
-  const script = argv.find((word, index) => index > 0 && word.endsWith(".py"));
-  return script && first.startsWith("python") ? basename(script) : first;
-}

@@ -2,7 +2,7 @@
 // pauses appear and finished ones leave without a reload.
 
 import { Polling } from "./api.js";
-import { BLOCKED_IN_C, age, basename, el, nodeName, sessionName } from "./format.js";
+import { BLOCKED_IN_C, age, basename, el, labelsText, nodeName, sessionName } from "./format.js";
 
 const POLL_MS = 1000;
 
@@ -51,11 +51,13 @@ export class SessionList {
 
   row(session) {
     const name = sessionName(session);
+    const labels = labelsText(session);
     const link = el("a", { href: `#/session/${encodeURIComponent(session.id)}` }, name);
     const row = el("tr", { "data-session": session.id, class: `state-${session.state}` },
       el("th", { scope: "row" }, link,
         session.actor_class && session.task_name ? el("span", { class: "sub" },
-          ` ${session.actor_class}`) : null),
+          ` ${session.actor_class}`) : null,
+        labels ? el("span", { class: "sub labels" }, ` ${labels}`) : null),
       el("td", { "data-label": "node" }, nodeName(session)),
       el("td", { class: "num", "data-label": "pid" }, session.pid),
       el("td", { class: "where" }, `${basename(session.file)}:${session.line}`,
