@@ -210,6 +210,9 @@ def test_the_web_page_lists_it_exception_first_and_opens_it_read_only(failed):
             By.CSS_SELECTOR, f"#snapshots-table tr[data-snapshot='{snapshot_id}']"), 30,
             "the snapshot's row")
         assert row.find_element(By.TAG_NAME, "th").text == "ValueError: bad row total 6"
+        # (the list holds snapshot points too: it said only failures were captured)
+        assert browser.find_element(By.CSS_SELECTOR, "#snapshots-section p").text.startswith(
+            "Failures and snapshot points captured without pausing")
         row.find_element(By.TAG_NAME, "a").click()
 
         def state() -> str:
