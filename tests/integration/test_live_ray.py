@@ -4,6 +4,7 @@ completed; a task's forked child and subprocess linked as processes of their own
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from pathlib import Path
@@ -160,3 +161,58 @@ def test_a_straggler_is_found_paused_and_continued(cluster: Any, tmp_path: Path)
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+LOOPER = """
+import sys, time
+import ray
+
+ray.init(address=sys.argv[1])
+
+@ray.remote(num_cpus=0.25)
+def looper(flag):
+    open(flag, "w").close()
+    while True:
+        time.sleep(0.05)
+
+ray.get(looper.remote(sys.argv[2]))
+"""
+
+
+def test_a_group_on_a_task_name_shows_the_task_that_runs_now(cluster: Any, tmp_path: Path):
+    """`raydebug attach --group task=NAME` while the task runs, no listing having asked the
+    workers what they run since it started (its worker may link after the task began): the
+    group asks them, as `ps task=NAME` does (it said no process matched, and never showed
+    the task)."""
+    job = tmp_path / "looper.py"
+    job.write_text(LOOPER)
+    flag = tmp_path / "started"
+    port = hub_port(cluster.address)
+    driver = start_job(job, cluster.address, str(flag))
+    try:
+        ask_until("the looper to start", lambda: flag.exists() or None)
+
+        async def attach_the_group() -> None:
+            client = await DapClient.connect("127.0.0.1", port)
+            await client.initialize(supportsStartDebuggingRequest=False)
+            attach = client.send_request("attach", {"name": "loopers",
+                                                    "raydebug": {"group": "task=looper"}})
+            await client.wait_event("initialized")
+            assert (await attach).success
+            await client.request("configurationDone")
+            names: list[str] = []
+            for _ in range(60):
+                names = [t["name"] for t in (await client.request("threads"))["threads"]]
+                if any("looper" in name.split(" · ") for name in names):
+                    break
+                await asyncio.sleep(0.25)
+            else:
+                raise AssertionError(f"the running looper is not in the group: {names}")
+            await client.request("disconnect", {})
+            await client.close()
+
+        run(attach_the_group(), timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait(timeout=30)

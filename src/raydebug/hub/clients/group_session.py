@@ -161,6 +161,7 @@ class GroupSession:
         self._key = parents.add(client.peer_host, client.say_now, client.send_event)
         self._bound: dict[str, _Bound] = {}  # by process id
         self._running: dict[str, Process] = {}  # running live processes shown, by id
+        self._activity_asked: set[str] = set()  # ids asked what they run (_ask_what_runs_now)
         self._reported_at: dict[str, float] = {}  # (loop time) a running one's last report
         self._tasks: set[asyncio.Task[None]] = set()
         self._disconnected = asyncio.Event()  # the client's disconnect was answered
@@ -289,6 +290,7 @@ class GroupSession:
         running live process of it; say once when the group has no process yet."""
         first_look = True  # only it says the group has no process yet (not: no longer)
         while True:
+            await self._ask_what_runs_now()
             for session in self._registry.all_sessions():
                 if self._wanted(session):
                     try:
@@ -307,6 +309,21 @@ class GroupSession:
                                      "session as it links (running) or pauses")
             first_look = False
             await self._registry.wait_for_change()
+
+    async def _ask_what_runs_now(self) -> None:
+        """A selector on what runs now (``task=``, ``actor=``) asks each process what it runs
+        before it is first matched, as ``ps`` and ``pause`` do: the hub's last answer may
+        predate the task, or (a worker that linked after its task began) there is none,
+        and the group said it had no process while its tasks ran. Asked once per process:
+        one that starts such a task later joins when it pauses."""
+        if self._queries is None or self._selector is None \
+                or not self._selector.needs_activity:
+            return
+        fresh = [process for process in self._registry.all_processes()
+                 if process.id not in self._activity_asked]
+        if fresh:
+            self._activity_asked.update(process.id for process in fresh)
+            await self._queries.refresh_activity(fresh, everyone=True)
 
     async def _join_snapshots(self, store: SnapshotStore) -> None:
         """Join the group's newest :data:`KEPT_OFFERED` kept snapshots, then each one kept
