@@ -151,6 +151,22 @@ def test_a_process_that_pauses_later_is_said_before_the_prompt_as_joined(
     assert said == []  # said once
 
 
+def test_the_current_threads_process_ending_at_the_prompt_moves_it_to_another_stopped_one(
+        prompt: tuple[ScriptedGroup, GroupDebugger, list[str]]):
+    """(kill -9 of the current rank while the prompt waits for a line: the prompt stayed on
+    its thread, and `p`, `n`... answered 'threadId 1 is no longer valid')"""
+    debuggee, debugger, said = prompt
+
+    debuggee.end_process(1)
+    debugger.announce_other_stops()
+    assert said[:2] == [f"(left: thread 1 ({name(1)}): its process ended)",
+                        f"thread 2 ({name(2)})"]
+    assert debugger.thread_id == 2
+    debuggee.requests.clear()
+    debugger.execute("n")
+    assert debuggee.requests[0] == ("next", {"threadId": 2})
+
+
 def ctrl_c_then_q(after: int = 30) -> Any:
     """poll_input for a wait: Ctrl-C at the first look at the keyboard, then nothing, then
     (``after`` looks, ~3 s) ``q``, so that a wait no stop ends is bounded."""

@@ -117,12 +117,18 @@ class GroupDebugger(TerminalDebugger):
 
     def announce_other_stops(self) -> None:
         """Before a prompt: a line for each thread that stopped meanwhile (``joined`` when
-        its process is new to this prompt) and each whose process ended."""
+        its process is new to this prompt) and each whose process ended; the current
+        thread's leaving moves the prompt to the first thread still stopped."""
         stops = self.remote.stops
+        current_left = False
         for end in stops.ends[self._exits_said:]:
             if end.reason == THREAD_EXITED:
                 self.write(f"(left: {self._named(int(end.thread))}: its process ended)")
+                current_left = current_left or int(end.thread) == self.thread_id
         self._exits_said = len(stops.ends)
+        others = self._stopped_in_order() if current_left else []
+        if others:  # (its process was killed while the prompt waited for a line)
+            self._move_to(others[0])
         stopped = set(stops.stopped_threads)
         fresh = stopped - self._said_stopped - {self.thread_id}
         self._said_stopped = stopped
