@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -119,6 +120,22 @@ def test_raydebug_attach_is_a_read_only_pdb_on_it(failed):
     assert "<module>()" in out and "\n0.1\n" in out  # up, then p in that frame
     assert "cannot step, only show what was captured" in out  # n
     assert f"snapshot {snapshot_id} closed" in out
+
+
+def test_raydebug_attach_waiting_for_a_breakpoint_names_the_kept_snapshots(failed):
+    """Found by use: after a job failed under --snapshots, `raydebug attach` said only
+    "waiting for a breakpoint...", which no failure already captured would end."""
+    hub, _, snapshot_id = failed
+    result = subprocess.run(
+        [sys.executable, "-m", "raydebug", "attach", "--timeout", "1", "--hub",
+         hub.client_address], input="", capture_output=True, text=True, timeout=TIMEOUT,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "160",
+             "XDG_STATE_HOME": str(hub.state)})
+    said = result.stdout + result.stderr
+    assert "waiting for a breakpoint" in said, said
+    assert re.search(rf"1 snapshot kept \(the newest {snapshot_id}: ValueError: bad row total "
+                     rf"6\): `\S*raydebug attach {snapshot_id}` reads it, `\S*raydebug "
+                     r"snapshots` lists them", said), said
 
 
 def test_a_cluster_session_offers_it_as_a_child_only_when_asked(failed):

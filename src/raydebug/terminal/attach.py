@@ -239,9 +239,9 @@ class AttachCommand:
             if not announced:
                 self.terminal.write(f"waiting for a breakpoint... (hub {self.hub}; Ctrl-C "
                                     "stops waiting)")
-                hint = self._pause_hint()
-                if hint:
-                    self.terminal.write(hint)
+                for hint in (self._pause_hint(), self._snapshots_hint()):
+                    if hint:
+                        self.terminal.write(hint)
                 announced = True
             remaining = POLL_SECONDS if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
@@ -280,6 +280,25 @@ class AttachCommand:
                     "lists them)")
         return (f"a live process runs (none paused): `{command} pause pid={pids[0]}` in "
                 "another terminal stops it here")
+
+    def _snapshots_hint(self) -> str | None:
+        """Where the hub keeps snapshots (a job that failed under ``--snapshots`` did not
+        pause: no breakpoint will come of it): the newest, and the commands that read
+        them. None when it keeps none, or cannot say (an older hub)."""
+        try:
+            listing = get_json(self.hub, "/api/snapshots", token=self.client_token)
+        except (RaydebugError, OSError):
+            return None
+        rows = listing.get("snapshots") if isinstance(listing, dict) else None
+        rows = [row for row in rows or [] if isinstance(row, dict) and row.get("id")]
+        if not rows:
+            return None
+        newest = max(rows, key=lambda row: float(row.get("time") or 0))
+        what = newest.get("exception") or "a snapshot point"
+        command = raydebug_command()
+        kept = "1 snapshot" if len(rows) == 1 else f"{len(rows)} snapshots"
+        return (f"{kept} kept (the newest {newest['id']}: {what}): `{command} attach "
+                f"{newest['id']}` reads it, `{command} snapshots` lists them")
 
     def _leaves_waiting(self) -> bool:
         """Whether Ctrl-D (or ``q``) was typed while nothing is paused yet (on a terminal);
