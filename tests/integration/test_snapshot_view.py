@@ -99,7 +99,8 @@ async def variables(client: Any, reference: int) -> list[dict[str, Any]]:
 
 def test_raydebug_attach_is_a_read_only_pdb_on_it(failed):
     hub, script, snapshot_id = failed
-    typed = "where\np total\npp config\nl\nexceptions\nup\np config['lr']\nn\nq\n"
+    typed = ("where\np total\npp config\nl\nexceptions\np total, len(rows)\nup\n"
+             "p config['lr']\nn\nq\n")
     result = subprocess.run(
         [sys.executable, "-m", "raydebug", "attach", snapshot_id[:6], "--hub",
          hub.client_address], input=typed, capture_output=True, text=True, timeout=TIMEOUT,
@@ -117,6 +118,7 @@ def test_raydebug_attach_is_a_read_only_pdb_on_it(failed):
     assert (f"Traceback (most recent call last):\n  File \"{script}\", line {called}, in "
             f"<module>\n    train(config, [1, 2, 3])\n  File \"{script}\", line {raised}, in "
             "train\n") in out  # exceptions, oldest first
+    assert "\n(6, 3)\n" in out  # p a, b: a tuple of captured values, as in pdb
     assert "<module>()" in out and "\n0.1\n" in out  # up, then p in that frame
     assert "cannot step, only show what was captured" in out  # n
     assert f"snapshot {snapshot_id} closed" in out

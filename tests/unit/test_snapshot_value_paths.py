@@ -48,6 +48,19 @@ def test_paths_reach_the_captured_values(expression, shown):
     assert evaluate(expression, frame_locals()).repr == shown
 
 
+def test_a_tuple_of_paths_is_pdbs_p_a_b():
+    """`p config, count` in a snapshot, as in pdb (it was refused: a tuple is not a path)."""
+    values = frame_locals()
+    shown = evaluate("count, model.shape[1], len(config['layers'])", values)
+    assert (shown.type_name, shown.repr) == ("tuple", "(7, 3, 2)")
+    assert [(c.name, c.repr) for c in shown.children or []] == [
+        ("[0]", "7"), ("[1]", "3"), ("[2]", "2")]
+    assert evaluate("model.shape[0],", values).repr == "(2,)"
+    assert evaluate("(count, config)", values).children[1].children == values[0].children
+    with pytest.raises(SnapshotEvaluateError, match="NameError: name 'missing'"):
+        evaluate("count, missing", values)
+
+
 def test_a_path_answers_the_captured_value_itself_children_and_all():
     values = frame_locals()
     assert evaluate("config", values) is values[0]
@@ -57,7 +70,7 @@ def test_a_path_answers_the_captured_value_itself_children_and_all():
 @pytest.mark.parametrize("expression", [
     "count + 1", "__import__('os').system('true')", "config.get('layers')", "rows[0:2]",
     "[count]", "lambda: 0", "x = 1", "count if count else 0", "len(*rows)", "str(count)",
-    "config[count]", "config[{'a'}]", "", "rows[",
+    "config[count]", "config[{'a'}]", "", "rows[", "count, *rows", "()",
 ])
 def test_anything_else_is_refused_without_running(expression):
     with pytest.raises(SnapshotEvaluateError, match="a snapshot can only show captured values"):

@@ -9,7 +9,9 @@ A snapshot holds no live object, so nothing can run. An expression is parsed wit
   ``rows[-1]``, ``table[(1, 2)]``): the child the capture named ``[repr(KEY)]``; a negative
   index counts from the end of a list or tuple captured whole;
 - an attribute: ``obj.attr``: the child named ``attr`` (an object's ``__dict__`` entry);
-- ``len(x)``: the number of items captured of a container captured whole.
+- ``len(x)``: the number of items captured of a container captured whole;
+- a tuple of these (``config, i, total``: pdb's ``p a, b``): a new ``tuple`` whose items
+  are the values found.
 
 Anything else fails with :data:`ONLY_CAPTURED`; a path to what was not captured fails with a
 :class:`SnapshotEvaluateError` saying why (not a local, not an item, cut by the capture's
@@ -22,6 +24,7 @@ from __future__ import annotations
 import ast
 import reprlib
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..errors import SnapshotEvaluateError
 from .format import Value
@@ -73,6 +76,13 @@ def _walk(node: ast.expr, scope: Sequence[Value]) -> Value:
     if _is_len_call(node):
         assert isinstance(node, ast.Call)
         return _length(_walk(node.args[0], scope), ast.unparse(node.args[0]))
+    if isinstance(node, ast.Tuple) and node.elts and \
+            not any(isinstance(item, ast.Starred) for item in node.elts):
+        items = [replace(_walk(item, scope), name=f"[{index}]")
+                 for index, item in enumerate(node.elts)]
+        shown = ", ".join(item.repr for item in items)
+        return Value(name=ast.unparse(node), type_name="tuple",
+                     repr=f"({shown},)" if len(items) == 1 else f"({shown})", children=items)
     raise SnapshotEvaluateError(ONLY_CAPTURED)
 
 
