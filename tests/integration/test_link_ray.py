@@ -302,10 +302,14 @@ def test_a_linked_workers_actor_method_and_task_stop_at_a_break_line(cluster: An
                         s for s in get(port, "/api/sessions") if s["function"] == name],
                     timeout=30)
             except TimeoutError as missed:
-                # Seen twice under load, never alone: say which processes run what, and
-                # which of the job's are unlinked (a task moved to a worker not linked?).
+                # Say which processes run what, which of the job's are unlinked, and where
+                # each thread is (seen under load: the method held in pydevd, unlisted,
+                # after a continue that came while pydevd started; fixed in the agent).
                 listing = raydebug_cli("ps", "--ray-address", cluster.address)
-                pytest.fail(f"{missed}\nraydebug ps:\n{listing.stdout}{listing.stderr}")
+                stacks = raydebug_cli("stacks", "--ray-address", cluster.address)
+                pytest.fail(f"{missed}\nraydebug ps:\n{listing.stdout}{listing.stderr}"
+                            f"raydebug stacks:\n{stacks.stdout}{stacks.stderr}"
+                            f"the driver: {'running' if driver.poll() is None else 'ended'}")
             assert session["reason"] == "breakpoint", session
             removed = raydebug_cli("break", "--ray-address", cluster.address, "--remove",
                                    where)

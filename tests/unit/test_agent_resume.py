@@ -6,9 +6,12 @@ debugger, and the whole path through a real hub: tests/integration/test_continue
 from __future__ import annotations
 
 import sys
+import threading
+from types import FrameType
 
-from test_pause_requests import _agent, blocked  # noqa: F401 (a fixture)
+from test_pause_requests import FakeDebugger, FakeLink, _agent, blocked  # noqa: F401 (a fixture)
 
+from raydebug.agent.agent import Agent
 from raydebug.protocol.control import Resume, Resumed, SessionEnded, SessionStarted
 
 
@@ -41,3 +44,50 @@ def test_with_a_client_attached_nothing_is_resumed(blocked):  # noqa: F811
     assert isinstance(answer, Resumed) and answer.sessions == []
     assert "a client is attached" in answer.error
     assert not debugger.resumed_all and len(agent.live_sessions()) == 1
+
+
+class _ContinuedWhileStarting(FakeDebugger):
+    """pydevd's start, during which the hub's ``Resume`` comes (a loaded node: seconds)."""
+
+    def __init__(self, thread: threading.Thread) -> None:
+        super().__init__([(thread, sys._current_frames()[thread.ident or 0])])
+        self.agent: Agent | None = None
+        self.answer: Resumed | None = None
+        self.stopped = False
+
+    def ensure_started(self) -> None:
+        assert self.agent is not None
+        self.answer = self.agent.resume(Resume(request_id=3))
+
+    def stop_here(self, frame: FrameType, under_client: bool = False) -> None:
+        self.stopped = True  # a real pydevd would hold the thread here, unlisted
+
+
+class _Link(FakeLink):
+    def start(self) -> None:
+        pass
+
+    def wait_sent(self, timeout: float) -> None:
+        pass
+
+
+def test_a_continue_during_pydevds_start_lets_the_breakpoints_thread_run_on(blocked):  # noqa: F811
+    """Found under load: a linked actor's method hit a cluster breakpoint, `raydebug
+    continue` ended its session while pydevd was starting, and the thread then stopped in
+    pydevd anyway: held for ever, listed nowhere, its job hung."""
+    thread, _gate = blocked
+    agent, _debugger, _link = _agent(thread)
+    debugger = _ContinuedWhileStarting(thread)
+    debugger.agent = agent
+    agent.debugger = debugger  # type: ignore[assignment]
+    link = _Link()
+    agent.link = link  # type: ignore[assignment]
+
+    agent.pause_at_breakpoint(sys._getframe())
+
+    assert debugger.answer is not None and len(debugger.answer.sessions) == 1, debugger.answer
+    assert not debugger.stopped
+    assert agent.live_sessions() == []
+    (started,) = [m for m in link.posted if isinstance(m, SessionStarted)]
+    ended = [m.session_id for m in link.posted if isinstance(m, SessionEnded)]
+    assert ended == [started.session["id"]]

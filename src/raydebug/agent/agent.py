@@ -225,6 +225,12 @@ class Agent(PauseAll):
             if (error := self.link.take_first_error()) is not None:
                 say(f"{error}; retrying in the background (pid {os.getpid()})")
             raise
+        if session.run_on:
+            # `raydebug continue` (or the hub's closing) came while pydevd started, seconds
+            # on a loaded node: the session is over; stopping now would hold the thread in
+            # pydevd, unlisted, for ever (a linked actor's method, seen under load).
+            self._end_thread_sessions(ident)
+            return None
         if session.released.is_set():
             # The attached client hears of this session from the hub (its control
             # connection) and of the stop from pydevd (the data connection): the session's
