@@ -63,6 +63,8 @@ INTERNALS: list[tuple[str, str]] = [
     ("PyDB", "set_trace_for_frame_and_parents"),
     ("PyDB", "set_suspend"),
     ("_pydevd_bundle.pydevd_comm_constants", "CMD_SET_BREAK"),
+    # a thread an attached client's pause suspended before the agent heard of that pause
+    ("_pydevd_bundle.pydevd_comm_constants", "CMD_THREAD_SUSPEND"),
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "update_monitor_events"),
     ("_pydevd_sys_monitoring.pydevd_sys_monitoring", "restart_events"),
     ("_pydevd_sys_monitoring._pydevd_sys_monitoring", "_thread_local_info"),

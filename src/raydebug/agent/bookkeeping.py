@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..protocol.control import END_RESUMED, END_RETURNED, SessionEnded, SessionStarted
 from ..session import REASON_PAUSE, PausedThread, PauseRequestEvent, PauseRequestState
 from .config import AgentConfig
+from .link import live
 from .metadata import came_back, record_for_frame
 from .pause_requests import PauseRequest, pending_message
 from .report import pause_place, say, waiting_notice
@@ -86,6 +87,9 @@ class Bookkeeping:
         returned = None  # the session of a thread back from C, stopped now
         with self._lock:
             request = self._pause_requests.get(ident)
+            if (request is None and self._client_attached and frame is not None
+                    and all(s.thread_ident != ident for s in self._sessions.values())):
+                request = self._client_pause_first(ident)
             if request is not None:
                 if blocked:  # listed, and still asked: it stops when it returns
                     request.move(PauseRequestEvent.REPORTED_BLOCKED)
@@ -121,6 +125,17 @@ class Bookkeeping:
             return  # the attached client shows it; this stderr may be that client's terminal
         # Said as a breakpoint() says it: the driver's log is where a user looks first.
         say(waiting_notice(record, self.link.hub_address))
+
+    def _client_pause_first(self, ident: int) -> PauseRequest | None:
+        """The request of the attached client's DAP ``pause`` for thread ``ident``, which
+        pydevd suspended before the hub's word of that pause came (``Pause(by_client)``, on
+        the control connection, which the data connection does not wait for): made now,
+        or the thread was never listed (that word skips the threads suspended by then)."""
+        thread = threading.current_thread()  # pydevd calls us on the suspending thread
+        if thread.ident != ident or not self.debugger.stopped_for_a_pause(thread):
+            return None
+        request = self._pause_requests[ident] = PauseRequest(thread, live.session_identity())
+        return request
 
     def _forget_abandoned_pauses_locked(self) -> None:
         """Forget the pause requests pydevd no longer holds (a resume of every thread

@@ -275,6 +275,14 @@ class Debugger:
                 if thread.ident in frames and thread.ident not in skip
                 and not getattr(thread, "pydev_do_not_trace", False)]
 
+    @staticmethod
+    def stopped_for_a_pause(thread: threading.Thread) -> bool:
+        """Whether ``thread``, suspending now, was asked to pause (DAP ``pause``, or
+        :meth:`suspend_threads`), not stopped at a breakpoint or a step's end."""
+        from _pydevd_bundle.pydevd_comm_constants import CMD_THREAD_SUSPEND
+
+        return getattr(thread, "stop_reason", None) == CMD_THREAD_SUSPEND
+
     def suspend_threads(self, threads: list[threading.Thread]) -> None:
         """Ask pydevd to suspend ``threads`` (as DAP ``pause`` does), from any thread.
 
