@@ -281,7 +281,7 @@ class Debugger:
         :meth:`suspend_threads`), not stopped at a breakpoint or a step's end."""
         from _pydevd_bundle.pydevd_comm_constants import CMD_THREAD_SUSPEND
 
-        return getattr(thread, "stop_reason", None) == CMD_THREAD_SUSPEND
+        return bool(getattr(thread, "stop_reason", None) == CMD_THREAD_SUSPEND)
 
     def suspend_threads(self, threads: list[threading.Thread]) -> None:
         """Ask pydevd to suspend ``threads`` (as DAP ``pause`` does), from any thread.
