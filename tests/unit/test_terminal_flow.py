@@ -617,3 +617,35 @@ def test_ctrl_d_while_attach_waits_for_a_breakpoint_stops_the_wait():
         "*** nothing is paused yet: no command runs (Ctrl-C or Ctrl-D stops waiting)",
         "stopped waiting for a breakpoint"]
     assert all("timeout=0.5" in query for query in polls[1::2])  # the keys looked at often
+
+
+class ExitingThreads(ThreadedActor):
+    """As :class:`ThreadedActor`, but a continued thread's function runs to its end and the
+    thread ends: gone from ``threads`` when the hub's word of its session's end is read."""
+
+    def __init__(self, first: int) -> None:
+        super().__init__(first)
+        self.gone: set[int] = set()
+
+    def threads_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"threads": [t for t in super().threads_request(arguments)["threads"]
+                            if t["id"] not in self.gone]}
+
+    def continue_request(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.gone.add(arguments["threadId"])
+        return super().continue_request(arguments)
+
+
+def test_a_thread_that_ended_after_its_function_returned_leaves_the_prompt_to_a_stopped_one():
+    """Found by use: Ctrl-C moved the prompt to a spinning thread, `c` ran it to its end and
+    the thread ended; the prompt said "running" for ever (its session's end named a thread
+    no longer there), and Ctrl-C then said the thread "does not pause"."""
+    actor = ExitingThreads(first=3)
+    actor.stop_thread(4)
+    said: list[str] = []
+    debugger = TerminalDebugger(actor, dict(actor.SESSIONS[3]), said.append)  # no hub
+    debugger.start()
+    assert debugger.execute("thread 4") is Outcome.STOPPED
+    assert run_bounded(debugger, "c") is Outcome.STOPPED  # back to thread 3
+    assert "session s4: f() returned; the process runs on" in said
+    assert debugger.thread_id == 3

@@ -227,8 +227,13 @@ class RunningCommands(DebuggerContext):
         without the hub's word of its session)."""
         if not thread_name:
             return False
-        threads = self.remote.request("threads")["threads"]
-        return any(t["id"] == self.thread_id and t.get("name") == thread_name for t in threads)
+        names = {t["id"]: t.get("name") for t in self.remote.request("threads")["threads"]}
+        if self.thread_id not in names:
+            # It has ended since (its function returned, then its thread: a thread the
+            # prompt moved to after a pause): an end of a thread that no longer runs is its
+            # end, or the prompt said "running" for ever.
+            return thread_name not in names.values()
+        return names[self.thread_id] == thread_name
 
     def _adopt_new_session(self) -> None:
         """After a stop: the session of this thread may be a new one; name it right from now
