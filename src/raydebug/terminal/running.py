@@ -233,7 +233,7 @@ class RunningCommands(DebuggerContext):
             # prompt moved to after a pause): an end of a thread that no longer runs is its
             # end, or the prompt said "running" for ever.
             return thread_name not in names.values()
-        return names[self.thread_id] == thread_name
+        return bool(names[self.thread_id] == thread_name)
 
     def _adopt_new_session(self) -> None:
         """After a stop: the session of this thread may be a new one; name it right from now
