@@ -649,3 +649,12 @@ def test_a_thread_that_ended_after_its_function_returned_leaves_the_prompt_to_a_
     assert run_bounded(debugger, "c") is Outcome.STOPPED  # back to thread 3
     assert "session s4: f() returned; the process runs on" in said
     assert debugger.thread_id == 3
+
+
+def test_p_of_none_prints_none_as_pdb_does():
+    """pydevd answers a None in the repl context with "" (found by use: `p` of a None value
+    printed a blank line)."""
+    debuggee, debugger, said = attached()
+    debuggee.values["nothing"] = ""  # what pydevd's evaluate answers for None there
+    debugger.execute("p nothing")
+    assert said == ["None"]

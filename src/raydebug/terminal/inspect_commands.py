@@ -85,7 +85,9 @@ class InspectCommands(DebuggerContext):
     def do_p(self, arg: str) -> None:
         if not arg:
             raise CommandError("give an expression")
-        self.write(self._evaluate(arg, "repl"))
+        # pydevd answers a None in the "repl" context with "" (no "None" typed back at a
+        # console); pdb's p prints it, and a blank line read as nothing printed.
+        self.write(self._evaluate(arg, "repl") or "None")
 
     def do_pp(self, arg: str) -> None:
         if not arg:
