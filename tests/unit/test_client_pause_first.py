@@ -12,8 +12,9 @@ from collections.abc import Iterator
 import debugpy.server  # noqa: F401 (puts the vendored pydevd on sys.path)
 import pytest
 from _pydevd_bundle.pydevd_comm_constants import CMD_SET_BREAK, CMD_THREAD_SUSPEND
-from test_pause_requests import FakeDebugger, _agent, blocked  # noqa: F401 (a fixture)
+from test_pause_requests import FakeDebugger, FakeLink, _agent, blocked  # noqa: F401 (fixture)
 
+from raydebug.agent.agent import Agent
 from raydebug.agent.debugger.facade import Debugger
 from raydebug.protocol.control import SessionStarted
 
@@ -33,7 +34,8 @@ def stop_reason() -> Iterator[threading.Thread]:
     del here.stop_reason  # type: ignore[attr-defined]
 
 
-def _client_attached(thread: threading.Thread):  # type: ignore[no-untyped-def]
+def _client_attached(thread: threading.Thread) -> tuple[Agent, FakeLink]:
+    """An agent with a client attached, whose pydevd has suspended this thread."""
     agent, _fake, link = _agent(thread)
     debugger = _Debugger([(threading.current_thread(), sys._getframe())])
     agent.debugger = debugger  # type: ignore[assignment]
