@@ -9,7 +9,7 @@ import sys
 import threading
 from types import FrameType
 
-from test_pause_requests import FakeDebugger, FakeLink, _agent, blocked  # noqa: F401 (a fixture)
+from test_pause_requests import FakeDebugger, ListingLink, _agent, blocked  # noqa: F401 (a fixture)
 
 from raydebug.agent.agent import Agent
 from raydebug.protocol.control import Resume, Resumed, SessionEnded, SessionStarted
@@ -47,28 +47,25 @@ def test_with_a_client_attached_nothing_is_resumed(blocked):  # noqa: F811
 
 
 class _ContinuedWhileStarting(FakeDebugger):
-    """pydevd's start, during which the hub's ``Resume`` comes (a loaded node: seconds)."""
+    """pydevd's start, during which the session is listed (it took longer than
+    ``FIRST_LISTING_WAIT``) and the hub's ``Resume`` comes (a loaded node: seconds)."""
 
-    def __init__(self, thread: threading.Thread) -> None:
+    started = False
+
+    def __init__(self, thread: threading.Thread, link: ListingLink) -> None:
         super().__init__([(thread, sys._current_frames()[thread.ident or 0])])
         self.agent: Agent | None = None
         self.answer: Resumed | None = None
         self.stopped = False
+        self.link = link
 
     def ensure_started(self) -> None:
         assert self.agent is not None
+        assert self.link.listed.wait(10), "not listed while pydevd started"
         self.answer = self.agent.resume(Resume(request_id=3))
 
     def stop_here(self, frame: FrameType, under_client: bool = False) -> None:
         self.stopped = True  # a real pydevd would hold the thread here, unlisted
-
-
-class _Link(FakeLink):
-    def start(self) -> None:
-        pass
-
-    def wait_sent(self, timeout: float) -> None:
-        pass
 
 
 def test_a_continue_during_pydevds_start_lets_the_breakpoints_thread_run_on(blocked):  # noqa: F811
@@ -77,11 +74,11 @@ def test_a_continue_during_pydevds_start_lets_the_breakpoints_thread_run_on(bloc
     pydevd anyway: held for ever, listed nowhere, its job hung."""
     thread, _gate = blocked
     agent, _debugger, _link = _agent(thread)
-    debugger = _ContinuedWhileStarting(thread)
+    link = ListingLink()
+    agent.link = link  # type: ignore[assignment]
+    debugger = _ContinuedWhileStarting(thread, link)
     debugger.agent = agent
     agent.debugger = debugger  # type: ignore[assignment]
-    link = _Link()
-    agent.link = link  # type: ignore[assignment]
 
     agent.pause_at_breakpoint(sys._getframe())
 

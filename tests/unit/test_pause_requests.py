@@ -23,6 +23,8 @@ class FakeDebugger:
     """What pause_all_threads asks of pydevd: the threads to pause, and whether each is
     still asked to (a resume of every thread cancels that)."""
 
+    started = True  # pydevd runs: a pause is listed at once
+
     def __init__(self, threads: list[tuple[threading.Thread, FrameType]]) -> None:
         self.threads = threads
         self.asked: set[int] = set()
@@ -99,6 +101,36 @@ class FakeLink:
         counts = [m.threads for m in self.posted if isinstance(m, PausePending)]
         assert counts, "the hub was never told"
         return counts[-1]
+
+
+class ListingLink(FakeLink):
+    """A link of a pausing thread: its start does nothing, its first attempt has ended
+    without an error, and it says when a session is listed."""
+
+    last_error = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listed = threading.Event()
+        self.attempted = threading.Event()
+        self.attempted.set()
+
+    def post(self, message: Any) -> None:
+        super().post(message)
+        if isinstance(message, SessionStarted):
+            self.listed.set()
+
+    def start(self) -> None:
+        pass
+
+    def wait_sent(self, timeout: float) -> None:
+        pass
+
+    def take_first_error(self) -> None:
+        return None
+
+    def started_sessions(self) -> list[str]:
+        return [m.session["id"] for m in self.posted if isinstance(m, SessionStarted)]
 
 
 def _blocked() -> Iterator[tuple[threading.Thread, threading.Event]]:

@@ -55,7 +55,7 @@ from . import fork_guard, pause_signal
 from .arming import Arming
 from .bookkeeping import ParkedThread
 from .config import AgentConfig
-from .debugger.facade import Debugger, ExcInfo
+from .debugger.facade import Debugger, ExcInfo, mark_invisible
 from .debugger.returns import ReturnWatcher
 from .link import live
 from .link.hub_link import HubLink
@@ -69,6 +69,11 @@ if TYPE_CHECKING:
 FIRST_ATTEMPT_WAIT = 2.0  # seconds: how long a pause waits to know if the hub can be reached
 LOGPOINT_SEND_WAIT = 1.0  # seconds a logpoint hit waits for its line to be written to the hub
 SESSION_SEND_WAIT = 1.0  # seconds a pause new to an attached client waits for its SessionStarted
+# A process's first pause is listed once pydevd has started, so that a client attaching at
+# once finds it ready (connect -> `stopped` ~12 ms, not the ~100 ms of pydevd's import), but
+# never later than this after the pause began: a loaded node takes seconds to start pydevd
+# (docs/design.md#first-pause).
+FIRST_LISTING_WAIT = 0.2
 # Seconds, in all, a process's logpoint hits wait for a link that is not connected (see
 # Agent._wait_unconnected_logpoints); its lines stay queued after that.
 LOGPOINT_UNCONNECTED_BUDGET = 3.0
@@ -198,10 +203,12 @@ class Agent(PauseAll):
         if a client was already attached and ready (the pause is new to it), else False."""
         # The hub link connects in the background while debugpy is imported and starts
         # listening (the slow part of a first pause): the session is listed sooner.
+        began = time.monotonic()
         self.link.pause_reports_first_error = True
         self.link.start()
         ident = threading.get_ident()
-        session = ParkedThread(record, ident)
+        first = not self.debugger.started
+        session = ParkedThread(record, ident, listed=not first)
         if self._hub_closed is not None:  # e.g. a loop's next breakpoint() while Ray stops
             say(f"session {record.id} paused at {pause_place(record)}, but the hub shut "
                 f"down ({self._hub_closed}); continuing")
@@ -217,7 +224,13 @@ class Agent(PauseAll):
                 self._end_session_locked(other.record.id, END_MOVED, returned or "")
             if self._client_ready:
                 session.released.set()
-        self.link.post(SessionStarted(session=record.to_dict()))
+        if first:
+            lister = threading.Timer(max(0.0, began + FIRST_LISTING_WAIT - time.monotonic()),
+                                     self._list_session, (session,))
+            mark_invisible(lister)
+            lister.start()
+        else:
+            self.link.post(SessionStarted(session=record.to_dict()))
         try:
             self.debugger.ensure_started()
         except BaseException:
@@ -225,6 +238,10 @@ class Agent(PauseAll):
             if (error := self.link.take_first_error()) is not None:
                 say(f"{error}; retrying in the background (pid {os.getpid()})")
             raise
+        finally:
+            if first:
+                lister.cancel()
+        self._list_session(session)  # pydevd is ready: a client finds it so
         if session.run_on:
             # `raydebug continue` (or the hub's closing) came while pydevd started, seconds
             # on a loaded node: the session is over; stopping now would hold the thread in

@@ -37,6 +37,7 @@ class ParkedThread:
     released: threading.Event = field(default_factory=threading.Event)
     has_stopped: bool = False  # suspended in pydevd at least once since release
     run_on: bool = False  # released to run on: the hub went away for good, or said Resume
+    listed: bool = True  # told to the hub (a first pause waits for pydevd's start: see Agent)
 
 
 class Bookkeeping:
@@ -58,6 +59,17 @@ class Bookkeeping:
         self._client_attached = False
         self._client_ready = False
         self._hub_closed: str | None = None  # why the hub went away for good, until a new one
+
+    # -- listing sessions ---------------------------------------------------------------------
+
+    def _list_session(self, session: ParkedThread) -> None:
+        """Tell the hub of ``session`` if it is not yet told and still on (once: from the
+        pausing thread or the listing's timer, whichever comes first)."""
+        with self._lock:
+            if session.listed or self._sessions.get(session.record.id) is not session:
+                return
+            session.listed = True
+            self.link.post(SessionStarted(session=session.record.to_dict()))
 
     # -- ending sessions ----------------------------------------------------------------------
 
@@ -172,7 +184,8 @@ class Bookkeeping:
     def live_sessions(self) -> list[SessionStarted]:
         with self._lock:
             self._hub_closed = None  # connected: a hub is there again
-            return [SessionStarted(session=s.record.to_dict()) for s in self._sessions.values()]
+            return [SessionStarted(session=s.record.to_dict()) for s in self._sessions.values()
+                    if s.listed]
 
     def on_client_attached(self) -> None:
         with self._lock:

@@ -90,6 +90,11 @@ class Debugger:
                 self._start_error = error
                 raise
 
+    @property
+    def started(self) -> bool:
+        """Whether pydevd is running here (a pause then needs no import before its stop)."""
+        return self._py_db is not None
+
     def _start(self) -> None:
         py_db = start_pydevd()
         try:
