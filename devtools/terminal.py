@@ -48,8 +48,10 @@ class Attach:
     """``raydebug attach`` on an 80x24 pseudo-terminal."""
 
     def __init__(self, hub: HubProcess, *args: str, colour: bool = False,
-                 columns: int = 80) -> None:
-        env = dict(os.environ, TERM="xterm")
+                 columns: int = 80, env: dict[str, str] | None = None) -> None:
+        """``env``: variables set for it on top of this process's (its waits, see
+        :mod:`raydebug.terminal.timing`)."""
+        env = dict(os.environ, TERM="xterm", **(env or {}))
         if not colour:
             env["NO_COLOR"] = "1"
         self.child = pexpect.spawn(

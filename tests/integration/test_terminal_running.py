@@ -89,13 +89,22 @@ threading.Event().wait(60)
 """
 
 
+# The running hint says that the prompt has read `n` (nothing else is said while a thread
+# blocked in C runs): said after half a second here, not its five (which test_terminal's
+# test_ctrl_c_pauses_a_running_process waits for, and tests/unit/test_terminal_timing.py
+# checks).
+HINT_SOON = {"RAYDEBUG_RUNNING_HINT_AFTER": "0.5"}
+
+
 def attached(hub: HubProcess, started: list[Attach], tmp_path: Path, source: str,
-             *args: str, **env: str) -> tuple[Attach, Path]:
-    """A process of ``source`` paused once, and ``raydebug attach`` at its prompt."""
+             *args: str, terminal: dict[str, str] | None = None,
+             **env: str) -> tuple[Attach, Path]:
+    """A process of ``source`` paused once (``env``: its environment's additions), and
+    ``raydebug attach`` at its prompt (``terminal``: its environment's)."""
     script = write_script(tmp_path, "job.py", source)
     hub.spawn(script, **env)
     hub.wait_sessions(1)
-    term = start_attach(hub, started, *args)
+    term = start_attach(hub, started, *args, env=terminal)
     term.expect(PROMPT)
     return term, script
 
@@ -215,7 +224,7 @@ def test_next_in_a_post_mortem_ends_the_session(hub: HubProcess, attach: list[At
 @pytest.mark.parametrize("way_out", ["q", "Ctrl-D"])
 def test_a_running_thread_can_always_be_left(
         hub: HubProcess, attach: list[Attach], tmp_path: Path, way_out: str):
-    term, _ = attached(hub, attach, tmp_path, BLOCKED)
+    term, _ = attached(hub, attach, tmp_path, BLOCKED, terminal=HINT_SOON)
     term.child.sendline("n")
     term.expect("(running; Ctrl-C pauses it, q detaches)")  # the prompt has read `n`
     if way_out == "q":
@@ -231,7 +240,7 @@ def test_ctrl_c_pauses_a_thread_blocked_in_c(hub: HubProcess, attach: list[Attac
     """The DAP pause Ctrl-C sends goes the way of raydebug pause: the main thread blocked
     in C (here with no signal of raydebug's: the process linked at its breakpoint) is
     served where it waits, and the prompt comes back at the blocked line."""
-    term, script = attached(hub, attach, tmp_path, BLOCKED)
+    term, script = attached(hub, attach, tmp_path, BLOCKED, terminal=HINT_SOON)
     term.child.sendline("n")
     term.expect("(running; Ctrl-C pauses it, q detaches)")  # the prompt has read `n`
     term.child.sendintr()
@@ -328,6 +337,11 @@ def test_a_process_that_exits_after_the_last_continue_is_said_by_its_pid(
     assert "connection closed" not in ended
 
 
+# A hub that never comes back is waited for a second, not the fifteen given to one Ray
+# restarts (which test_terminal_hub_lost's come back within).
+GONE_SOON = {"RAYDEBUG_RECONNECT_FOR": "1"}
+
+
 @pytest.mark.parametrize("when", ["at the prompt", "while it runs"])
 def test_the_hub_stopping_ends_the_session_and_the_follow_with_one_clear_line(
         tmp_path: Path, when: str):
@@ -337,7 +351,8 @@ def test_the_hub_stopping_ends_the_session_and_the_follow_with_one_clear_line(
     own = start_hub()
     started: list[Attach] = []
     try:
-        term, _ = attached(own, started, tmp_path, BLOCKED, "--follow")
+        term, _ = attached(own, started, tmp_path, BLOCKED, "--follow",
+                           terminal={**HINT_SOON, **GONE_SOON})
         if when == "while it runs":
             term.child.sendline("n")
             term.expect("(running; Ctrl-C pauses it")
@@ -348,7 +363,7 @@ def test_the_hub_stopping_ends_the_session_and_the_follow_with_one_clear_line(
         if when == "at the prompt":
             term.expect("(Enter reconnects)")
             term.child.sendline("")
-        term.expect(f"reconnecting to the hub at {own.client_address} (for up to 15 s")
+        term.expect(f"reconnecting to the hub at {own.client_address} (for up to 1 s")
         rest = exits_cleanly(term)  # exit status 0: followed to the end
         assert f"the hub at {own.client_address} has gone away (it stopped, or its Ray " \
                "cluster did): no more breakpoints to follow" in rest, rest
@@ -406,7 +421,7 @@ def test_sigterm_leaves_quietly_and_puts_the_terminal_back(
     """`make demo` stops its debugger when the job is done: with SIGINT, which a running
     wait took for Ctrl-C ("pausing (Ctrl-C; ...)" though nobody pressed it); SIGTERM killed
     it at once, leaving the terminal without echo when the prompt had it."""
-    term, _ = attached(hub, attach, tmp_path, BLOCKED)
+    term, _ = attached(hub, attach, tmp_path, BLOCKED, terminal=HINT_SOON)
     if when == "while it runs":
         term.child.sendline("n")
         term.expect("(running; Ctrl-C pauses it")

@@ -16,5 +16,6 @@
   prompt (the hub's group session);
 - ``attach``: choosing sessions, the prompt, ``--follow``, a lost hub; ``console``: reading
   commands and printing, on a terminal or on pipes; ``interrupts``: Ctrl-C at the prompt is
-  never lost.
+  never lost; ``timing``: how long it waits before it says or gives up something (the
+  environment may say otherwise).
 """

@@ -11,7 +11,7 @@ come is read there, never by the shell after us.
 
 The hub's connection can also drop with no word of an end (a hub killed, or restarted by
 Ray): the process may still be paused, under the same session id. With ``--follow`` the
-command reconnects (bounded, :data:`RECONNECT_FOR`) and attaches to that session again;
+command reconnects (bounded, :data:`.timing.RECONNECT_FOR`) and attaches to that session again;
 without, it says the command that does.
 
 Reading and printing (line editing, history, piped input) is :mod:`.console`'s.
@@ -41,14 +41,12 @@ from .console import PROMPT, Terminal, line_buffer
 from .debugger import Outcome, TerminalDebugger
 from .remote import KEYS_POLL, Remote
 from .running import EOF, QUIT_WORDS
+from .timing import RECONNECT_FOR
 
 __all__ = ["PROMPT", "AttachCommand", "Terminal", "complete"]
 
 LEAVE_PROMPT = "(Enter leaves) "  # after a session ended by itself (see _leave_after_end)
 POLL_SECONDS = 30.0
-# A hub Ray restarts answers within seconds, and its processes link to it again within
-# seconds more (their link's back-off tops out at 5 s).
-RECONNECT_FOR = 15.0  # seconds, for the hub to answer again, then for the session
 RECONNECT_EVERY = 0.5  # seconds between tries while nothing answers
 STALE_POLL = 0.5  # seconds
 WAITING_ONLY = f"state={SessionState.WAITING.value}"  # the hub's filter of /api/sessions

@@ -30,11 +30,11 @@ from ..protocol.control import END_MOVED, END_RAISED, END_RETURNED
 from . import commands, render, sources
 from .context import DebuggerContext
 from .remote import SessionEnd
+from .timing import RUNNING_HINT_AFTER
 
 MAX_UNTIL_STEPS = 10_000
 PAUSE_RETRY = 1.0  # seconds
 PAUSE_GIVE_UP = 3.0  # seconds without a stop after Ctrl-C: say it cannot pause
-RUNNING_HINT_AFTER = 5.0  # seconds
 POLL = 0.1  # seconds between looks at the keyboard while the debuggee runs
 EOF = "\x04"  # what poll_input returns at end of input (Ctrl-D)
 QUIT_WORDS = ("q", "quit", "exit")
