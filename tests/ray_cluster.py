@@ -10,7 +10,6 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -129,9 +128,6 @@ def free_ports(count: int) -> list[int]:
         return [int(probe.getsockname()[1]) for probe in probes]
 
 
-HEAD_STOP_GRACE = 10.0  # seconds: see ray_start_head
-
-
 @dataclasses.dataclass
 class Head:
     """A head node started by :func:`ray_start_head`."""
@@ -147,10 +143,9 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
     ask for it, free ports and a temp dir of its own: short, since Ray's Unix sockets live
     under it and their paths are limited to 107 bytes (pytest's temp dirs are too long).
 
-    Stopped by its pid (SIGTERM, then SIGKILL after 10 s), and whatever of the cluster is
-    left is killed by pid (its processes name the temp dir): never `ray stop`, which stops
-    every Ray of the machine, other tests' too. Fails the test with what Ray said when the
-    head does not start."""
+    Killed by its pid, and with it the cluster's processes (they name the temp dir): never
+    `ray stop`, which stops every Ray of the machine, other tests' too. Fails the test with
+    what Ray said when the head does not start."""
     import psutil
 
     temp_dir = tempfile.mkdtemp(prefix="rdray")
@@ -175,17 +170,20 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
             pytest.fail(f"ray start --head did not start: {output[-2000:]}")
         yield Head(proc, f"127.0.0.1:{gcs_port}", output)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                # Ray's own stop, up to HEAD_STOP_GRACE: a head with its dashboard and a job
-                # took 30 s over it (the tests that time a head's stop stop it themselves).
-                proc.wait(timeout=HEAD_STOP_GRACE)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
-        for left in psutil.process_iter(["cmdline"]):
-            if any(temp_dir in part for part in left.info["cmdline"] or ()):
-                with contextlib.suppress(psutil.Error):
-                    left.kill()
+        # Killed, not stopped: Ray's own stop (SIGTERM) drains the node and gives each of its
+        # processes a grace period, 2-5 s of waiting after a test's job (30 s with the
+        # dashboard); the tests that time a head's stop stop it themselves. Its processes:
+        # those it started (Ray's agents name no temp dir once they have set their titles,
+        # "ray::DashboardAgent") and those naming the temp dir (a worker whose raylet ended).
+        cluster = []
+        if proc.poll() is None:  # its pid still its own
+            with contextlib.suppress(psutil.Error):
+                cluster = psutil.Process(proc.pid).children(recursive=True)
+        proc.kill()
+        proc.wait(timeout=30)
+        cluster += [left for left in psutil.process_iter(["cmdline"])
+                    if any(temp_dir in part for part in left.info["cmdline"] or ())]
+        for left in cluster:
+            with contextlib.suppress(psutil.Error):
+                left.kill()
         shutil.rmtree(temp_dir, ignore_errors=True)
