@@ -1,8 +1,8 @@
 """`raydebug pause task=NAME` stops a Ray task whose (main) thread is blocked in C: one in
-`Event.wait()` on an event it made, one in `ray.get` of a slow task (Ray checks signals
-while it waits). Each is a session at its blocked line; a client reads the task's local
-(and sets the event), continues, and the job completes. A real two-node loopback cluster,
-the real CLI, one cluster for the module."""
+`Event.wait()` on an event it made, one in `ray.get` of a task that waits for a flag file
+(Ray checks signals while it waits). Each is a session at its blocked line; a client reads
+the task's local (and sets the event, or makes the flag), continues, and the job
+completes. A real two-node loopback cluster, the real CLI, one cluster for the module."""
 
 from __future__ import annotations
 
@@ -19,14 +19,16 @@ pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 JOB = """
-import sys, threading, time
+import os, sys, threading, time
 import ray
 
 ray.init(address=sys.argv[1])
 
 @ray.remote(num_cpus=0.25)
-def slow():
-    time.sleep(12)
+def slow(flag):
+    deadline = time.monotonic() + 300
+    while not os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the client in gets_in_task makes the flag
     return 8
 
 @ray.remote(num_cpus=0.25)
@@ -37,11 +39,11 @@ def waits_on_event():
     return marker
 
 @ray.remote(num_cpus=0.25)
-def gets_in_task():
+def gets_in_task(flag):
     marker = 8
-    return ray.get(slow.remote())  # blocked in ray.get
+    return ray.get(slow.remote(flag))  # blocked in ray.get
 
-refs = [waits_on_event.remote(), gets_in_task.remote()]
+refs = [waits_on_event.remote(), gets_in_task.remote(sys.argv[2])]
 print("submitted", flush=True)
 print("job done", *ray.get(refs), flush=True)
 """
@@ -53,7 +55,7 @@ RAY_NODES = ({"num_cpus": 1}, {"num_cpus": 1})  # the ``cluster`` fixture's two 
 def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
     job = write_script(tmp_path, "job.py", JOB)
     address = ["--ray-address", cluster.address]
-    driver = start_job(job, cluster.address)
+    driver = start_job(job, cluster.address, str(tmp_path / "flag"))
     try:
         assert driver.stdout is not None and driver.stdout.readline() == "submitted\n"
 
@@ -64,7 +66,7 @@ def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
         port = hub_port(cluster.address)
         for task, marker, unblock, blocked in (
                 ("waits_on_event", "7", "done.set()", "blocked on the event"),
-                ("gets_in_task", "8", "0", "blocked in ray.get")):
+                ("gets_in_task", "8", "open(flag, 'w').close()", "blocked in ray.get")):
             (process,) = ask_until(f"{task} running", lambda task=task: running(task))
             paused = raydebug_cli("pause", f"task={task}", *address)
             assert paused.returncode == 0, paused.stderr
