@@ -46,12 +46,17 @@ folder = sys.argv[2]
 def stop_asked():
     return os.path.exists(os.path.join(folder, "stop"))
 
+def seen():
+    return os.path.exists(os.path.join(folder, "seen"))
+
 @ray.remote(num_cpus=1, scheduling_strategy="SPREAD")
 def spin(name):
     open(os.path.join(folder, "started-" + name), "w").close()
     count = 0
     while not stop_asked():
         count += 1  # looping in Python
+        if seen():  # linked, listed, in `stacks`: the test needs no more of two CPUs
+            time.sleep(0.05)
     return count > 0
 
 @ray.remote(num_cpus=1, scheduling_strategy="SPREAD")
@@ -145,6 +150,7 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
         functions = {frame["function"] for process in stacks["processes"]
                      for thread in process["threads"] for frame in thread["frames"]}
         assert {"spin", "waits"} <= functions, functions
+        (tmp_path / "seen").touch()
 
         # The task waiting in C: paused (its main thread brought back by raydebug's signal,
         # installed by the link), a DAP client evaluates in its frame, and it runs on.
