@@ -344,7 +344,10 @@ print("result", result.error, flush=True)
 
 def test_ray_train_workers(ray_cluster: RayCluster, tmp_path: Path):
     pytest.importorskip("ray.train.v2.api.data_parallel_trainer")
-    driver, job_id = ray_cluster.start_job(tmp_path, TRAIN_JOB, RAY_TRAIN_V2_ENABLED="1")
+    # Ray Train's controller looks at its workers every 2 s (its health check): the
+    # workers' start, and their end once continued, waited for that look (~5 s of the test).
+    driver, job_id = ray_cluster.start_job(tmp_path, TRAIN_JOB, RAY_TRAIN_V2_ENABLED="1",
+                                           RAY_TRAIN_HEALTH_CHECK_INTERVAL_S="0.5")
     sessions = ray_cluster.wait_sessions(2, driver)
     assert len({s["pid"] for s in sessions}) == 2
     ranks = set()
