@@ -44,6 +44,7 @@ def loopback_cluster(head: dict[str, Any], *nodes: dict[str, Any]) -> Iterator[A
         cluster.wait_for_nodes()
         yield cluster
     finally:
+        _HUB_PORTS.pop(cluster.address, None)
         cluster.shutdown()
         for name, value in saved.items():
             if value is None:
@@ -69,10 +70,17 @@ def start_job(job: Path, address: str, *args: str) -> subprocess.Popen[str]:
 
 def hub_port(address: str) -> int:
     """The client port of the hub of the cluster at ``address``: the cluster's own hub, which
-    this starts when no job or command has yet (`raydebug vscode --ray-address`)."""
-    found = raydebug_cli("vscode", "--ray-address", address)
-    assert found.returncode == 0, found.stderr
-    return int(json.loads(found.stdout)["connect"]["port"])
+    this starts when no job or command has yet (`raydebug vscode --ray-address`). Asked
+    once per cluster: the hub actor lives as long as its cluster (a command's start and
+    Ray's import were ~2 s of a CPU each time a module's test asked again)."""
+    if address not in _HUB_PORTS:
+        found = raydebug_cli("vscode", "--ray-address", address)
+        assert found.returncode == 0, found.stderr
+        _HUB_PORTS[address] = int(json.loads(found.stdout)["connect"]["port"])
+    return _HUB_PORTS[address]
+
+
+_HUB_PORTS: dict[str, int] = {}  # a running cluster's (forgotten as it shuts down)
 
 
 def get(port: int, path: str) -> Any:
@@ -187,3 +195,4 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
             with contextlib.suppress(psutil.Error):
                 left.kill()
         shutil.rmtree(temp_dir, ignore_errors=True)
+        _HUB_PORTS.pop(f"127.0.0.1:{gcs_port}", None)
