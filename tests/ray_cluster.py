@@ -30,10 +30,11 @@ LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 @contextlib.contextmanager
 def loopback_cluster(head: dict[str, Any], *nodes: dict[str, Any]) -> Iterator[Any]:
     """A ``ray.cluster_utils.Cluster``: the head with ``head``'s arguments and one node per
-    ``nodes`` entry, all on 127.0.0.1, no dashboard; shut down (and the environment put
-    back) on exit."""
+    ``nodes`` entry, all on 127.0.0.1, no dashboard; killed (and the environment put back)
+    on exit."""
     saved = {name: os.environ.get(name) for name in LOOPBACK}
     os.environ.update(LOOPBACK)
+    import ray.experimental.internal_kv
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={
@@ -45,7 +46,24 @@ def loopback_cluster(head: dict[str, Any], *nodes: dict[str, Any]) -> Iterator[A
         yield cluster
     finally:
         _HUB_PORTS.pop(cluster.address, None)
-        cluster.shutdown()
+        # Killed, as Cluster.shutdown() does but without its grace (a SIGTERM to each of a
+        # node's processes, then up to a second's wait for each kind: ~1 s a module, idle),
+        # and with what the raylets started (workers, and Ray's agents, which outlived a
+        # killed raylet by a minute and more).
+        import psutil
+
+        nodes = [node for node in (*cluster.worker_nodes, cluster.head_node) if node]
+        started = []
+        for node in nodes:
+            for raylet in node.all_processes.get("raylet", ()):
+                with contextlib.suppress(psutil.Error):
+                    started += psutil.Process(raylet.process.pid).children(recursive=True)
+        for node in nodes:
+            cluster.remove_node(node, allow_graceful=False)
+        for process in started:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        ray.experimental.internal_kv._internal_kv_reset()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
