@@ -40,8 +40,8 @@ def loopback_cluster(head: dict[str, Any], *nodes: dict[str, Any]) -> Iterator[A
     cluster = Cluster(initialize_head=True, head_node_args={
         "node_ip_address": "127.0.0.1", "include_dashboard": False, **head})
     try:
-        for node in nodes:
-            cluster.add_node(node_ip_address="127.0.0.1", **node)
+        for node in nodes:  # started together, then waited for together
+            cluster.add_node(wait=False, node_ip_address="127.0.0.1", **node)
         cluster.wait_for_nodes()
         yield cluster
     finally:
