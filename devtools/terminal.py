@@ -16,6 +16,11 @@ from devtools.processes import TIMEOUT, HubProcess
 
 PROMPT = "(raydebug) "
 LEAVE_PROMPT = "(Enter leaves) "  # after a session ended by itself
+# For an Attach's env: the running hint ("(running; Ctrl-C pauses it, q detaches)"), what
+# says that the prompt has read `n` while nothing else is said (a thread blocked in C, or
+# spinning silently), after half a second, not its five (tests/unit/test_terminal_timing.py
+# checks the five).
+HINT_SOON = {"RAYDEBUG_RUNNING_HINT_AFTER": "0.5"}
 
 # A job whose compute() stops at its breakpoint(): the first stop, then lines to step and
 # break on, a call to step into, and the argument it prints (a name for each process).

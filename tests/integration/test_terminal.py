@@ -12,7 +12,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from devtools.terminal import JOB, LEAVE_PROMPT, PROMPT, Attach, start_attach
+from devtools.terminal import HINT_SOON, JOB, LEAVE_PROMPT, PROMPT, Attach, start_attach
 from helpers import TIMEOUT, HubProcess, finish, line_of, start_hub, write_script
 
 pytestmark = pytest.mark.integration
@@ -218,7 +218,7 @@ def test_ctrl_c_pauses_a_running_process(hub: HubProcess, attach: list[Attach],
     script = write_script(tmp_path, "spin.py", SPIN)
     worker = hub.spawn(script)
     hub.wait_sessions(1)
-    term = start_attach(hub, attach)
+    term = start_attach(hub, attach, env=HINT_SOON)  # spinning meanwhile: half a second
     term.expect(PROMPT)
     term.child.sendline("n")  # spin() never returns by itself
     term.expect("spinning")  # its output, shown in place

@@ -15,7 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from devtools.terminal import LEAVE_PROMPT, PROMPT, Attach, start_attach
+from devtools.terminal import HINT_SOON, LEAVE_PROMPT, PROMPT, Attach, start_attach
 from helpers import TIMEOUT, HubProcess, line_of, start_hub, stop, write_script
 
 pytestmark = pytest.mark.integration
@@ -87,13 +87,6 @@ for thread in threads:
 print("joined", flush=True)
 threading.Event().wait(60)
 """
-
-
-# The running hint says that the prompt has read `n` (nothing else is said while a thread
-# blocked in C runs): said after half a second here, not its five (which test_terminal's
-# test_ctrl_c_pauses_a_running_process waits for, and tests/unit/test_terminal_timing.py
-# checks).
-HINT_SOON = {"RAYDEBUG_RUNNING_HINT_AFTER": "0.5"}
 
 
 def attached(hub: HubProcess, started: list[Attach], tmp_path: Path, source: str,
