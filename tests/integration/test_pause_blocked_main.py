@@ -16,10 +16,17 @@ from raydebug.client.hub_api import pause
 pytestmark = pytest.mark.integration
 
 SCRIPT = """
-import queue, select, socket, subprocess, sys, threading, time
+import contextlib, queue, select, signal, socket, subprocess, sys, threading, time
 from raydebug.agent import start_live_link
 
 start_live_link()  # as RAYDEBUG_LIVE=1 does where raydebug's .pth is installed
+
+class Woken(Exception):
+    pass
+
+def wake_main(signum, frame):  # the sleep's unblocking: only where main() sleeps
+    if frame is not None and frame.f_code.co_name == "main":
+        raise Woken
 
 def main():
     marker = 41
@@ -37,7 +44,11 @@ BLOCKING = {
     "lock": ("lock = threading.Lock(); lock.acquire()", "lock.acquire()", "lock.release()"),
     "event": ("event = threading.Event()", "event.wait()", "event.set()"),
     "queue": ("jobs = queue.Queue()", "jobs.get()", "jobs.put(1)"),
-    "sleep": ("nap = 6", "time.sleep(nap)", "nap"),
+    # A nap that outlasts any pause's arrival, cut short once continued: an interval timer
+    # whose handler ends the sleep (in main() only: not while pydevd holds the thread).
+    "sleep": ("signal.signal(signal.SIGALRM, wake_main)",
+              "with contextlib.suppress(Woken): time.sleep(600)",
+              "signal.setitimer(signal.ITIMER_REAL, 0.2, 0.2)"),
     "select": ("here, there = socket.socketpair()", "select.select([here], [], [])",
                "there.send(b'x')"),
     "recv": ("here, there = socket.socketpair()", "here.recv(1)", "there.send(b'x')"),
