@@ -6,7 +6,6 @@ the hub actor lets the head node stop promptly."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -51,51 +50,11 @@ print("result", ray.get(pause.remote(21)), flush=True)
 """
 
 
-class Heads:
-    """The module's head nodes (token auth with the module's token), one running at a time:
-    a test that needs a fresh one (no job has started its hub actor yet) starts its own; a
-    test that stops a head takes the one the test before it left running (a head that ran
-    a job is as much a head to stop, and a start is ~4 s of two CPUs), else a fresh one."""
-
-    def __init__(self) -> None:
-        self._running: tuple[contextlib.ExitStack, Head] | None = None
-
-    def fresh(self) -> Head:
-        self.close()
-        stack = contextlib.ExitStack()
-        self._running = stack, stack.enter_context(ray_start_head({**os.environ, **LOOPBACK}))
-        return self._running[1]
-
-    def running(self) -> Head:
-        if self._running is None or self._running[1].proc.poll() is not None:
-            return self.fresh()
-        return self._running[1]
-
-    def close(self) -> None:
-        if self._running is not None:
-            self._running[0].close()
-            self._running = None
-
-
-@pytest.fixture(scope="module")
-def heads() -> Iterator[Heads]:
-    started = Heads()
-    try:
+@pytest.fixture
+def head() -> Iterator[Head]:
+    """A head node of the test's own (token auth with the test's token)."""
+    with ray_start_head({**os.environ, **LOOPBACK}) as started:
         yield started
-    finally:
-        started.close()
-
-
-@pytest.fixture
-def head(heads: Heads) -> Head:
-    """A head node no job or command has used yet: nothing has started its hub actor."""
-    return heads.fresh()
-
-
-@pytest.fixture
-def head_to_stop(heads: Heads) -> Head:
-    """A head node the test stops: the one the test before left running, if it runs."""
-    return heads.running()
 
 
 def raydebug(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
@@ -151,9 +110,8 @@ def test_a_fresh_cluster_gets_its_hub_and_wins_over_the_local_one(head: Head, hu
             job.wait(timeout=30)
 
 
-def test_the_head_node_stops_promptly_with_the_hub_actor(head_to_stop: Head):
-    head = head_to_stop
-    listed = raydebug("list", "--ray-address", head.gcs)  # starts the hub actor, or finds it
+def test_the_head_node_stops_promptly_with_the_hub_actor(head: Head):
+    listed = raydebug("list", "--ray-address", head.gcs)  # starts the hub actor
     assert listed.returncode == 0 and "the hub of the Ray cluster" in listed.stdout, \
         listed.stderr
     started = time.monotonic()
@@ -266,12 +224,11 @@ def test_an_async_actors_first_pause_logs_no_blocking_get_warning(head: Head, tm
 
 
 @pytest.mark.parametrize("client", ["none", "attached"])
-def test_the_head_node_stops_promptly_with_a_task_paused(head_to_stop: Head, tmp_path: Path,
+def test_the_head_node_stops_promptly_with_a_task_paused(head: Head, tmp_path: Path,
                                                         client: str):
     """A paused task holds its worker's lease: the hub actor, as its node drains, tells the
     agents it is going away, and they continue (else the node waits 30 s, then kills): a
     pause waiting for a debugger, and one suspended under an attached client."""
-    head = head_to_stop
     script = write_script(tmp_path, "job.py", JOB)
     job = subprocess.Popen([*RAYDEBUG, "run", "--", sys.executable, str(script)],
                            env={**os.environ, **LOOPBACK, "RAY_ADDRESS": head.gcs},
