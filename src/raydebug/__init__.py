@@ -15,7 +15,8 @@ selectors), ``stack_tree`` (stacks merged across processes, odd among ``peer_gro
 (this machine's hub and tunnel records), ``tls`` (certificates and pinning), ``tunnel``
 (``raydebug tunnel``'s SSH),
 ``hub_options`` (``RAYDEBUG_HUB_ARGS``), ``lazy_names`` (a package's names imported at first
-use), ``shell_command`` (how a hint names the command); ``__main__`` runs the command.
+use), ``shell_command`` (how a hint names the command), ``gil_handoffs`` (the agent's
+imports quick beside a busy thread); ``__main__`` runs the command.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ def __getattr__(name: str) -> Any:
     """The agent's entry points, imported at first use: a command (``python -m raydebug``
     imports this package first) does not load the agent it does not run."""
     if name in _AGENT_NAMES:
-        from . import agent
+        from .gil_handoffs import quick_gil_handoffs
+
+        with quick_gil_handoffs():  # a first breakpoint() in a busy process: see there
+            from . import agent
 
         return getattr(agent, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

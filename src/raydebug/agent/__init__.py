@@ -35,6 +35,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from ..errors import RaydebugError
+from ..gil_handoffs import quick_gil_handoffs
 from . import fork_guard
 from .link import discovery, live
 from .report import say
@@ -52,12 +53,13 @@ def get_agent() -> Any:
     global _agent
     with _agent_lock:
         if _agent is None:
-            from .agent import Agent
-            from .config import AgentConfig  # not at import: the startup .pth imports us
+            with quick_gil_handoffs():  # ~120 modules read: see gil_handoffs
+                from .agent import Agent
+                from .config import AgentConfig  # not at import: the startup .pth imports us
 
-            config = _given_config or AgentConfig.from_env(
-                in_cluster=discovery.installed().in_cluster())
-            _agent = Agent(config)
+                config = _given_config or AgentConfig.from_env(
+                    in_cluster=discovery.installed().in_cluster())
+                _agent = Agent(config)
         return _agent
 
 

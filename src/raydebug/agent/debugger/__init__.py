@@ -10,5 +10,6 @@ suspended, pauses a departing client must leave), ``tracing_keeper`` (tracing fo
 returns), ``returns`` (a paused function that returned) and ``fork`` (a fork child's reset).
 Every pydevd internal they use is listed, with why, in docs/pydevd_internals.md.
 
-May import: ``raydebug.agent.own_frames``, ``raydebug.agent.report``.
+May import: ``raydebug.agent.own_frames``, ``raydebug.agent.report``,
+``raydebug.gil_handoffs`` (pydevd's import, quick beside a busy thread).
 """

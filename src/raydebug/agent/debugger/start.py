@@ -29,6 +29,7 @@ import sys
 import threading
 from typing import Any
 
+from ...gil_handoffs import quick_gil_handoffs
 from ..own_frames import RAYDEBUG_DIR
 
 
@@ -41,6 +42,11 @@ def start_pydevd() -> Any:
     in the calling thread (on 3.12+, sys.monitoring in every thread), not in the others:
     the caller takes it out again, and arms every thread when something needs it.
     """
+    with quick_gil_handoffs():
+        return _start_pydevd()
+
+
+def _start_pydevd() -> Any:
     hook = sys.breakpointhook
     # pydevd warns about frozen modules on every start; the warning is noise in logs.
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
