@@ -26,6 +26,7 @@ class Woken(Exception):
 
 def wake_main(signum, frame):  # the sleep's unblocking: only where main() sleeps
     if frame is not None and frame.f_code.co_name == "main":
+        signal.setitimer(signal.ITIMER_REAL, 0)  # else a tick at the exit kills the process
         raise Woken
 
 def main():
