@@ -8,6 +8,10 @@ feels, beside ``debugpy --pid`` (gdb injection) measured in the same run.
 - the gap a busy loop sees: one process whose second thread spins in Python, recording the
   longest pause between two of its iterations, over a window with a link in it and over a
   window of the same length without (the machine's own noise), ``repeats`` times;
+- a pause of that busy process, once linked: `raydebug pause pid=P` until its session is
+  listed (its first pause imports and starts pydevd beside the spinning thread:
+  docs/design.md#first-pause), beside ``py-spy dump --pid P`` of the same process (the
+  usual look into a busy process, which stops nothing);
 - the baseline: ``python -m debugpy --listen 127.0.0.1:0 --pid P`` on a like process, its
   wall time, and whether the process survived it (gdb 13 on a CPU with AMX cannot call a
   function in it: docs/design.md#linking).
@@ -154,6 +158,36 @@ def gaps(hub: HubProcess, folder: Path, repeats: int) -> dict[str, Any]:
             "with_link_each": linked, "without_each": idle}
 
 
+def pause_busy(hub: HubProcess, folder: Path, repeats: int) -> dict[str, Any]:
+    """`raydebug pause` of a linked process whose second thread spins in Python, until its
+    session is listed; ``py-spy dump`` of the same process beside it."""
+    script = folder / "spinning.py"
+    script.write_text(SPINNING)
+    paused, dumped = [], []
+    py_spy = Path(sys.executable).with_name("py-spy")
+    for _ in range(repeats):
+        proc = start(script, stdin=True)
+        try:
+            time.sleep(0.3)  # its start over
+            [outcome] = link_pids([proc.pid], agents_hub(hub))
+            assert outcome.status == "linked", outcome.line
+            wait_listed([proc.pid], lambda: listed_pids(hub), 30)
+            started = time.perf_counter()
+            answer = hub_api.pause(hub.client_address, [f"pid={proc.pid}"])
+            assert answer["paused"], answer
+            hub.wait_sessions(1, timeout=30)
+            paused.append(time.perf_counter() - started)
+            if py_spy.exists():
+                started = time.perf_counter()
+                subprocess.run([str(py_spy), "dump", "--pid", str(proc.pid)],
+                               capture_output=True, timeout=30, check=True)
+                dumped.append(time.perf_counter() - started)
+        finally:
+            stop(proc)
+            hub.wait_sessions(0, timeout=30)
+    return {"pause_seconds": summary(paused), "py_spy_seconds": summary(dumped)}
+
+
 def debugpy_baseline(folder: Path, repeats: int) -> dict[str, Any]:
     """``debugpy --pid`` on a blocked process: wall time, and whether it survived."""
     script = folder / "blocked.py"
@@ -192,6 +226,7 @@ def run(count: int = 20, repeats: int = 5) -> dict[str, Any]:
     hub = start_hub()
     try:
         return {"many": link_many(hub, folder, count), "gap": gaps(hub, folder, repeats),
+                "busy": pause_busy(hub, folder, repeats),
                 "debugpy": debugpy_baseline(folder, 3)}
     finally:
         hub.close()
@@ -200,6 +235,7 @@ def run(count: int = 20, repeats: int = 5) -> dict[str, Any]:
 def table(results: dict[str, Any]) -> str:
     many, gap, base = results["many"], results["gap"], results["debugpy"]
     each, alone = many["each"], many["alone"]
+    busy, spy = results["busy"]["pause_seconds"], results["busy"]["py_spy_seconds"]
     lines = [("measure (raydebug link)", "raydebug", "debugpy --pid", "target"),
              (f"link {many['count']} processes, in parallel: total until listed",
               f"{many['total_seconds']:.2f} s ({many['listed']}/{many['count']} listed)", "",
@@ -214,7 +250,11 @@ def table(results: dict[str, Any]) -> str:
               f"{gap['with_link_ms']['median']:.1f} / {gap['with_link_ms']['max']:.1f} ms",
               "", "<= 50 ms"),
              ("  same window, no link (the machine's noise)",
-              f"{gap['without_ms']['median']:.1f} / {gap['without_ms']['max']:.1f} ms", "", "")]
+              f"{gap['without_ms']['median']:.1f} / {gap['without_ms']['max']:.1f} ms", "", ""),
+             ("pause that busy process, linked: -> listed (median / max)",
+              f"{busy['median']:.2f} / {busy['max']:.2f} s" if busy else "-",
+              f"py-spy dump {spy['median']:.2f} s ({busy['median'] / spy['median']:.1f}x)"
+              if busy and spy else "-", "<= 1 s")]
     widths = [max(len(row[i]) for row in lines) for i in range(4)]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
                      for row in lines)
