@@ -60,15 +60,22 @@ def loopback_cluster(head: dict[str, Any], *nodes: dict[str, Any]) -> Iterator[A
                     started += psutil.Process(raylet.process.pid).children(recursive=True)
         for node in nodes:
             cluster.remove_node(node, allow_graceful=False)
-        for process in started:
-            with contextlib.suppress(psutil.Error):
-                process.kill()
+        _kill(started)
         ray.experimental.internal_kv._internal_kv_reset()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _kill(processes: list[Any]) -> None:
+    """SIGKILL each of ``processes`` (psutil's) that is still there."""
+    import psutil
+
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
 
 
 def raydebug_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -209,8 +216,6 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
         proc.wait(timeout=30)
         cluster += [left for left in psutil.process_iter(["cmdline"])
                     if any(temp_dir in part for part in left.info["cmdline"] or ())]
-        for left in cluster:
-            with contextlib.suppress(psutil.Error):
-                left.kill()
+        _kill(cluster)
         shutil.rmtree(temp_dir, ignore_errors=True)
         _HUB_PORTS.pop(f"127.0.0.1:{gcs_port}", None)
