@@ -73,17 +73,22 @@ from ..shell_command import raydebug_command
 @click.option("--snapshot-dir", default=None, type=click.Path(file_okay=False),
               help="Also keep snapshots here as JSON files (mode 0600), read back when a "
                    "hub starts with the same directory.")
+@click.option("--busy-poll", envvar="RAYDEBUG_HUB_BUSY_POLL", default="auto",
+              show_default=True, type=click.Choice(["auto", "on", "off"]),
+              help="Wait for a process's answer without sleeping, up to 2 ms (a request "
+                   "through the hub ~0.1 ms faster); auto: while the node has an idle CPU. "
+                   "Env RAYDEBUG_HUB_BUSY_POLL.")
 def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str | None,
         worker_port: int | None, token: str | None,
         allow_terminate: bool, max_sessions: int, client_token: str | None,
         unix_socket: str | None, log_level: str, ray_address: str | None, tls: bool,
         max_agent_connections: int, max_worker_connections: int | None,
         max_client_connections: int, handshake_timeout: float,
-        client_idle_timeout: float, max_snapshots: int, snapshot_dir: str | None) -> None:
+        client_idle_timeout: float, max_snapshots: int, snapshot_dir: str | None,
+        busy_poll: str) -> None:
     """Run the hub: list sessions and route debuggers to them."""
-    import asyncio  # here: the other commands (`raydebug list`) need none of it
-
-    from ..hub import Hub, HubConfig
+    from ..hub import Hub, HubConfig  # here: the other commands (`raydebug list`) need none
+    from ..hub.busy_poll import BusyPollSelector, run_polling
 
     agent_host, agent_port = _by_either_name("agent_host"), _by_either_name("agent_port")
     max_agent_connections = _by_either_name("max_agent_connections")
@@ -114,7 +119,10 @@ def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str
     elif agent_port and (saved := state_file.saved_token(f"{agent_host}:{agent_port}")):
         config.token = saved  # the processes linked to the last hub here hold this token
         token_kept = True
-    asyncio.run(_serve_hub(Hub(config), ray_integration, token_kept))
+    selector = BusyPollSelector(spare_cpu={"on": lambda: True, "off": lambda: False}.get(
+        busy_poll))
+    hub = Hub(config, answer_due=selector.answer_due, statistics=selector.statistics)
+    run_polling(selector, _serve_hub(hub, ray_integration, token_kept))
 
 
 OLD_NAMES = {"agent_host": "worker_host", "agent_port": "worker_port",  # hidden, still taken

@@ -113,7 +113,14 @@ def sniff(data: bytes) -> str | None:
 
 
 class Hub:
-    def __init__(self, config: HubConfig | None = None) -> None:
+    """``answer_due`` is called as a client's request is written to a process, and
+    ``statistics`` adds to :meth:`statistics` (the standalone hub's
+    :class:`~raydebug.hub.busy_poll.BusyPollSelector`'s)."""
+
+    def __init__(self, config: HubConfig | None = None,
+                 answer_due: Callable[[], None] = lambda: None,
+                 statistics: Callable[[], dict[str, Any]] = dict) -> None:
+        self._more_statistics = statistics
         self.config = config or HubConfig()
         if not is_loopback(self.config.host) and not self.config.client_token:
             raise ConfigurationError(
@@ -121,7 +128,7 @@ class Hub:
                 "token: every evaluate is remote code execution. Listen on 127.0.0.1 and use "
                 "an SSH tunnel, or set --client-token (env RAYDEBUG_CLIENT_TOKEN).")
         self.registry = Registry(max_sessions=self.config.max_sessions)
-        self.data_connections = PendingDataConnections()
+        self.data_connections = PendingDataConnections(answer_due)
         self.cluster_sessions = ClusterSessions(push=self._push_breakpoints)
         # Told the cluster's breakpoints (None: there are none) each time they change: the
         # Ray integration publishes them where a worker reads them at its start, before its
@@ -220,7 +227,7 @@ class Hub:
                 "refused_clients_not_admitted": self.admission.refused,
                 "client_connections": self.client_limit.statistics(),
                 "snapshots": len(self.snapshots.all()),
-                "snapshots_received": self.snapshots.received}
+                "snapshots_received": self.snapshots.received, **self._more_statistics()}
 
     def _track(self, handler: Any, limit: PeerLimit | None, refuse: Any) -> Any:
         """``handler`` for each connection that ``limit`` admits, else ``refuse`` (with the

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...errors import ChannelFailedError
@@ -24,18 +25,23 @@ from .data_receiver import DataReceiver
 class DataConnection:
     """An agent's data connection, handed to the client that requested it: its transport
     (to write to pydevd) and what receives pydevd's messages. The client sets ``done``
-    when it no longer needs it (the listener's task for the connection then ends)."""
+    when it no longer needs it (the listener's task for the connection then ends).
+    ``answer_due`` is called as a request is written to pydevd (see
+    :mod:`raydebug.hub.busy_poll`)."""
 
     transport: asyncio.Transport
     receiver: DataReceiver
+    answer_due: Callable[[], None] = lambda: None
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class PendingDataConnections:
     """Data connections a client asked a process to open, by id, from the request until
-    the client has set the connection up (then it calls :meth:`forget`). One per hub."""
+    the client has set the connection up (then it calls :meth:`forget`). One per hub;
+    each connection it delivers calls ``answer_due`` as a request is written to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer_due: Callable[[], None] = lambda: None) -> None:
+        self.answer_due = answer_due
         self._connections: dict[int, asyncio.Future[DataConnection]] = {}
         self._failures: dict[int, asyncio.Future[str]] = {}
 

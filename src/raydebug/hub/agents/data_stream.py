@@ -29,6 +29,7 @@ class DataStream:
     def send(self, message: Message) -> None:
         """Write ``message`` with its own ``seq`` (pydevd's side is never renumbered)."""
         self._data.transport.write(self._connection.send(message))
+        self._data.answer_due()
 
     async def drain(self) -> None:
         """Wait until the written bytes have gone; raises OSError when the connection broke."""

@@ -330,7 +330,7 @@ class AgentListener:
         assert isinstance(transport, asyncio.Transport)
         receiver = DataReceiver(transport, stream.take_buffered())
         transport.set_protocol(receiver)
-        connection = DataConnection(transport, receiver)
+        connection = DataConnection(transport, receiver, self._data_connections.answer_due)
         if not self._data_connections.deliver(hello.channel, connection):
             raise RemoteProtocolError(f"unknown data connection {hello.channel}")
         await connection.done.wait()  # the client's relay owns the streams until then
