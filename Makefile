@@ -37,15 +37,18 @@ demo-processes: $(STAMP)
 
 # The test files run on three workers (pytest-xdist; a file's tests stay together, so a
 # module's Ray cluster is started once); the 25 slowest are listed at the end. The 3.12 venv
-# with Ray is built (the first time) while the tests run: the few that need it wait for it
-# on its lock (devtools/pythons.py), the rest do not; what its build said is printed if it
-# failed.
+# with Ray and the other Pythons' debugpy venvs are built (the first time) while the tests
+# run: the few that need one wait for it on its lock (devtools/pythons.py), the rest do not;
+# what a build said is printed if it failed.
 TEST_WORKERS ?= 3
 test: $(STAMP) dap-js
 	$(BIN)/python -m devtools.pythons 3.12 > $(VENV)/pythons.log 2>&1 & builder=$$!; \
+	$(BIN)/python -m devtools.pythons debugpy > $(VENV)/debugpy-pythons.log 2>&1 & small=$$!; \
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25; status=$$?; \
 	wait $$builder || { echo "building the 3.12 venv failed:"; cat $(VENV)/pythons.log; \
-	status=1; }; exit $$status
+	status=1; }; \
+	wait $$small || { echo "building the debugpy venvs failed:"; \
+	cat $(VENV)/debugpy-pythons.log; status=1; }; exit $$status
 
 # The inner loop: the in-memory tests (no Ray, no subprocess hub) and the linters, ~1-2 min.
 check: $(STAMP)

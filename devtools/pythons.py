@@ -120,5 +120,17 @@ def ray_venv(version: str = "3.12", directory: Path | None = None) -> str | None
                        [*ray, *pinned("debugpy")], editable=True)
 
 
-if __name__ == "__main__":  # `python -m devtools.pythons [VERSION]`: build (or find) it
-    print(ray_venv(*sys.argv[1:2]) or "not installed")
+def debugpy_venvs() -> list[str]:
+    """Build (or find) the venv :func:`python_for` gives each version of :data:`PYTHONS`
+    that is installed; returns their pythons."""
+    return [venv_with_debugpy(base) for version in PYTHONS
+            if (base := interpreter(version)) is not None]
+
+
+if __name__ == "__main__":
+    # `python -m devtools.pythons [VERSION]`: build (or find) the Ray venv of VERSION;
+    # `python -m devtools.pythons debugpy`: the debugpy venvs of the other Pythons.
+    if sys.argv[1:2] == ["debugpy"]:
+        print("\n".join(debugpy_venvs()) or "none installed")
+    else:
+        print(ray_venv(*sys.argv[1:2]) or "not installed")
