@@ -5,13 +5,14 @@ session, continues, and the job completes."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import ask_until, run, wait_processes
-from ray_cluster import get, hub_port, process_running, raydebug_cli, session_in, start_job
+from helpers import ask_until, run, wait_listing, wait_processes
+from ray_cluster import hub_port, process_running, raydebug_cli, session_in, start_job
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -89,8 +90,13 @@ def test_a_threaded_actors_blocked_method_is_debugged(cluster: Any, tmp_path: Pa
             frames = (await client.request("stackTrace", {"threadId": thread}))[
                 "stackFrames"]
             assert (frames[0]["name"], frames[0]["line"]) == ("hold", waits + 1)
-            again = [s for s in get(port, "/api/sessions") if s["id"] == session["id"]]
-            assert again and again[0]["blocked_in_c"] is False, again
+            # Its record is renewed by the agent's control connection, which the data
+            # connection's `stopped` does not wait for: the listing follows, a moment later.
+            await asyncio.to_thread(
+                wait_listing, f"127.0.0.1:{port}", "/api/sessions",
+                "the session listed as no longer blocked in C", lambda sessions: [
+                    s for s in sessions
+                    if s["id"] == session["id"] and s["blocked_in_c"] is False])
             await client.request("continue", {"threadId": thread})
             await client.request("disconnect", {})
             await client.close()
