@@ -4,12 +4,11 @@ sys.monitoring instead of sys.settrace (so detaching and regaining speed work di
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from devtools.pythons import PYTHONS, SOURCE, interpreter
+from devtools.pythons import PYTHONS, SOURCE, python_for
 from helpers import HubProcess, finish, line_of, run, write_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -41,20 +40,10 @@ print(f"value {value}", flush=True)
 
 
 @pytest.fixture(scope="module", params=sorted(PYTHONS))
-def other_python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-                 ) -> tuple[str, Path]:
-    """A venv of that Python with only debugpy; raydebug comes from the source tree."""
-    base = interpreter(request.param)
-    if base is None:
-        pytest.skip(f"Python {request.param} is not installed")
-    venv = tmp_path_factory.mktemp(f"py{request.param}")
-    subprocess.run([str(base), "-m", "venv", str(venv)], check=True, timeout=120)
-    debugpy = [line for line in subprocess.run(
-        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True,
-        check=True).stdout.splitlines() if line.lower().startswith("debugpy==")]
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", *debugpy], check=True, timeout=240)
-    return request.param, venv / "bin" / "python"
+def other_python(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    """A venv of that Python with only debugpy (:func:`devtools.pythons.python_for`, built
+    once for every test; raydebug comes from the source tree)."""
+    return request.param, Path(python_for(request.param))
 
 
 def test_the_agent_works_in_other_pythons(hub: HubProcess, other_python: tuple[str, Path],
