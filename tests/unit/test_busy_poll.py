@@ -1,6 +1,6 @@
-"""The hub's selector polls without sleeping while an answer is due and the node has an idle
-CPU, then for the client's next request, and sleeps as any selector otherwise; whether the
-node has an idle CPU is read from its CPU times at most once a second."""
+"""The hub's selector polls without sleeping while an answer is due and the node has CPU to
+spare, then for the client's next request, and sleeps as any selector otherwise; whether the
+node has half a CPU idle is read from its CPU times at most once a second."""
 
 from __future__ import annotations
 
@@ -88,33 +88,51 @@ def test_the_polling_ends_after_its_time_and_the_select_sleeps_out_the_rest(pair
     selector.close()
 
 
-class Ticks:
-    """A node's CPU times a test sets, and how often they were read."""
+class CpuTimes:
+    """A node's CPU times and the hub's own a test sets, and how often they were read."""
 
     def __init__(self) -> None:
-        self.idle, self.total, self.reads = 0, 0, 0
+        self.idle, self.total, self.own, self.reads = 0.0, 0.0, 0.0, 0
 
-    def __call__(self) -> tuple[int, int]:
+    def __call__(self) -> tuple[float, float]:
         self.reads += 1
         return self.idle, self.total
 
-    def run(self, idle: int, busy: int) -> None:
+    def run(self, idle: float, busy: float, own: float = 0.0) -> None:
+        """``idle`` and ``busy`` CPU seconds went by, ``own`` of the busy ones the hub's."""
         self.idle += idle
         self.total += idle + busy
+        self.own += own
 
 
-def test_an_idle_cpu_is_a_whole_cpu_idle_since_the_last_reading():
+def spare_cpu_of(times: CpuTimes, now: list[float], cpus: int) -> SpareCpu:
+    return SpareCpu(clock=lambda: now[0], times=times, own=lambda: times.own, cpus=cpus)
+
+
+def test_an_idle_cpu_is_half_a_cpu_idle_since_the_last_reading():
     now = [0.0]
-    ticks = Ticks()
-    spare = SpareCpu(clock=lambda: now[0], times=ticks, cpus=2)
-    for idle, busy, expected in ((60, 40, True), (40, 60, False), (50, 50, True)):
-        ticks.run(idle, busy)
+    times = CpuTimes()
+    spare = spare_cpu_of(times, now, cpus=2)
+    for idle, busy, expected in ((0.6, 1.4, True), (0.4, 1.6, False), (0.5, 1.5, True)):
+        times.run(idle, busy)
         now[0] += CPU_READ_EVERY
         assert spare() is expected, (idle, busy)
-    reads = ticks.reads
-    ticks.run(0, 100)
+    reads = times.reads
+    times.run(0.0, 2.0)
     now[0] += CPU_READ_EVERY / 2
-    assert spare() is True and ticks.reads == reads  # read again only after a while
+    assert spare() is True and times.reads == reads  # read again only after a while
+
+
+def test_the_hubs_own_polling_does_not_count_as_busy():
+    now = [0.0]
+    times = CpuTimes()
+    spare = spare_cpu_of(times, now, cpus=2)
+    times.run(0.1, 1.9, own=0.5)  # the hub polled for half a CPU: it would give it up
+    now[0] += CPU_READ_EVERY
+    assert spare() is True
+    times.run(0.1, 1.9, own=0.1)  # another process took it
+    now[0] += CPU_READ_EVERY
+    assert spare() is False
 
 
 def test_cpu_times_that_cannot_be_read_mean_no_idle_cpu():

@@ -76,7 +76,7 @@ from ..shell_command import raydebug_command
 @click.option("--busy-poll", envvar="RAYDEBUG_HUB_BUSY_POLL", default="auto",
               show_default=True, type=click.Choice(["auto", "on", "off"]),
               help="Wait for a process's answer without sleeping, up to 2 ms (a request "
-                   "through the hub ~0.1 ms faster); auto: while the node has an idle CPU. "
+                   "through the hub ~0.1 ms faster); auto: while the node has CPU to spare. "
                    "Env RAYDEBUG_HUB_BUSY_POLL.")
 def hub(host: str, port: int, agent_host: str, agent_port: int, worker_host: str | None,
         worker_port: int | None, token: str | None,
