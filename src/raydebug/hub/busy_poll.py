@@ -43,10 +43,10 @@ def cpu_times() -> tuple[float, float] | None:
 
 
 class SpareCpu:
-    """Whether the node had :data:`SPARE` of a CPU idle over the last :data:`CPU_READ_EVERY`
-    seconds or so (where ``cpu_times`` cannot tell, never), asked as often as needed. This process's
-    own CPU time counts as idle: its polling would otherwise make the node look busy and
-    turn itself off."""
+    """Whether the node had :data:`SPARE` of a CPU idle over the last
+    :data:`CPU_READ_EVERY` seconds or so (where ``cpu_times`` cannot tell, never), asked as
+    often as needed. This process's own CPU time counts as idle: its polling would
+    otherwise make the node look busy and turn itself off."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
                  times: Callable[[], tuple[float, float] | None] = cpu_times,
