@@ -144,6 +144,47 @@ def test_ctrl_d_just_after_ctrl_c_at_the_prompt_leaves(tmp_path: Path):
             child.close(force=True)
 
 
+# The prompt's look for a Ctrl-D the terminal kept as a mark has been made, and the Ctrl-D
+# lands before readline takes the terminal out of line mode: the moment a Ctrl-D typed just
+# after a command's output can land at, made certain.
+LATE_EOF = """
+import select
+import sys
+
+import raydebug.terminal.console as console
+from raydebug.terminal.attach import Terminal
+
+looked = console._eof_typed_ahead
+
+def look_then_let_it_land(stdin):
+    found = looked(stdin)
+    print("looked", flush=True)
+    select.select([stdin], [], [], 10)  # the test's Ctrl-D, in line mode still
+    return found
+
+console._eof_typed_ahead = look_then_let_it_land
+terminal = Terminal()
+print("read", terminal.read(), flush=True)
+terminal.close()
+"""
+
+
+def test_a_ctrl_d_that_lands_as_the_prompt_starts_leaves(tmp_path: Path):
+    """Found in a fresh-clone run: Ctrl-D sent at once after a command's output waited 10 s
+    for "closed". Kept by the terminal as a mark in line mode, it becomes a NUL key when
+    readline switches the terminal to its own mode, which readline took as a mark to set."""
+    child = pexpect.spawn(sys.executable, [str(write_script(tmp_path, "prompt.py", LATE_EOF))],
+                          encoding="utf-8", timeout=10, dimensions=(24, 80),
+                          env={"TERM": "xterm", "NO_COLOR": "1", **_environment()})
+    try:
+        child.expect_exact("looked")
+        child.sendeof()
+        child.expect_exact("read None")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
 def _environment() -> dict[str, str]:
     import os
 

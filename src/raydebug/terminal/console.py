@@ -201,6 +201,12 @@ class Terminal:
         readline.set_completer_delims(" \t\n`~!@#$%^&*()-=+[{]}\\|;:'\",<>/?")
         readline.set_completer(self._complete)
         readline.parse_and_bind("tab: complete")
+        # A Ctrl-D typed between two prompts that lands after _eof_typed_ahead looked, while
+        # the terminal is still in line mode, reaches readline as a NUL key once readline
+        # takes the terminal into its own mode. NUL (also Ctrl-Space) types a Ctrl-D, which
+        # ends the input on an empty line (readline ends it at that key, not at a function
+        # a key could be bound to), instead of readline's default, setting the mark.
+        readline.parse_and_bind(r'"\C-@": "\C-d"')
 
     def _complete(self, text: str, state: int) -> str | None:
         if self.completer is None:
