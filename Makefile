@@ -43,11 +43,11 @@ demo-processes: $(STAMP)
 TEST_WORKERS ?= 3
 test: $(STAMP) dap-js
 	$(BIN)/python -m devtools.pythons 3.12 > $(VENV)/pythons.log 2>&1 & builder=$$!; \
-	$(BIN)/python -m devtools.pythons debugpy > $(VENV)/debugpy-pythons.log 2>&1 & small=$$!; \
+	$(BIN)/python -m devtools.pythons debugpy > $(VENV)/debugpy-pythons.log 2>&1 & debugpy_builder=$$!; \
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25; status=$$?; \
 	wait $$builder || { echo "building the 3.12 venv failed:"; cat $(VENV)/pythons.log; \
 	status=1; }; \
-	wait $$small || { echo "building the debugpy venvs failed:"; \
+	wait $$debugpy_builder || { echo "building the debugpy venvs failed:"; \
 	cat $(VENV)/debugpy-pythons.log; status=1; }; exit $$status
 
 # The inner loop: the in-memory tests (no Ray, no subprocess hub) and the linters, ~1-2 min.
