@@ -36,7 +36,9 @@ demo-processes: $(STAMP)
 	$(BIN)/python examples/processes_demo.py
 
 # The test files run on three workers (pytest-xdist; a file's tests stay together, so a
-# module's Ray cluster is started once); the 25 slowest are listed at the end. The 3.12 venv
+# module's Ray cluster is started once, and the files that ask for the same cluster run one
+# after another on one worker, which keeps it: tests/conftest.py); the longest first, as
+# tests/conftest.py orders them; the 25 slowest are listed at the end. The 3.12 venv
 # with Ray and the other Pythons' debugpy venvs are built (the first time) while the tests
 # run: the few that need one wait for it on its lock (devtools/pythons.py), the rest do not;
 # what a build said is printed if it failed.
@@ -44,7 +46,7 @@ TEST_WORKERS ?= 3
 test: $(STAMP) dap-js
 	$(BIN)/python -m devtools.pythons 3.12 > $(VENV)/pythons.log 2>&1 & builder=$$!; \
 	$(BIN)/python -m devtools.pythons debugpy > $(VENV)/debugpy-pythons.log 2>&1 & debugpy_builder=$$!; \
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25; status=$$?; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25; status=$$?; \
 	wait $$builder || { echo "building the 3.12 venv failed:"; cat $(VENV)/pythons.log; \
 	status=1; }; \
 	wait $$debugpy_builder || { echo "building the debugpy venvs failed:"; \

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import ast
+import contextlib
+import functools
 import json
 import os
 import signal
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,27 +61,60 @@ def hub() -> Iterator[HubProcess]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under ``tests/integration`` drives real processes: it carries the
     ``integration`` marker whether or not its module says so, so that
-    ``-m "not integration"`` (``make check``) runs the in-memory tests only."""
+    ``-m "not integration"`` (``make check``) runs the in-memory tests only. The units of
+    work (:func:`unit_of`) are ordered longest first, a unit's files together."""
     integration = Path(__file__).parent / "integration"
     for item in items:
         if integration in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
-    items.sort(key=_longest_first)
+    paths = {item: _path_of(item) for item in items}
+    seconds = Counter[str]()
+    for path in set(paths.values()):
+        seconds[unit_of(path)] += _FILE_SECONDS.get(path, UNMEASURED_SECONDS)
+    items.sort(key=lambda item: (-seconds[unit_of(paths[item])], unit_of(paths[item])))
 
 
-def _longest_first(item: pytest.Item) -> float:
-    """The order the files are handed to the workers (``--dist loadfile`` gives each free
-    worker the next unit in collection order): the longest unit first, so that no long file
-    starts late and ends last (a fresh-clone run lost ~80 s of its ~580 to that tail). The
-    seconds are measured (``tests/file_durations.json``, see ``devtools/file_durations.py``);
-    a file not measured yet counts as a middling one. A stable sort: a file's tests keep
-    their order."""
-    path = str(Path(str(item.fspath)).relative_to(Path(__file__).parents[1]))
+def _path_of(item: pytest.Item) -> str:
+    return Path(str(item.fspath)).relative_to(ROOT).as_posix()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def unit_of(path: str) -> str:
+    """The unit of work the test file ``path`` (relative to the repository) belongs to, which
+    ``make test`` hands to one worker whole: its own path; "the default port" for the files
+    below; or, for a module whose ``cluster`` fixture asks for plain nodes (a literal
+    ``RAY_NODES`` of CPU counts only), those nodes, shared with the other modules that ask
+    for the same: run one after another, they start one cluster (the fixture keeps it, see
+    tests/integration/conftest.py). Read from the file's source: pytest-xdist's controller
+    (:func:`pytest_xdist_make_scheduler`) does not import the test modules."""
     if path in ON_THE_DEFAULT_PORT:
-        return -sum(_FILE_SECONDS.get(name, UNMEASURED_SECONDS) for name in ON_THE_DEFAULT_PORT)
-    return -_FILE_SECONDS.get(path, UNMEASURED_SECONDS)
+        return "the default port"
+    try:
+        module = ast.parse((ROOT / path).read_text())
+    except (OSError, SyntaxError):
+        return path
+    for statement in module.body:
+        if isinstance(statement, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == "RAY_NODES"
+                for target in statement.targets):
+            with contextlib.suppress(ValueError):
+                nodes = ast.literal_eval(statement.value)
+                if all(set(node) == {"num_cpus"} for node in nodes):
+                    return "Ray nodes of " + "+".join(str(node["num_cpus"]) for node in nodes) \
+                        + " CPUs"
+    return path
 
 
+# The order the units of work are handed to the workers (``--dist loadfile
+# --no-loadscope-reorder`` gives each free worker the next unit in collection order; without
+# the second option pytest-xdist orders them by their count of tests): the longest unit
+# first, so that no long file starts late and ends last (a fresh-clone run lost ~80 s of its
+# ~580 to that tail). The seconds are measured (``tests/file_durations.json``, see
+# ``devtools/file_durations.py``); a file not measured yet counts as a middling one. A
+# stable sort: a unit's tests keep their order.
 _FILE_SECONDS: dict[str, float] = json.loads(
     (Path(__file__).parent / "file_durations.json").read_text())
 UNMEASURED_SECONDS = 5.0
@@ -93,14 +130,13 @@ ON_THE_DEFAULT_PORT = frozenset({"tests/integration/test_demo.py",
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` (``make test``), with the files above as one unit of work."""
+    """``--dist loadfile`` (``make test``), a unit of work being :func:`unit_of`'s."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class DefaultPortTogether(LoadFileScheduling):
+    class Units(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "the default port" if path in ON_THE_DEFAULT_PORT else path
+            return unit_of(nodeid.split("::", 1)[0])
 
-    return DefaultPortTogether(config, log)
+    return Units(config, log)

@@ -69,6 +69,29 @@ def loopback_cluster(head: dict[str, Any], *nodes: dict[str, Any]) -> Iterator[A
                 os.environ[name] = value
 
 
+class KeptCluster:
+    """The one :func:`loopback_cluster` a test process keeps running from module to module:
+    started for the nodes a module asks for, handed as it is to a module that asks for the
+    same nodes, shut down when one asks for others, or by :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self._running = contextlib.ExitStack()
+        self._nodes: tuple[dict[str, Any], ...] = ()
+        self._cluster: Any = None
+
+    def for_nodes(self, nodes: tuple[dict[str, Any], ...]) -> Any:
+        """A cluster of ``nodes`` (the head first, as :func:`loopback_cluster` takes them)."""
+        if self._cluster is None or nodes != self._nodes:
+            self.stop()
+            self._cluster = self._running.enter_context(loopback_cluster(*nodes))
+            self._nodes = nodes
+        return self._cluster
+
+    def stop(self) -> None:
+        self._cluster, self._nodes = None, ()
+        self._running.close()
+
+
 def _kill(processes: list[Any]) -> None:
     """SIGKILL each of ``processes`` (psutil's) that is still there."""
     import psutil
