@@ -336,3 +336,34 @@ def test_a_linked_workers_actor_method_and_task_stop_at_a_break_line(cluster: An
         assert "job done" in out, err[-3000:]
     finally:
         stop(driver)
+
+
+PLAIN = """
+import time
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_link_pid_on_a_ray_node_dials_the_clusters_hub(cluster: Any, tmp_path: Path):
+    """`raydebug link pid=N` on a machine where a Ray cluster runs, no --ray-address: what
+    `ps` and `stacks` advise. The hub found is the cluster's, and the linked process dials it
+    with the token the cluster publishes (it said the hub "was not started on this machine:
+    set RAYDEBUG_HUB and RAYDEBUG_TOKEN")."""
+    port = hub_port(cluster.address)  # the cluster's hub runs
+    plain = {k: v for k, v in os.environ.items()
+             if not k.startswith("RAYDEBUG") and k not in ("PYTHONBREAKPOINT", "RAY_ADDRESS")}
+    proc = subprocess.Popen([sys.executable, str(write_script(tmp_path, "plain.py", PLAIN))],
+                            env=plain, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        linked = subprocess.run(  # no state file of a hub started by hand here
+            [sys.executable, "-m", "raydebug", "link", f"pid={proc.pid}"], capture_output=True,
+            text=True, timeout=120,
+            env={**plain, **LOOPBACK, "XDG_STATE_HOME": str(tmp_path / "state")})
+        assert linked.returncode == 0, linked.stderr
+        assert linked.stdout.strip() == f"linked pid {proc.pid}", linked.stdout
+        assert [p["pid"] for p in get(port, f"/api/processes?pid={proc.pid}")] == [proc.pid]
+    finally:
+        stop(proc)

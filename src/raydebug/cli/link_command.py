@@ -141,9 +141,9 @@ def _report(outcomes: Sequence[Any]) -> None:
 
 def agents_hub(location: HubLocation) -> Any:
     """Where a linked process dials the hub found at ``location``, with its token: the
-    hub started on this machine (its state file), else ``RAYDEBUG_HUB`` and
-    ``RAYDEBUG_TOKEN`` as for any process. Raises :class:`ConfigurationError` saying what
-    to set."""
+    hub started on this machine (its state file), or the hub of the Ray cluster found (as
+    the cluster publishes it to its workers), else ``RAYDEBUG_HUB`` and ``RAYDEBUG_TOKEN``
+    as for any process. Raises :class:`ConfigurationError` saying what to set."""
     from .. import state_file
     from ..agent.config import AgentConfig
     from ..linking.ticket import HubForAgents
@@ -152,6 +152,13 @@ def agents_hub(location: HubLocation) -> Any:
     if local is not None and str(local["client"]) == location.address:
         return HubForAgents(str(local["worker"]), str(local["token"]),
                             str(local.get("cert") or "") or None)
+    if location.gcs:  # `link pid=N` on a Ray node: the cluster's hub, read where it was found
+        from ..integrations.ray import connect_kv, read_hub_info
+
+        connect_kv(location.gcs)
+        published = read_hub_info()
+        if published is not None and published.client == location.address:
+            return HubForAgents(published.worker, published.token, published.cert or None)
     try:
         config = AgentConfig.from_env()
     except ConfigurationError:
