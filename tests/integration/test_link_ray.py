@@ -113,6 +113,9 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
         before = unlinked_count(raydebug_cli("ps", "--ray-address", cluster.address).stdout,
                                 cluster.address)
         assert before >= 3, before  # the three tasks' workers at least
+        # `stacks`, the first command reached for on a hang, says it too (it showed nothing).
+        assert unlinked_count(raydebug_cli("stacks", "--ray-address", cluster.address).stdout,
+                              cluster.address) >= 3
 
         # A job id that is no running job's: said, naming those that run (`ps` shows no
         # job before a link, and a user may have none at hand).

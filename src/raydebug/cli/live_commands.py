@@ -154,10 +154,18 @@ def ps(hub: str | None, ray_address: str | None, client_token: str | None, as_js
     console = _console()
     _print_table(console, processes_table(
         found, width=console.width, hub=location.address, found_by=location.found_by))
-    if location.gcs and not selector:  # what `raydebug link` would add to the list
+    if not selector:
+        _say_unlinked(location, found)
+
+
+def _say_unlinked(location: HubLocation, listed: list[dict[str, Any]]) -> None:
+    """Under `ps` and `stacks` of a Ray cluster's hub: how many of its workers are not in
+    ``listed`` (the hub's processes), and the `raydebug link` that adds them (a job started
+    without raydebug is all of them)."""
+    if location.gcs:
         from ..integrations.ray.link_jobs import unlinked_line
 
-        notice = unlinked_line(location.gcs, found)
+        notice = unlinked_line(location.gcs, listed)
         if notice:
             click.echo(notice)
 
@@ -208,6 +216,9 @@ def stacks(hub: str | None, ray_address: str | None, client_token: str | None,
 
     console = _console()
     console.print(stacks_view(answer, console.width, with_locals, hub=location.address))
+    if not selector:
+        _say_unlinked(location, [entry.get("process") or {}
+                                 for entry in answer.get("processes") or ()])
 
 
 def _read_from_outside(answer: dict[str, Any], timeout: float,
