@@ -267,6 +267,17 @@ def test_an_unknown_session_is_an_error_that_lists_the_sessions(hub: HubProcess,
     assert "no session 'no-such-id'" in result.stderr
     assert f"{session['id']} (waiting, pid {worker.pid})" in result.stderr
 
+    # The id of its process, as `raydebug pause` and `ps` print it (found by use: "no
+    # session 'p1604fef5'"): that process's waiting session.
+    result = subprocess.run(
+        [sys.executable, "-m", "raydebug", "attach", session["process"], "--hub",
+         hub.client_address], input="p total\nc\n", capture_output=True, text=True,
+        timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    assert f"{PROMPT}p total\n7\n" in result.stdout, result.stdout
+    code, out, _ = finish(worker)
+    assert code == 0 and "result=14" in out
+
 
 def test_piped_commands_read_like_a_transcript(hub: HubProcess, tmp_path: Path):
     script = write_script(tmp_path, "job.py", JOB)

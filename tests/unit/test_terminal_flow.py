@@ -658,3 +658,14 @@ def test_p_of_none_prints_none_as_pdb_does():
     debuggee.values["nothing"] = ""  # what pydevd's evaluate answers for None there
     debugger.execute("p nothing")
     assert said == ["None"]
+
+
+def test_a_process_id_given_to_attach_picks_its_oldest_waiting_session():
+    from raydebug.terminal.attach import _of_one_process
+
+    running = {"id": "a1", "process": "p1", "state": "running"}
+    waiting = [{"id": f"b{n}", "process": "p1", "state": "waiting"} for n in range(2)]
+    assert _of_one_process([running, *waiting]) is waiting[0]
+    assert _of_one_process([running]) is running  # the only one: attach says it runs on
+    assert _of_one_process([running, dict(running, id="a2")]) is None  # the caller names them
+    assert _of_one_process([]) is None

@@ -155,7 +155,8 @@ def attach(session: tuple[str, ...], hub: str | None, ray_address: str | None,
            client_token: str | None, follow: bool, timeout: float | None,
            group: bool) -> None:
     """A pdb-like debugger in this terminal for SESSION (default: the oldest waiting one,
-    or the next breakpoint), or with --group for every paused process of a group."""
+    or the next breakpoint; a process id, as `pause` and `ps` print them: its oldest
+    waiting session), or with --group for every paused process of a group."""
     if group and follow:
         raise click.UsageError("--follow is for one session at a time; a group session "
                                "takes each process of the group that pauses")

@@ -200,11 +200,19 @@ class AttachCommand:
                                 if str(s.get("id", "")).startswith(session_id)]
             if len(matches) == 1:
                 return matches[0]
+            if not matches:  # a process id, as `pause` and `ps` print them
+                matches = [s for s in sessions if s.get("process") == session_id]
+                chosen = _of_one_process(matches)
+                if chosen is not None:
+                    return chosen
             snapshot = None if matches else self._snapshot(session_id)
             if snapshot is not None:
                 return snapshot
             known = ", ".join(f"{s['id']} ({s.get('state')}, pid {s.get('pid')})"
                               for s in (matches or sessions)) or "none"
+            if matches and matches[0].get("process") == session_id:
+                raise SessionNotFoundError(f"process {session_id} has {len(matches)} "
+                                           f"sessions, none waiting: {known}; give one")
             if matches:
                 raise SessionNotFoundError(f"{session_id!r} is the start of {len(matches)} "
                                            f"session ids: {known}; give more of it")
@@ -451,3 +459,13 @@ def _not_stopped_yet(session: dict[str, Any]) -> str:
     return (f"session {session['id']} has not stopped yet: its thread waits{where}{at}, "
             "and a thread blocked in C stops only when it returns to Python "
             "(Ctrl-C stops waiting; the process runs on)")
+
+
+def _of_one_process(sessions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The session to debug among ``sessions``, all of one process (its id given where a
+    session's was expected): the oldest waiting one, else the only one; None when it has
+    none, or several and none waiting (the caller names them)."""
+    waiting = [s for s in sessions if s.get("state") == SessionState.WAITING.value]
+    if waiting:
+        return waiting[0]
+    return sessions[0] if len(sessions) == 1 else None
