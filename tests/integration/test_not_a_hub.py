@@ -78,3 +78,18 @@ def test_a_port_that_does_not_answer_http_is_said_not_to_be_a_client_port(not_ht
         f"raydebug: {not_http} is not a raydebug hub's client port: it does not answer HTTP "
         "(a hub's agent port?); give the hub's client port (`raydebug hub-address` on its "
         "machine prints it)\n"))
+
+
+def test_a_hub_that_does_not_answer_is_said_to_be_there_and_silent(tmp_path: Path):
+    """Found by use: a hub whose process was stopped (``kill -STOP``) was "no hub at ...
+    (timed out)": the kernel takes the connection, nothing answers. A listening socket
+    that never accepts is the same to a client."""
+    from raydebug.client.hub_api import request_json
+    from raydebug.errors import HubUnreachableError
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        address = "{}:{}".format(*silent.getsockname())
+        with pytest.raises(HubUnreachableError) as raised:
+            request_json(address, "/api/sessions", timeout=0.5)
+    assert str(raised.value) == (f"the hub at {address} did not answer within 0.5 s (its "
+                                 "process may be stopped, or too busy to answer)")

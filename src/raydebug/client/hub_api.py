@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import (
     ClientTokenError,
     ConfigurationError,
+    HubUnreachableError,
     NoProcessMatchError,
     RemoteProtocolError,
     hub_unreachable,
@@ -65,7 +66,11 @@ def request_raw(hub: str, path: str, body: Any = None, timeout: float = 10.0,
     head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{h}\r\n" for h in headers) + "\r\n"
     try:
         status, answer = _exchange(hub, head.encode("latin-1") + data, timeout)
-    except OSError as error:  # refused, reset, timed out (socket.timeout is an OSError)
+    except TimeoutError:  # socket.timeout: no connection or no answer in time (not "no hub")
+        raise HubUnreachableError(
+            f"the hub at {hub} did not answer within {timeout:g} s (its process may be "
+            "stopped, or too busy to answer)", address=hub) from None
+    except OSError as error:  # refused, reset
         raise hub_unreachable(hub, error, saying="no hub at") from None
     if status is None:
         raise not_a_hub(hub, "it does not answer HTTP (a hub's agent port?)",
