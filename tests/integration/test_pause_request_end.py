@@ -153,3 +153,53 @@ def test_a_kept_pause_that_stops_later_says_so(hub: HubProcess, tmp_path: Path):
     assert code == 0, err[-2000:]
     assert "read go" in out
     assert f"session {session['id']} paused at " in err and "by raydebug pause" in err, err
+
+
+SPINS = """
+import sys, time
+input()  # the test says when the process is linked
+print("ready", flush=True)
+while not sys.stdin.readline():  # the test's line ends it; a pause stops it here at once
+    time.sleep(0.01)
+print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_pause_the_process_could_not_answer_does_not_stop_it_later(
+        hub: HubProcess, tmp_path: Path, keep: bool) -> None:
+    """Found by use: `raydebug pause` of a process that does not answer (stopped here, as
+    one whose GIL C code holds for long) says it could not pause it; the request waited in
+    its connection, and once it ran again it paused, a session nobody would attach to,
+    waiting for ever. It is withdrawn now, and said so; with --keep it stays asked, said so
+    too, and stops the process when it runs again."""
+    import signal
+
+    from raydebug.client.hub_api import pause
+
+    proc = hub.spawn_linked(write_script(tmp_path, "spins.py", SPINS))
+    assert read_line(proc).strip() == "ready"
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        answer = pause(hub.client_address, [f"pid={proc.pid}"], expire=0 if keep else 5,
+                       timeout=30)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    (reason,) = answer["failed"].values()
+    assert reason.startswith("no answer within 10s"), reason
+    if keep:
+        assert reason.endswith("; still asked (--keep): it pauses when it runs Python again "
+                               "(`raydebug pause --cancel` withdraws)"), reason
+        (session,) = hub.wait_sessions(1)
+        assert session["pid"] == proc.pid and session["reason"] == "pause", session
+        raydebug(hub, "continue", f"pid={proc.pid}")
+    else:
+        assert reason.endswith("; withdrawn: it will not pause when it runs again"), reason
+        # Running again, it reads the pause and its withdrawal together: no session, not
+        # within the main thread's grace either (it answers the listing meanwhile).
+        assert hub.get(f"/api/sessions?min=1&timeout={MAIN_GRACE + 1}") == []
+    assert proc.stdin is not None
+    proc.stdin.write("end\n")
+    proc.stdin.flush()
+    code, out, err = finish(proc)
+    assert code == 0 and out.strip().endswith("done"), (out, err)

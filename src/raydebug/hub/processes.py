@@ -207,9 +207,27 @@ class ProcessQueries:
         for process, answer in zip(running, answers, strict=True):
             if isinstance(answer, Paused) and not answer.error:
                 paused.append(process.id)
-            else:
+            elif isinstance(answer, Paused) or process.state is ProcessState.GONE:
                 failed[process.id] = answer.error if isinstance(answer, Paused) else answer
+            else:
+                failed[process.id] = f"{answer}{self._unanswered_pause(process, expire)}"
         return {"paused": paused, "already_paused": already, "failed": failed}
+
+    @staticmethod
+    def _unanswered_pause(process: Process, expire: float) -> str:
+        """What becomes of a pause ``process`` did not answer in time (its link thread did
+        not run: its GIL held by C code, or the process stopped), said after the reason.
+        The request waits in its connection: read when the process runs again, it would
+        pause a process its asker was told it could not pause, and a paused process no
+        client comes to waits for ever. So a bounded request (``expire``) is withdrawn
+        behind it, which the agent, reading both together, heeds before carrying out the
+        pause (:meth:`~raydebug.agent.link.dispatch.ControlDispatch.handle_read`); one
+        asked to be kept (``--keep``, no ``expire``) stays, as asked."""
+        if expire > 0:
+            process.send(CancelPause(request_id=0))  # no answer awaited: 0 is never asked
+            return "; withdrawn: it will not pause when it runs again"
+        return ("; still asked (--keep): it pauses when it runs Python again (`raydebug "
+                "pause --cancel` withdraws)")
 
     async def cancel_pauses(self, processes: list[Process],
                             timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:

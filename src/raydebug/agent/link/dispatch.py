@@ -22,6 +22,7 @@ from ...protocol.control import (
     HubClosing,
     OpenDataConnection,
     Pause,
+    Paused,
     Refused,
     Resume,
 )
@@ -43,6 +44,7 @@ class ControlDispatch:
                  answer: Callable[[ControlMessage], None],
                  on_refused: Callable[[Refused], None],
                  on_hub_closing: Callable[[HubClosing], None]) -> None:
+        self._answer = answer
         self._table: dict[type[ControlMessage], Callable[[Any], None]] = {
             OpenDataConnection: lambda m: data.open(m.channel),
             ClientReady: data.on_client_ready,
@@ -55,6 +57,21 @@ class ControlDispatch:
             HubClosing: on_hub_closing,
             ArmBreakpoints: lambda m: owner.arm_breakpoints(m.breakpoints),
         }
+
+    def handle_read(self, messages: list[ControlMessage], is_open: Callable[[], bool]) -> None:
+        """Messages read together, in order, while ``is_open()`` (a handler may drop the
+        connection). A ``Pause`` followed among them by a ``CancelPause`` is not carried
+        out, only answered: the hub withdrew it before this process could read it (its
+        link thread did not run meanwhile), and its asker was told it failed."""
+        for index, message in enumerate(messages):
+            if not is_open():
+                return
+            if isinstance(message, Pause) and any(
+                    isinstance(later, CancelPause) for later in messages[index + 1:]):
+                self._answer(Paused(request_id=message.request_id,
+                                    error="withdrawn before this process read it"))
+                continue
+            self.handle(message)
 
     def handle(self, message: ControlMessage) -> None:
         """One message from the hub, to its handler. Raises :class:`RaydebugError` (the

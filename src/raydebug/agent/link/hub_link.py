@@ -342,16 +342,22 @@ class HubLink:
             self._handle_control_input()
 
     def _handle_control_input(self) -> None:
+        """Handle every message read so far, together (see
+        :meth:`~.dispatch.ControlDispatch.handle_read`); what came before a malformed one
+        too, then the connection is dropped."""
+        read: list[ControlMessage] = []
+        failure = None
         try:
-            while True:
-                message = self._control_stream.next_event()
-                if isinstance(message, NeedData):
-                    return
-                self._dispatch.handle(message)
-                if self._control is None:
-                    return  # the handler dropped the connection
+            while not isinstance(message := self._control_stream.next_event(), NeedData):
+                read.append(message)
         except RaydebugError as error:
-            say(f"dropping the hub connection: {error}")
+            failure = error
+        try:
+            self._dispatch.handle_read(read, lambda: self._control is not None)
+        except RaydebugError as error:
+            failure = failure or error
+        if failure is not None and self._control is not None:
+            say(f"dropping the hub connection: {failure}")
             self._drop_control()
 
     def _flush_outbox(self) -> None:
