@@ -178,8 +178,8 @@ def test_a_pause_a_process_could_not_answer_does_not_stop_it_later(
 
     from raydebug.client.hub_api import pause
 
-    withdrawn, kept = procs = [hub.spawn_linked(write_script(tmp_path, f"spins{n}.py", SPINS))
-                               for n in range(2)]
+    procs = [hub.spawn_linked(write_script(tmp_path, f"spins{n}.py", SPINS)) for n in range(2)]
+    kept = procs[1]  # the first one's pause is withdrawn
     for proc in procs:
         assert read_line(proc).strip() == "ready"
         os.kill(proc.pid, signal.SIGSTOP)
