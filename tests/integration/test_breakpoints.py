@@ -211,3 +211,43 @@ def test_a_paused_process_listens_on_no_port(hub: HubProcess, worker_script: Pat
     assert listening_ports(proc.pid) == []
     run(attached())
     assert finish(proc)[0] == 0
+
+
+THROUGH_PYDEVDS_HOOK = """
+import os, sys
+import debugpy
+sys.path.insert(0, os.path.join(os.path.dirname(debugpy.__file__), "_vendored", "pydevd"))
+import pydevd  # installs pydevd's breakpointhook, as it does while raydebug starts it
+
+def work():
+    mine = 7
+    breakpoint()  # stops here
+    return mine
+
+assert sys.breakpointhook.__name__ == "pydevd_breakpointhook"
+print("result", work(), flush=True)
+"""
+
+
+def test_a_breakpoint_through_pydevds_own_hook_stops_at_the_users_line(hub: HubProcess,
+                                                                       tmp_path: Path):
+    """Importing pydevd installs its breakpointhook, which raydebug replaces by its own once
+    pydevd has started; a thread calling breakpoint() meanwhile goes through pydevd's hook,
+    which hands PYTHONBREAKPOINT's on. Found in a loaded run (eight threads of a Ray actor
+    at once): the session stopped one frame too deep, at pydevd.py:198."""
+    script = write_script(tmp_path, "through_pydevd.py", THROUGH_PYDEVDS_HOOK)
+    proc = hub.spawn(script)
+    [session] = hub.wait_sessions(1)
+    assert (session["file"], session["line"], session["function"]) == (
+        str(script), line_of(script, "stops here"), "work"), session
+    run(evaluate_and_continue_session(hub, session["id"]))
+    code, out, err = finish(proc)
+    assert code == 0 and "result 7" in out, (out, err)
+
+
+async def evaluate_and_continue_session(hub: HubProcess, session_id: str) -> None:
+    from helpers import evaluate_and_continue
+
+    host, port = hub.client_address.rsplit(":", 1)
+    seen = await evaluate_and_continue(host, int(port), session_id, "mine", timeout=30)
+    assert seen.result == "7", seen.result

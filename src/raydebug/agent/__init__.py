@@ -175,7 +175,25 @@ def set_trace(*args: Any, **kwargs: Any) -> None:
     Returns at once when raydebug cannot work (the reason is printed); otherwise the calling
     thread stops at the next line, as with ``pdb.set_trace()``.
     """
-    pause_at_frame(sys._getframe(1))  # the caller's frame: breakpoint() calls us directly
+    pause_at_frame(breakpoint_caller(sys._getframe(1)))
+
+
+def breakpoint_caller(frame: FrameType) -> FrameType:
+    """The frame that called ``breakpoint()``, given the frame that called raydebug's hook:
+    the same, unless pydevd's or debugpy's own hook stood between. Importing debugpy's
+    pydevd installs those (raydebug puts its own back once pydevd has started); a thread
+    that calls ``breakpoint()`` meanwhile goes through one, which hands raydebug's on
+    (``PYTHONBREAKPOINT``; ``debugpy.breakpoint`` while pydevd starts, see
+    :mod:`.debugger.start`): the session was at pydevd.py:198 (eight threads of a Ray actor
+    at once)."""
+    while (frame.f_code.co_name, os.path.basename(frame.f_code.co_filename)) in \
+            DEBUGGERS_HOOKS and frame.f_back is not None:
+        frame = frame.f_back
+    return frame
+
+
+DEBUGGERS_HOOKS = frozenset({("pydevd_breakpointhook", "pydevd.py"),
+                             ("debugpy_breakpointhook", "force_pydevd.py")})
 
 
 def pause_at_frame(frame: FrameType) -> None:
@@ -186,7 +204,7 @@ def pause_at_frame(frame: FrameType) -> None:
 def driver_breakpoint(*args: Any, **kwargs: Any) -> None:
     """``breakpoint()`` in a Ray driver: a local pdb when stdin is a terminal (as Ray users
     expect), otherwise, or with ``RAYDEBUG_DRIVER=remote``, a raydebug session."""
-    frame = sys._getframe(1)
+    frame = breakpoint_caller(sys._getframe(1))
     local = os.environ.get("RAYDEBUG_DRIVER", "").lower() != "remote"
     if local and sys.stdin is not None and sys.stdin.isatty():
         from .local_pdb import LocalPdb

@@ -51,6 +51,28 @@ def _start_pydevd() -> Any:
     # pydevd warns about frozen modules on every start; the warning is noise in logs.
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     import debugpy
+
+    # Importing debugpy.server installs pydevd's breakpointhook, then debugpy's, which calls
+    # debugpy.breakpoint(): a thread's breakpoint() until the hook is ours again would go to
+    # debugpy's, never to the hub. Routed to ours meanwhile (pydevd's hands on
+    # PYTHONBREAKPOINT's); raydebug.agent.breakpoint_caller skips their frames.
+    debugs_breakpoint = debugpy.breakpoint
+    debugpy.breakpoint = hook
+    try:
+        _listen()
+    finally:  # pydevd's import replaced sys.breakpointhook with its own: ours again
+        sys.breakpointhook = hook
+        debugpy.breakpoint = debugs_breakpoint
+    # Importable only now: debugpy puts its vendored pydevd on sys.path in listen().
+    from _pydevd_bundle.pydevd_constants import get_global_debugger
+
+    return get_global_debugger()
+
+
+def _listen() -> None:
+    """Start debugpy's pydevd in this process (``debugpy.listen``), its socket never
+    listening, logging and forked children as raydebug needs."""
+    import debugpy
     import debugpy.server  # puts debugpy's vendored pydevd on sys.path
     import pydevd
     from debugpy.common import log as debugpy_log
@@ -81,12 +103,6 @@ def _start_pydevd() -> Any:
     finally:
         pydevd.create_server_socket = make_server_socket
         debugpy_api._settrace = settrace
-    # Importing pydevd replaced sys.breakpointhook with its own; keep raydebug's.
-    sys.breakpointhook = hook
-    # Importable only now: debugpy puts its vendored pydevd on sys.path in listen().
-    from _pydevd_bundle.pydevd_constants import get_global_debugger
-
-    return get_global_debugger()
 
 
 def make_private(py_db: Any) -> None:
