@@ -210,13 +210,14 @@ class ProcessQueries:
             elif isinstance(answer, Paused) or process.state is ProcessState.GONE:
                 failed[process.id] = answer.error if isinstance(answer, Paused) else answer
             else:
-                failed[process.id] = f"{answer}{self._unanswered_pause(process, expire)}"
+                failed[process.id] = f"{answer}{self._settle_unanswered_pause(process, expire)}"
         return {"paused": paused, "already_paused": already, "failed": failed}
 
     @staticmethod
-    def _unanswered_pause(process: Process, expire: float) -> str:
-        """What becomes of a pause ``process`` did not answer in time (its link thread did
-        not run: its GIL held by C code, or the process stopped), said after the reason.
+    def _settle_unanswered_pause(process: Process, expire: float) -> str:
+        """Decide what becomes of a pause ``process`` did not answer in time (its link thread
+        did not run: its GIL held by C code, or the process stopped); return it in words,
+        said after the reason.
         The request waits in its connection: read when the process runs again, it would
         pause a process its asker was told it could not pause, and a paused process no
         client comes to waits for ever. So a bounded request (``expire``) is withdrawn
