@@ -80,17 +80,26 @@ def test_ps_stacks_and_pause_find_the_straggler_of_a_ray_job(cluster: Any, tmp_p
         assert table[0].startswith("7 live processes on the hub at "), table
         assert "task" in table[1].split() and all("shard" in row for row in table[2:])
 
-        shown = raydebug_cli("stacks", "job=" + tasks[0]["job_id"], *address,
-                             "--timeout", "5")
-        assert shown.returncode == 0, shown.stderr
-        lines = shown.stdout.splitlines()
-        waiting = next(line for line in lines if " wait_for_the_others " in line)
-        alone = next(line for line in lines if " straggler " in line)
-        assert waiting.split()[0] == "6", shown.stdout  # six shards, together
-        assert alone.split()[0] == "1", shown.stdout  # the straggler, apart
-        assert f"pid {straggler['pid']}" in shown.stdout, shown.stdout
-        stuck = next(line for line in lines if " stuck_elsewhere " in line)
-        assert stuck.split()[0] == "1", shown.stdout
+        # Ray lists a task as running before its worker reaches the function: a worker's
+        # first task deserializes its arguments first, which imports pyarrow (a CI run's
+        # straggler was still there under load). So the stacks are asked until each task
+        # is in its own code.
+        def in_their_functions() -> tuple[str, dict[str, str]] | None:
+            shown = raydebug_cli("stacks", "job=" + tasks[0]["job_id"], *address,
+                                 "--timeout", "5")
+            assert shown.returncode == 0, shown.stderr
+            found = {name: next((line for line in shown.stdout.splitlines()
+                                 if f" {name} " in line), "? ")
+                     for name in ("shard", "wait_for_the_others", "straggler",
+                                  "stuck_elsewhere")}
+            there = found["shard"].split()[0] == "7" and found["straggler"] != "? "
+            return (shown.stdout, found) if there else None
+
+        shown, found = ask_until("the tasks in their functions", in_their_functions, 60)
+        assert found["wait_for_the_others"].split()[0] == "6", shown  # six shards, together
+        assert found["straggler"].split()[0] == "1", shown  # the straggler, apart
+        assert f"pid {straggler['pid']}" in shown, shown
+        assert found["stuck_elsewhere"].split()[0] == "1", shown
 
         # Red is odd among peers: the stuck shard only, whatever else runs on the cluster
         # (the driver, idle workers, the straggler: each a group of its own).
