@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from helpers import ask_until, evaluate_and_continue, line_of, run, wait_processes, write_script
-from ray_cluster import hub_port, raydebug_cli, start_job
+from ray_cluster import get, hub_port, raydebug_cli, start_job
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -52,6 +52,16 @@ print("job done", *ray.get(refs), flush=True)
 RAY_NODES = ({"num_cpus": 1}, {"num_cpus": 1})  # the ``cluster`` fixture's two nodes
 
 
+def at_line(port: int, process_id: str, function: str, line: int) -> bool:
+    """Whether a thread of the process ``process_id`` is in ``function`` at ``line`` now
+    (its stacks read without pausing it)."""
+    for entry in get(port, "/api/stacks?timeout=5")["processes"]:
+        if entry["process"]["id"] == process_id:
+            return any((frame["function"], frame["line"]) == (function, line)
+                       for thread in entry["threads"] for frame in thread["frames"])
+    return False
+
+
 def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
     job = write_script(tmp_path, "job.py", JOB)
     address = ["--ray-address", cluster.address]
@@ -68,6 +78,11 @@ def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
                 ("waits_on_event", "7", "done.set()", "blocked on the event"),
                 ("gets_in_task", "8", "open(flag, 'w').close()", "blocked in ray.get")):
             (process,) = ask_until(f"{task} running", lambda task=task: running(task))
+            # Ray says running before the worker reaches the function (it deserializes the
+            # arguments first): pause once the stacks show the task where it blocks.
+            line = line_of(job, blocked)
+            ask_until(f"{task} at its blocked line", lambda process=process, task=task,
+                      line=line: at_line(port, process["id"], task, line))
             paused = raydebug_cli("pause", f"task={task}", *address)
             assert paused.returncode == 0, paused.stderr
             assert paused.stdout.startswith(f"paused {process['id']}: session "), paused.stdout
@@ -79,7 +94,7 @@ def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
                 f"127.0.0.1:{port}", f"{task}'s session",
                 lambda _, task=task: [s for s in sessions() if s["function"] == task],
                 timeout=10)
-            assert session["line"] == line_of(job, blocked)
+            assert session["line"] == line
             assert not session.get("blocked_in_c"), session  # stopped for real
             # Ray's own threads (PythonGCThread, in C in its Event.wait: library code only)
             # are no sessions: once no thread is asked any more, the task's is the only one.
