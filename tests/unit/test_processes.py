@@ -158,6 +158,17 @@ def test_pause_asks_running_processes_only_and_selectors_that_match_nothing_say_
     asyncio.run(scenario())
 
 
+def test_a_selector_that_matches_nothing_names_a_ray_worker_by_its_nodes_ip_as_ps_does():
+    async def scenario() -> None:
+        registry = Registry()
+        queries = ProcessQueries(registry)
+        worker = await linked(registry, queries, 10, "0", node_ip="192.0.2.2")
+        error = queries.no_match(parse(["task=nothing"]))
+        assert error.known == [f"{worker.id} pid 10 on 192.0.2.2 running RANK=0"]
+
+    asyncio.run(scenario())
+
+
 def test_task_selectors_ask_ray_processes_what_they_run_now():
     async def scenario() -> None:
         registry = Registry()

@@ -38,6 +38,7 @@ from ..protocol.control import (
 )
 from ..selectors import Selector
 from ..session import ProcessState
+from ..views_processes import brief_process
 from .entries import Process
 from .registry import Registry
 
@@ -116,7 +117,7 @@ class ProcessQueries:
 
     def no_match(self, selector: Selector) -> NoProcessMatchError:
         views = self._registry.processes()
-        known = [_brief(view) for view in views[:KNOWN_SHOWN]]
+        known = [brief_process(view) for view in views[:KNOWN_SHOWN]]
         if len(views) > KNOWN_SHOWN:
             known.append(f"... and {len(views) - KNOWN_SHOWN} more")
         return NoProcessMatchError(f"no process matches {selector.text}", known)
@@ -340,11 +341,3 @@ def _asked_at(process: Process) -> float:
     return process.asked_at
 
 
-def _brief(view: dict[str, Any]) -> str:
-    """One line about a process: ``p3 pid 1234 on node-1 running rank=1 task=f``."""
-    words = [view["id"], f"pid {view['pid']}", f"on {view['host']}", view["state"]]
-    words += [f"{k}={v}" for k, v in sorted((view.get("labels") or {}).items())]
-    for name, key in (("task_name", "task"), ("actor_class", "actor")):
-        if view.get(name):
-            words.append(f"{key}={view[name]}")
-    return " ".join(str(word) for word in words)
