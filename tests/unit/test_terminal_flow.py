@@ -434,6 +434,19 @@ def test_another_calls_breakpoint_in_the_same_thread_is_said_with_its_header():
                     f"breakpoint() at {PATH}:3", f"> {PATH}(4)f()", "-> return y"]
 
 
+def test_a_post_mortem_of_the_same_call_is_said_with_its_header():
+    """`c` from a breakpoint(), and the same task raises: its post-mortem session is said
+    with the exception (it was shown as a bare stop, the exception never named)."""
+    debuggee, debugger, said = attached()
+    debugger.session.update(task_id="t1", task_name="train")
+    debuggee.on_continue = _next_breakpoint(debuggee, task_id="t1", task_name="train",
+                                            reason="exception",
+                                            exception="ValueError: diverged")
+    assert debugger.execute("c") is Outcome.STOPPED
+    assert said[:2] == ["session s2: task train on node1, pid 42",
+                        "post-mortem: ValueError: diverged"], said
+
+
 def test_another_calls_header_comes_first_when_the_hub_says_its_start_after_its_stop():
     """The session's start reaches the hub on the process's control connection, its stop on
     pydevd's: under load the stop came first, and was shown without its header."""

@@ -237,14 +237,14 @@ class RunningCommands(DebuggerContext):
 
     def _adopt_new_session(self) -> None:
         """After a stop: the session of this thread may be a new one; name it right from now
-        on. Said only when it is another call's (see :func:`_another_call`): the header
-        goes before its stop (a loop's next breakpoint() is the same call, said as pdb
-        says it)."""
+        on. Said only when it is another call's (see :func:`_another_call`) or a
+        post-mortem (the exception is news): the header goes before its stop (a loop's next
+        breakpoint() is the same call, said as pdb says it)."""
         for started in self.remote.stops.started:
             if started.get("thread") == self.session.get("thread") and \
                     started.get("id") != self.session.get("id"):
-                if _another_call(self.session, started):
-                    self._new_call = started
+                if _another_call(self.session, started) or started.get("reason") == "exception":
+                    self._new_call = started  # its header: who, and which exception
                 self.session = started
                 self._session_depth = None
         self.remote.stops.started.clear()
