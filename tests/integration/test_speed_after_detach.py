@@ -82,3 +82,49 @@ def test_full_speed_after_detach_and_later_breakpoints_work(hub: HubProcess, tmp
     # untraced ~1.0, minus the noise of a loaded 2-core machine. The benchmark gives the
     # exact ratio; this only guards against tracing being left on.
     assert ratios["main"] > 0.5 and ratios["thread"] > 0.5, ratios
+
+
+SPINNER = """
+import sys, threading, time
+from raydebug.agent import get_agent
+
+state = {"trace": "not yet read"}
+stop = []
+
+def spin():
+    n = 0
+    while not stop:  # no Python call in the loop: no call event, ever
+        n += 1
+        state["trace"] = sys.gettrace()  # a C function: no event either
+
+spinner = threading.Thread(target=spin)
+spinner.start()
+breakpoint()
+print("untraced", get_agent().debugger.wait_untraced(10), flush=True)
+deadline = time.monotonic() + 10
+while state["trace"] is not None and time.monotonic() < deadline:
+    time.sleep(0.01)
+print("spinner's trace function", state["trace"], flush=True)
+stop.append(1)
+spinner.join()
+"""
+
+
+def test_a_thread_that_makes_no_call_is_untraced_after_the_session(hub: HubProcess,
+                                                                 tmp_path: Path):
+    """Tracing was taken out of each thread at its next call: a loop that calls nothing
+    (arithmetic) kept the remover as its trace function, and every line paid for it."""
+    proc = hub.spawn(write_script(tmp_path, "spinner.py", SPINNER))
+
+    async def attach_and_detach(session_id: str) -> None:
+        client = await hub.dap()
+        await client.attach(session_id)
+        await client.request("disconnect", {})
+        await client.close()
+
+    [session] = hub.wait_sessions(1)
+    run(attach_and_detach(session["id"]))
+    code, out, _ = finish(proc)
+    assert code == 0, out
+    assert "untraced True" in out, out
+    assert "spinner's trace function None" in out, out

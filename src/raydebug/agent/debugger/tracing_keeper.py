@@ -216,7 +216,17 @@ def _command(json_contents: Any) -> str | None:
 
 
 def remove_tracing(py_db: Any) -> None:
-    """Take pydevd's tracing out of every thread, present and future."""
+    """Take pydevd's tracing out of every thread, present and future.
+
+    Each other thread takes it out of itself, at its next Python event (a call, or a line or
+    return of the frame it is in now): its trace function, and the frames' own trace
+    functions, which pydevd leaves on the frames it traced (after a ``pause``, every frame
+    of the thread's stack) and which would get their frames' line events until the thread's
+    next call, and could put pydevd's thread tracer back meanwhile. Here no thread walks
+    another's frames: on 3.11 following ``f_back`` of a running thread's frames crashed a
+    Ray actor once (a SIGSEGV in ``PyFrame_GetBack``, docs/design.md#breakpointhook); a
+    thread's own stack is as safe to walk as a traceback. A removal that pydevd's tracing
+    came back after (:func:`_install_tracing`) is not carried out late."""
     from _pydev_bundle.pydev_monkey import undo_patch_thread_modules
     from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING
 
@@ -230,20 +240,56 @@ def remove_tracing(py_db: Any) -> None:
 
     original_settrace = pydevd_tracing.TracingFunctionHolder._original_tracing or sys.settrace
     threading.settrace(None)  # type: ignore[arg-type,unused-ignore]
+    removal = _REMOVALS.begin()
 
     def remove_myself(frame: Any, event: str, arg: Any) -> None:
-        original_settrace(None)  # runs in each thread at its next Python event
+        """Runs in each thread at its next Python event: as its trace function (a call),
+        or as the trace function of the frame it was in (a line, a return)."""
+        if _REMOVALS.current(removal):
+            _untrace_stack(frame)
+            if sys.gettrace() is remove_myself:  # not another's since (armed breakpoints')
+                original_settrace(None)
+        return None  # a frame's trace function that returns None leaves that frame
 
+    current = threading.get_ident()
     _set_trace_in_threads(remove_myself, skip_invisible=False)
+    for ident, top in sys._current_frames().items():
+        if ident != current:
+            top.f_trace = remove_myself  # its own frame only: no walk of that thread's
     original_settrace(None)
-    # A frame pydevd traced keeps its local trace function, which gets that frame's line
-    # events until the thread's next call runs remove_myself, and can put pydevd's thread
-    # tracer back meanwhile (after a `pause` every frame of the thread is traced).
-    for top in sys._current_frames().values():
-        frame: FrameType | None = top
-        while frame is not None:
+    _untrace_stack(sys._getframe())
+
+
+def _untrace_stack(frame: FrameType | None) -> None:
+    """Clear pydevd's trace function from ``frame`` and its callers (the calling thread's
+    own), leaving the armed breakpoints' (:mod:`..armed`: put back after each removal,
+    perhaps before this thread got to carry it out)."""
+    while frame is not None:
+        if not getattr(frame.f_trace, "raydebug_armed", False):
             frame.f_trace = None
-            frame = frame.f_back
+        frame = frame.f_back
+
+
+class _Removals:
+    """Which removal of tracing is the latest, and whether tracing came back since: a
+    thread that carries out a removal late (at its next Python event) must not take out
+    the tracing put back after it."""
+
+    def __init__(self) -> None:
+        self._count = 0
+
+    def begin(self) -> int:
+        self._count += 1
+        return self._count
+
+    def cancel(self) -> None:
+        self._count += 1
+
+    def current(self, removal: int) -> bool:
+        return removal == self._count
+
+
+_REMOVALS = _Removals()
 
 
 def _install_tracing(py_db: Any, calling_thread: bool = True) -> None:
@@ -251,6 +297,7 @@ def _install_tracing(py_db: Any, calling_thread: bool = True) -> None:
     the calling thread's only if ``calling_thread``."""
     from _pydevd_bundle.pydevd_constants import PYDEVD_USE_SYS_MONITORING
 
+    _REMOVALS.cancel()  # a removal a thread has not carried out yet is not carried out
     py_db.patch_threads()  # new threads start traced
     if PYDEVD_USE_SYS_MONITORING:
         py_db.enable_tracing(apply_to_all_threads=True)  # starts sys.monitoring again
