@@ -120,7 +120,7 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
         # A job id that is no running job's: said, naming those that run (`ps` shows no
         # job before a link, and a user may have none at hand).
         wrong = raydebug_cli("link", "--ray-address", cluster.address, "job=ffff")
-        assert wrong.returncode == 1 and wrong.stderr.startswith(
+        assert wrong.returncode == 1 and wrong.stderr.splitlines()[-1].startswith(
             "raydebug: no process of a running job matches job=ffff"), wrong.stderr
         assert f"(running jobs: {job_id}" in wrong.stderr or f", {job_id}" in wrong.stderr, \
             wrong.stderr
@@ -130,6 +130,8 @@ def test_link_job_links_its_workers_on_every_node(cluster: Any, tmp_path: Path):
         linked = raydebug_cli("link", "--ray-address", cluster.address, f"job={job_id}")
         assert linked.returncode == 0, (linked.stdout, linked.stderr, raydebug_cli(
             "ps", "--json", "--ray-address", cluster.address).stdout)
+        assert linked.stderr.startswith(  # seconds of work, not spent silent
+            "raydebug: linking from a task on each node of the Ray cluster at "), linked.stderr
         said = linked.stdout.splitlines()
         now_linked = [line for line in said if re.fullmatch(
             r"127\.0\.0\.1 (worker|driver): linked pid \d+", line)]

@@ -79,10 +79,15 @@ def test_a_fresh_cluster_gets_its_hub_and_wins_over_the_local_one(head: Head, hu
     assert f"the hub of the Ray cluster at {head.gcs}" in text, listed.stdout
     assert hub.client_address not in text, listed.stdout
     assert took < 60, took
+    # The seconds the start takes are not spent silent; once started, nothing is said.
+    assert listed.stderr.splitlines() == [
+        f"raydebug: the Ray cluster at {head.gcs} has no raydebug hub yet: starting it (a "
+        "few seconds, once)"], listed.stderr
     cluster_hub = re.search(r"on the hub at (\S+)", text)
     assert cluster_hub is not None
     address = raydebug("hub-address", "--ray-address", head.gcs, **state)
     assert address.stdout.strip() == cluster_hub.group(1), address.stderr
+    assert "starting" not in address.stderr, address.stderr
 
     # Start the debugger first, then the job.
     child = pexpect.spawn(RAYDEBUG[0], [*RAYDEBUG[1:], "attach", "--follow"],

@@ -23,7 +23,7 @@ from ..errors import ConfigurationError
 from .help_format import FittedExamplesCommand
 from .locate import HubLocation, explicit_ray_address, locate_hub, saying_how_to_get_a_hub
 from .options import CLIENT_TOKEN_OPTION, HUB_OPTION, RAY_ADDRESS_OPTION
-from .output import error
+from .output import error, note
 
 RAY_KEYS = ("job", "node", "actor", "pid")
 
@@ -189,7 +189,7 @@ def _link_ray(ray_address: str, token: str | None, timeout: float,
               terms: list[tuple[str, str]]) -> None:
     from ..integrations.ray.link_jobs import link_cluster
 
-    outcomes, hub, jobs = link_cluster(ray_address, terms, token, timeout)
+    outcomes, hub, jobs = link_cluster(ray_address, terms, token, timeout, say=note)
     if not outcomes:
         running = f" (running jobs: {', '.join(jobs)})" if jobs else " (no job runs there)"
         error(f"no process of a running job matches {' '.join(f'{k}={v}' for k, v in terms)} "

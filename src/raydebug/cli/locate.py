@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..client.hub_api import DEFAULT_HUB
 from ..errors import ConfigurationError, HubUnreachableError
+from .output import note
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,10 @@ def _cluster_hub(address: str | None, start: bool, required: bool) -> HubLocatio
         if address is None:
             return None
     if start:
-        info, gcs = ray_integration.find_or_start_cluster_hub(address)
+        from ..integrations.ray.hub_starter import starting_hub
+
+        info, gcs = ray_integration.find_or_start_cluster_hub(
+            address, lambda gcs: note(starting_hub(gcs)))
     else:
         gcs = ray_integration.connect_kv(address)
         published = ray_integration.read_hub_info()

@@ -50,16 +50,27 @@ CONNECT_ERROR = "connect_error"  # the child's answer when ray.init raised: its 
 RAY_LOG_PREFIX = re.compile(r"^\[[^]]*\] ")  # "[2026-12-02 02:51:39,712 W 1010 1010] "
 
 
-def find_or_start_cluster_hub(address: str | None) -> tuple[HubInfo, str]:
+def find_or_start_cluster_hub(address: str | None,
+                              starting: Callable[[str], None] = lambda gcs: None
+                              ) -> tuple[HubInfo, str]:
     """For the CLI: the hub of the cluster ``address`` names, started (as the first pause
     would start it) when it has none yet; and the GCS address. Starting it takes a
     short-lived driver, which needs this machine to be one of the cluster's nodes (see
-    :func:`start_cluster_hub`). Bounded; raises :class:`HubUnreachableError` saying why."""
+    :func:`start_cluster_hub`), and seconds: ``starting(gcs_address)`` is called first, for
+    the CLI to say so. Bounded; raises :class:`HubUnreachableError` saying why."""
     gcs_address = connect_kv(address)
     info = read_hub_info()
     if info is not None:
         return info, gcs_address
+    starting(gcs_address)
     return start_cluster_hub(gcs_address, driver_keeps_to_loopback(gcs_address)), gcs_address
+
+
+def starting_hub(gcs_address: str) -> str:
+    """What the CLI says while the cluster's hub starts (seconds, which it would otherwise
+    spend silent)."""
+    return (f"the Ray cluster at {gcs_address} has no raydebug hub yet: starting it (a few "
+            "seconds, once)")
 
 
 def driver_keeps_to_loopback(gcs_address: str) -> bool:

@@ -22,6 +22,7 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -250,22 +251,30 @@ def link_from_driver(argument: str) -> dict[str, Any]:
 
 
 def link_cluster(address: str | None, terms: list[tuple[str, str]], client_token: str | None,
-                 timeout: float) -> tuple[list[Any], str, list[str]]:
+                 timeout: float, say: Callable[[str], None] = lambda text: None
+                 ) -> tuple[list[Any], str, list[str]]:
     """Link the running jobs' processes that ``terms`` pick, from a task on each of their
     nodes; wait until the hub lists them. Returns one outcome per process (a process
     linked but not listed in ``timeout`` is ``failed``; one that exited before its link or
     its listing, as the GCS says, ``exited``: Ray ends idle workers, and the linking task's
     own worker can take a node past its count), the hub's description and the running
-    jobs' ids (what a ``job=`` that picks nothing could have named). The
+    jobs' ids (what a ``job=`` that picks nothing could have named). ``say`` is told, in
+    words, of the steps that take seconds (the hub's start, the linking tasks). The
     tasks are sent by a child driver (:func:`.hub_starter.run_in_driver`: kept to loopback
     as the hub's starter, bounded, ended by Ctrl-C); raises :class:`HubUnreachableError`
     when it cannot do its part."""
     from ...client import hub_api
     from ...linking.local import Outcome, exited_line, wait_listed
-    from .hub_starter import driver_keeps_to_loopback, find_or_start_cluster_hub, run_in_driver
+    from .hub_starter import (
+        driver_keeps_to_loopback,
+        find_or_start_cluster_hub,
+        run_in_driver,
+        starting_hub,
+    )
 
-    info, gcs = find_or_start_cluster_hub(address)
+    info, gcs = find_or_start_cluster_hub(address, lambda gcs: say(starting_hub(gcs)))
     hub = {"address": info.worker, "token": info.token, "cert": info.cert or None}
+    say(f"linking from a task on each node of the Ray cluster at {gcs} (a few seconds)")
     answer = run_in_driver(
         gcs, driver_keeps_to_loopback(gcs), f"{__name__}:link_from_driver",
         json.dumps({"terms": terms, "hub": hub, "pid": info.pid, "timeout": timeout}),
