@@ -103,7 +103,7 @@ def test_link_with_no_pid_terms_links_on_the_cluster_running_here(monkeypatch, l
 
     asked: list[tuple[str | None, list[tuple[str, str]]]] = []
 
-    def link_cluster(address, terms, token, timeout):  # the tasks it sends are test_link_ray's
+    def link_cluster(address, terms, token, timeout, say):  # its tasks: test_link_ray.py
         asked.append((address, terms))
         return [], "127.0.0.1:5678", []
 
