@@ -7,6 +7,8 @@ completes. A real two-node loopback cluster, the real CLI, one cluster for the m
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +116,52 @@ def test_pause_task_stops_ray_tasks_blocked_in_c(cluster: Any, tmp_path: Path):
         if driver.poll() is None:
             driver.kill()
             driver.wait(timeout=30)
+
+
+TICKER_JOB = """
+import sys, time
+import ray
+
+ray.init(address=sys.argv[1])
+
+@ray.remote(num_cpus=0.25)
+def ticker():
+    for i in range(1200):
+        print("tick", i, flush=True)
+        time.sleep(0.1)
+
+ref = ticker.remote()
+print("submitted", flush=True)
+ray.get(ref)  # the driver's main thread, blocked in ray.get
+"""
+
+
+def test_a_paused_driver_prints_its_workers_lines_on(cluster: Any, tmp_path: Path):
+    """`raydebug pause` of a Ray driver stops its main thread only: Ray's own threads of the
+    driver (its log printer, its error listener) run only Ray's code, and a pause leaves them
+    running. The log printer, which polls in Python, was stopped (a session with no frame of
+    the user's), and the workers' lines stopped reaching the driver's terminal."""
+    job = write_script(tmp_path, "ticker_job.py", TICKER_JOB)
+    address = ["--ray-address", cluster.address]
+    driver = start_job(job, cluster.address)
+    lines: queue.Queue[str] = queue.Queue()
+    try:
+        assert driver.stdout is not None and driver.stdout.readline() == "submitted\n"
+        threading.Thread(target=lambda: [lines.put(line) for line in driver.stdout or ()],
+                         daemon=True).start()
+        assert "tick" in lines.get(timeout=120)  # the worker's lines reach the driver
+        [process] = [p for p in json.loads(raydebug_cli("ps", "--json", *address).stdout)
+                     if p["pid"] == driver.pid]  # `raydebug run` became the driver
+        paused = raydebug_cli("pause", f"pid={process['pid']}", *address)
+        assert paused.returncode == 0, paused.stderr
+        listed = json.loads(raydebug_cli("list", "--json", *address).stdout)
+        mine = [s for s in listed if s["process"] == process["id"]]
+        assert [(s["thread"], s["function"]) for s in mine] == [("MainThread", "<module>")], \
+            mine
+        while not lines.empty():
+            lines.get_nowait()
+        assert "tick" in lines.get(timeout=30)  # still printed, its driver paused
+    finally:
+        driver.kill()
+        driver.wait(timeout=30)
+

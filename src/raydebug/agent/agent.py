@@ -91,7 +91,8 @@ class Agent(PauseAll):
                              standing_down=lambda: self._client_attached)
         self.debugger = Debugger(on_suspended=self._on_thread_suspended,
                                  on_resumed=self._on_thread_resumed,
-                                 on_untraced=self.arming.reinstall)
+                                 on_untraced=self.arming.reinstall,
+                                 spared=_service_thread)
         self.returns = ReturnWatcher(self.debugger.is_suspended, self._on_returned,
                                      self.debugger.returns_to_other_code,
                                      self.debugger.cancel_step)
@@ -318,3 +319,9 @@ class Agent(PauseAll):
 
     def serve_client(self, sock: socket.socket) -> None:
         self.debugger.serve_client(sock)
+
+
+def _service_thread(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is one of the cluster's service threads, which a stop elsewhere in
+    the process leaves running (:func:`.debugger.start.spare_threads`)."""
+    return thread.name in live.service_threads()

@@ -43,8 +43,9 @@ def collect_threads(with_locals: bool = False,
     me = threading.get_ident()
     for ident, top in sys._current_frames().items():
         thread = threads.get(ident)
-        if ident == me or (thread is not None and getattr(thread, "pydev_do_not_trace", False)):
-            continue  # raydebug's (or pydevd's) own thread
+        if ident == me or (thread is not None and getattr(thread, "pydev_do_not_trace", False)
+                           and not getattr(thread, "raydebug_spared", False)):
+            continue  # raydebug's (or pydevd's) own thread, not a library's spared one
         if thread is None and _debugger_internal(top):
             continue  # pydevd takes its own threads out of threading.enumerate()
         shown = (raised_in or {}).get(ident) or user_top(top)

@@ -34,7 +34,7 @@ from typing import Any
 from . import clients
 from .blocked_threads import BlockedThreads
 from .fork import reset_pydevd_after_fork
-from .start import make_private, mark_invisible, start_pydevd
+from .start import make_private, mark_invisible, spare_threads, start_pydevd
 from .suspensions import Suspensions
 from .tracing_keeper import TracingKeeper, remove_tracing
 from .untraced import Untraced
@@ -52,15 +52,19 @@ class Debugger:
 
     ``on_suspended(ident, frame)`` runs on a thread as it suspends in pydevd,
     ``on_resumed(ident)`` as it runs again, ``on_untraced()`` after pydevd's tracing was
-    removed (on the tracing keeper's thread).
+    removed (on the tracing keeper's thread). ``spared(thread)``: whether ``thread`` is a
+    library's service thread that a stop elsewhere must not suspend (see
+    :func:`.start.spare_threads`).
     """
 
     def __init__(
         self, on_suspended: Callable[[int, FrameType | None], None],
-        on_resumed: Callable[[int], None], on_untraced: Callable[[], None] | None = None
+        on_resumed: Callable[[int], None], on_untraced: Callable[[], None] | None = None,
+        spared: Callable[[threading.Thread], bool] = lambda thread: False
     ) -> None:
         self._on_suspended = on_suspended
         self._on_resumed = on_resumed
+        self._spared = spared
         # Held while pydevd starts, and while its tracing is installed or removed.
         self._start_lock = threading.Lock()
         self._py_db: Any = None
@@ -99,6 +103,7 @@ class Debugger:
         py_db = start_pydevd()
         try:
             make_private(py_db)
+            spare_threads(self._spared)
             self._suspensions.watch(py_db, self._on_suspended, self._thread_resumed)
             self._suspensions.hold_unanswered_stops(self._tracing.before_request,
                                                     self._tracing.after_request)
@@ -267,8 +272,15 @@ class Debugger:
 
     def pausable_threads(self, skip: set[int]) -> list[tuple[threading.Thread, FrameType]]:
         """The Python threads a pause would suspend, with their current frames: every
-        thread but raydebug's and pydevd's own, and those in ``skip`` (pydevd started);
-        a thread started outside ``threading`` (Ray's pool) included, given a record first."""
+        thread but raydebug's and pydevd's own, those in ``skip``, and those that run no
+        frame of the user's code (pydevd started); a thread started outside ``threading``
+        (Ray's pool) included, given a record first.
+
+        A thread of a library's own (a Ray driver's log printer, an idle pool worker, an
+        idle Ray worker's main loop) would stop where it is, in code "just my code" hides:
+        a session that shows nothing, and a driver that stopped printing its workers' logs.
+        One blocked in C was let go after a moment (:mod:`.blocked_threads`); one that runs
+        Python (``print_logs`` polls) stopped."""
         from _pydevd_bundle import pydevd_utils
 
         from .thread_tracing import register_foreign_threads
@@ -278,7 +290,8 @@ class Debugger:
         return [(thread, frames[thread.ident])
                 for thread in pydevd_utils.get_non_pydevd_threads()
                 if thread.ident in frames and thread.ident not in skip
-                and not getattr(thread, "pydev_do_not_trace", False)]
+                and not getattr(thread, "pydev_do_not_trace", False)
+                and self.innermost_user_frame(frames[thread.ident]) is not None]
 
     @staticmethod
     def stopped_for_a_pause(thread: threading.Thread) -> bool:

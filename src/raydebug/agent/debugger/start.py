@@ -27,6 +27,7 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ...gil_handoffs import quick_gil_handoffs
@@ -121,6 +122,30 @@ def mark_invisible(thread: threading.Thread) -> None:
     """
     thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
     thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
+
+
+def spare_threads(spared: Callable[[threading.Thread], bool]) -> None:
+    """Keep pydevd from suspending the threads ``spared`` picks when a thread stops.
+
+    pydevd, giving a client one notification for all threads, suspends every thread it
+    traces whenever one stops (``suspend_all_threads``). A library's service thread that
+    never runs the user's code then stops too, and shows nothing: a Ray driver's log
+    printer stopped, and its workers' lines stopped reaching the driver's terminal, while
+    the driver was paused. Each such thread is hidden from pydevd (as raydebug's own are,
+    :func:`mark_invisible`) just before pydevd suspends the others; ``stacks`` still
+    shows it (``raydebug_spared``). Raises if pydevd's internals moved."""
+    import pydevd
+
+    original = pydevd.suspend_all_threads
+
+    def suspend_all_threads(py_db: Any, except_thread: Any) -> None:
+        for thread in threading.enumerate():
+            if not getattr(thread, "pydev_do_not_trace", False) and spared(thread):
+                mark_invisible(thread)
+                thread.raydebug_spared = True  # type: ignore[attr-defined]
+        original(py_db, except_thread)
+
+    pydevd.suspend_all_threads = suspend_all_threads
 
 
 def _hide_raydebug_frames(py_db: Any) -> None:

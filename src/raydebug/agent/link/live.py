@@ -150,6 +150,12 @@ def _main_thread_cpu() -> Callable[[], float] | None:
     return lambda: time.clock_gettime(clock)
 
 
+def service_threads() -> frozenset[str]:
+    """The names of the installed cluster's service threads in this process (a Ray
+    driver's log printer): a library's, never the user's code; none outside a cluster."""
+    return frozenset(getattr(discovery.installed(), "service_threads", ()))
+
+
 def current_activity() -> dict[str, Any]:
     """What the process runs at this moment (``task_name``, ``actor_class``), from the
     installed discovery; ``{}`` when it cannot tell. Called on the link thread."""

@@ -255,6 +255,10 @@ class RayDiscovery:
     def left_cluster(self) -> bool:
         return left_ray()
 
+    # A driver's threads that print its workers' lines and errors (ray._private.worker):
+    # Ray's code only, which a pause or a stop of the driver leaves running.
+    service_threads = frozenset({"ray_print_logs", "ray_listen_error_messages"})
+
     def current_activity(self) -> dict[str, Any]:
         """What this worker runs now (see :func:`.metadata.current_activity`)."""
         return current_activity()
