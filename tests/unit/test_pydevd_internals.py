@@ -43,6 +43,7 @@ INTERNALS: list[tuple[str, str]] = [
     ("waiter", "do_kill_pydev_thread"),
     ("PyDB", "dont_trace_external_files"),
     ("PyDB", "get_cache_file_type"),
+    ("pydevd", "suspend_all_threads"),
     # clients (agent/debugger/clients.py)
     ("PyDB", "initialize_network"),
     ("PyDB", "reader"),

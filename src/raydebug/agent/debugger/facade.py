@@ -272,15 +272,16 @@ class Debugger:
 
     def pausable_threads(self, skip: set[int]) -> list[tuple[threading.Thread, FrameType]]:
         """The Python threads a pause would suspend, with their current frames: every
-        thread but raydebug's and pydevd's own, those in ``skip``, and those that run no
-        frame of the user's code (pydevd started); a thread started outside ``threading``
-        (Ray's pool) included, given a record first.
+        thread but raydebug's and pydevd's own, those in ``skip``, and those but the main
+        one that run no frame of the user's code (pydevd started); a thread started outside
+        ``threading`` (Ray's pool) included, given a record first.
 
-        A thread of a library's own (a Ray driver's log printer, an idle pool worker, an
-        idle Ray worker's main loop) would stop where it is, in code "just my code" hides:
-        a session that shows nothing, and a driver that stopped printing its workers' logs.
-        One blocked in C was let go after a moment (:mod:`.blocked_threads`); one that runs
-        Python (``print_logs`` polls) stopped."""
+        A thread of a library's own (a Ray driver's log printer, an idle pool worker) would
+        stop where it is, in code "just my code" hides: a session that shows nothing, and a
+        driver that stopped printing its workers' logs. One blocked in C was let go after a
+        moment (:mod:`.blocked_threads`); one that runs Python (``print_logs`` polls)
+        stopped. The main thread is asked all the same, as it is served blocked in C: a Ray
+        worker between tasks is a session that says it runs no task."""
         from _pydevd_bundle import pydevd_utils
 
         from .thread_tracing import register_foreign_threads
@@ -291,7 +292,8 @@ class Debugger:
                 for thread in pydevd_utils.get_non_pydevd_threads()
                 if thread.ident in frames and thread.ident not in skip
                 and not getattr(thread, "pydev_do_not_trace", False)
-                and self.innermost_user_frame(frames[thread.ident]) is not None]
+                and (thread is threading.main_thread()
+                     or self.innermost_user_frame(frames[thread.ident]) is not None)]
 
     @staticmethod
     def stopped_for_a_pause(thread: threading.Thread) -> bool:
