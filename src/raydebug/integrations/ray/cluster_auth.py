@@ -20,7 +20,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import HubUnreachableError
@@ -35,8 +35,7 @@ def gcs_client(gcs_address: str) -> Any:
     token when the cluster asks for it; or the exception Ray raised for another reason (its
     RpcError...). Raises :class:`HubUnreachableError` when the cluster refuses us for its
     token (:func:`token_refused`) or does not answer within :data:`GCS_CONNECT_TIMEOUT`."""
-    # Ray's C++ logs the refusal as a warning line: a question answered here, not news.
-    client = _connect(gcs_address, quiet=AUTH_MODE_VARIABLE not in os.environ)
+    client = _connect(gcs_address)
     if isinstance(client, Exception) and asks_for_token(client):
         if not use_ray_token():
             raise token_refused(gcs_address)
@@ -46,11 +45,12 @@ def gcs_client(gcs_address: str) -> Any:
     return client
 
 
-def _connect(gcs_address: str, quiet: bool = False) -> Any:
+def _connect(gcs_address: str) -> Any:
     """A GcsClient connected to ``gcs_address``, or the exception Ray raised (its own
-    AuthenticationError, RpcError, ...). ``quiet``: what Ray's C++ writes to stderr
-    meanwhile is dropped. Raises :class:`HubUnreachableError` after
-    :data:`GCS_CONNECT_TIMEOUT`."""
+    AuthenticationError, RpcError, ...). What Ray's C++ writes to stderr meanwhile (a
+    refusal for want of a token, its retries) is dropped: the caller says what happened, in
+    one line. Raises :class:`HubUnreachableError` after :data:`GCS_CONNECT_TIMEOUT`; Ray's
+    C++ goes on trying then, and its lines stay dropped (the CLI exits soon after)."""
     import ray
 
     result: list[Any] = []
@@ -63,28 +63,37 @@ def _connect(gcs_address: str, quiet: bool = False) -> Any:
 
     # GcsClient blocks in C++ and takes no timeout: wait for it on a thread, bounded.
     thread = threading.Thread(target=connect, name="raydebug-gcs-connect", daemon=True)
-    with _stderr_dropped() if quiet else contextlib.nullcontext():
+    with _stderr_dropped() as keep_dropped:
         thread.start()
         thread.join(GCS_CONNECT_TIMEOUT)
+        if not result:
+            keep_dropped()
     if not result:
         raise HubUnreachableError(
             f"the Ray cluster at {gcs_address} did not answer within "
-            f"{GCS_CONNECT_TIMEOUT:g} s (is it a Ray GCS port?)", address=gcs_address)
+            f"{GCS_CONNECT_TIMEOUT:g} s: its GCS process may be stopped or overloaded, or "
+            "that port is not a Ray GCS's", address=gcs_address)
     return result[0]
 
 
 @contextlib.contextmanager
-def _stderr_dropped() -> Iterator[None]:
-    """File descriptor 2 on /dev/null meanwhile (C++ writes there, not to sys.stderr)."""
+def _stderr_dropped() -> Iterator[Callable[[], None]]:
+    """File descriptor 2 on /dev/null meanwhile (C++ writes there, not to sys.stderr).
+    Calling what it gives keeps it there afterwards, Python's ``sys.stderr`` moved to the
+    terminal's stderr (a C++ thread that has not finished would write on)."""
     sys.stderr.flush()
     saved = os.dup(2)
+    keep = []
     try:
         with open(os.devnull, "w") as null:
             os.dup2(null.fileno(), 2)
-        yield
+        yield lambda: keep.append(True)
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        if keep:
+            sys.stderr = open(saved, "w", buffering=1, errors="backslashreplace")  # noqa: SIM115 (for the rest of the process)
+        else:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def asks_for_token(error: BaseException) -> bool:
