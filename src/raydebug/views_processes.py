@@ -323,8 +323,11 @@ def _refs(entries: Sequence[Mapping[str, Any]]) -> list[ProcessRef]:
 
 def _unanswered_lines(tree: Mapping[str, Any], width: int) -> list[str]:
     """``did not answer: 2 processes: ranks 3, 9: no answer within 2 s``, one line per
-    reason (the reason on a line of its own when both do not fit ``width``); then the
-    processes that answered with no Python thread."""
+    reason (the reason on lines of its own, indented and wrapped at words, when both do not
+    fit ``width``: it says what to do, and a cut one said half); then the processes that
+    answered with no Python thread."""
+    import textwrap
+
     by_reason: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for entry in tree.get("not_answering") or []:
         by_reason[str(entry.get("reason") or "did not answer")].append(entry)
@@ -334,7 +337,9 @@ def _unanswered_lines(tree: Mapping[str, Any], width: int) -> list[str]:
         if len(who) + 2 + len(reason) <= width:
             lines.append(f"{who}: {reason}")
         else:
-            lines.extend([f"{who}:", f"  {reason}"])
+            lines.append(f"{who}:")
+            lines.extend(textwrap.wrap(reason, max(width, 20), initial_indent="  ",
+                                       subsequent_indent="  ", break_on_hyphens=False))
     empty = tree.get("no_threads") or []
     if empty:
         who = describe_group(_refs(empty), len(empty), name_them=True)

@@ -37,6 +37,20 @@ def sixty_four_ranks() -> dict[str, Any]:
     return {"tree": merge_stacks(answers).to_dict()}
 
 
+@pytest.mark.parametrize("width", [80, 60])
+def test_a_long_reason_for_not_answering_wraps_at_words_whole(width: int):
+    """`stacks --native`'s reasons (py-spy's, a node's) are sentences that say what to do:
+    cut at the terminal's width, their second half was lost."""
+    reason = ("py-spy could not read it: Permission denied (os error 13); run as the "
+              "process's user, or allow ptrace (kernel.yama.ptrace_scope=0)")
+    answers = [process(1, LOOPING, IDLE), process(2, answered=False, reason=reason)]
+    text = render(stacks_view({"tree": merge_stacks(answers).to_dict()}, width), width)
+    lines = text.rstrip("\n").splitlines()
+    assert all(len(line) <= width for line in lines), text
+    start = lines.index("did not answer: 1 process: rank 2:")
+    assert " ".join(line.strip() for line in lines[start + 1:]) == reason, text
+
+
 @pytest.mark.parametrize("width", [120, 80, 60])
 def test_stacks_fit_the_terminal_and_set_the_stragglers_apart(width: int):
     text = render(stacks_view(sixty_four_ranks(), width, hub="127.0.0.1:5678"), width)
