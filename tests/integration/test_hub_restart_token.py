@@ -116,7 +116,10 @@ def test_a_hub_started_with_another_token_is_said_to_have_changed_it_once(
     worker = None
     second = None
     try:
-        worker = paused_worker(machine, tmp_path, RAYDEBUG_WAIT_TIMEOUT="10")
+        # Its retries after the restart come 1, 2 and 5 s apart: its wait must outlast two
+        # of them after a second hub that a loaded machine took seconds to start (a CI run
+        # saw one refusal within a 10 s wait).
+        worker = paused_worker(machine, tmp_path, RAYDEBUG_WAIT_TIMEOUT="20")
         first.wait_sessions(1)
         first.proc.kill()
         first.proc.wait(timeout=TIMEOUT)
@@ -124,7 +127,7 @@ def test_a_hub_started_with_another_token_is_said_to_have_changed_it_once(
         said, rest = wait_for_line(worker, "refused us")
         assert "refused us: the hub's token changed since this process linked" in said, said
         assert "RAYDEBUG_HUB_CERT" not in said and "set RAYDEBUG_TOKEN" not in said
-        code, out, err = finish(worker)  # it gives up waiting (10 s) and runs on
+        code, out, err = finish(worker)  # it gives up waiting (20 s) and runs on
         assert code == 0 and "finished 42" in out, err
         assert "refused us" not in rest + err, rest + err  # said once, not at every retry
         refused = second.get("/api/health")["refused_agents"]

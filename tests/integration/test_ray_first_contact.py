@@ -114,8 +114,10 @@ def test_link_keeps_to_loopback_as_every_command(head: Head):
     done = raydebug("link", "--ray-address", head.gcs, env=shell_env(head.home))
     took = time.monotonic() - started
     assert done.returncode == 1, done.stdout + done.stderr  # (no job runs)
-    [line] = done.stderr.strip().splitlines()
+    *notes, line = done.stderr.strip().splitlines()
     assert line.startswith("raydebug: no job runs on the cluster of the hub at "), line
+    assert notes and all(note.startswith("raydebug: ") and (
+        "starting it" in note or "linking from a task" in note) for note in notes), notes
     assert took < FIRST_CONTACT_BOUND, took
 
 
