@@ -116,23 +116,23 @@ def test_a_hub_started_with_another_token_is_said_to_have_changed_it_once(
     worker = None
     second = None
     try:
-        # Its retries after the restart come 1, 2 and 5 s apart: its wait must outlast two
-        # of them after a second hub that a loaded machine took seconds to start (a CI run
-        # saw one refusal within a 10 s wait).
-        worker = paused_worker(machine, tmp_path, RAYDEBUG_WAIT_TIMEOUT="20")
+        worker = paused_worker(machine, tmp_path)
         first.wait_sessions(1)
         first.proc.kill()
         first.proc.wait(timeout=TIMEOUT)
         second = start_hub(machine, first.worker[1], "--token", "another-token")
-        said, rest = wait_for_line(worker, "refused us")
+        said, _ = wait_for_line(worker, "refused us")
         assert "refused us: the hub's token changed since this process linked" in said, said
         assert "RAYDEBUG_HUB_CERT" not in said and "set RAYDEBUG_TOKEN" not in said
-        code, out, err = finish(worker)  # it gives up waiting (20 s) and runs on
-        assert code == 0 and "finished 42" in out, err
-        assert "refused us" not in rest + err, rest + err  # said once, not at every retry
-        refused = second.get("/api/health")["refused_agents"]
+        # It retries (1, 2, then 5 s apart), and says it once, not at every retry.
+        deadline = time.monotonic() + TIMEOUT
+        while second.get("/api/health")["refused_agents"] < 2:
+            assert time.monotonic() < deadline, "the process did not retry"
+            time.sleep(0.2)  # the hub counts refusals; nothing pushes them
+        worker.terminate()  # still paused, waiting for a client this hub cannot reach
+        _, rest = worker.communicate(timeout=TIMEOUT)
+        assert "refused us" not in rest, rest
         log = second.stop_and_read_log()
-        assert refused >= 2, refused  # it retried...
         assert log.count("refused: wrong token") == 1, log  # ... and the hub said it once
     finally:
         for proc in (worker, first.proc, second.proc if second else None):
