@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Coroutine
@@ -61,13 +62,31 @@ def run(coro: Coroutine[Any, Any, Any], timeout: float = 60.0) -> Any:
 
 
 def read_line(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> str:
-    """The next line of ``proc.stdout``, waiting at most ``timeout`` seconds."""
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout):
-            raise TimeoutError(f"no output from pid {proc.pid} within {timeout}s")
-    return proc.stdout.readline()
+    """The next line of ``proc.stdout`` ("" at its end), waiting at most ``timeout`` seconds
+    (then ``TimeoutError``). Read by ``readline()`` on a thread, not after a ``select()`` on
+    the descriptor: a text stream's ``readline()`` takes every line the pipe holds into its
+    buffer, where ``select()`` never sees the next one; a process that printed two lines at
+    once and then paused left its reader waiting for nothing (a fresh-clone run: 300 s for
+    "waiting for a debugger", already read). After a timeout that thread may still take the
+    next line: a timeout ends the test."""
+    stream = proc.stdout
+    assert stream is not None
+    read: list[str | BaseException] = []
+
+    def read_one() -> None:
+        try:
+            read.append(stream.readline())
+        except BaseException as error:  # a closed stream: said to the caller
+            read.append(error)
+
+    reader = threading.Thread(target=read_one, name=f"read_line {proc.pid}", daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not read:
+        raise TimeoutError(f"no output from pid {proc.pid} within {timeout}s")
+    if isinstance(read[0], BaseException):
+        raise read[0]
+    return read[0]
 
 
 def next_line(proc: subprocess.Popen[bytes], timeout: float = TIMEOUT) -> str:
