@@ -120,7 +120,7 @@ def stop_and_continue(cluster: Any, job: Path, source: Path,
              cluster.address, *job_args], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, cwd=str(job.parent))
         try:
-            child, _configuration, thread_id = await ide.next_child(240)
+            child, _configuration, thread_id = await ide.next_child(240, while_running=driver)
             [session] = await asyncio.to_thread(hub.get, "/api/sessions")
             shipped = "working_dir_files" in session["file"]  # the node's own copy
             assert shipped == bool(attach_arguments), session["file"]
@@ -247,7 +247,7 @@ def test_the_ides_uncaught_filter_freezes_a_failing_task_cluster_wide(cluster: A
              cluster.address], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         try:
-            child, _configuration, thread_id = await ide.next_child(240)
+            child, _configuration, thread_id = await ide.next_child(240, while_running=driver)
             [session] = await asyncio.to_thread(hub.get, "/api/sessions")
             assert (session["reason"], session["function"]) == ("exception", "divide")
             await child.request("continue", {"threadId": thread_id})

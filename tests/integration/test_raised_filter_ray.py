@@ -40,11 +40,13 @@ ray.init(address=cluster.address, runtime_env={"env_vars": {**link, "RAYDEBUG_LI
 
 def client_gone(agent):  # the next raise is ours to stop, not the leaving client's pydevd's
     agent.debugger.wait_untraced(10)
-    for _ in range(1000):  # and, on 3.11, our trace function is this thread's again
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # and, on 3.11, our trace function is ours again
         if not agent._client_attached and (sys.version_info >= (3, 12) or getattr(
                 sys.gettrace(), "raydebug_armed", False)):
             return
         time.sleep(0.01)
+    raise RuntimeError("the client's session did not end within 30 s")
 
 def armed_here(frame):  # this frame's raises stop: the filter is armed, not being armed
     if sys.version_info >= (3, 12):  # our tool's RAISE, a global event, is on
@@ -59,9 +61,10 @@ def catcher():
     agent = get_agent()
     # The hub's ArmBreakpoints reach a worker ms after its start; breakpoints.active() is
     # true as the install begins, before the install reaches this running frame.
-    for _ in range(3000):
-        if armed_here(sys._getframe()):
-            break
+    deadline = time.monotonic() + 60
+    while not armed_here(sys._getframe()):
+        if time.monotonic() > deadline:  # said, not run on unarmed to a 240 s wait
+            raise RuntimeError("the raised filter was not armed in the task within 60 s")
         time.sleep(0.01)
     caught = 0
     for i in range(4):
@@ -107,7 +110,7 @@ def test_a_ray_task_stops_once_per_raise(hub: HubProcess, tmp_path: Path, python
                                 start_new_session=True)
         try:
             for odd in (1, 3):
-                child, _configuration, thread_id = await ide.next_child(240)
+                child, _configuration, thread_id = await ide.next_child(240, while_running=proc)
                 sessions = await asyncio.to_thread(hub.get, "/api/sessions")
                 [session] = [s for s in sessions if s["state"] != "gone"]
                 assert (session["reason"], session["function"], session["line"],

@@ -170,7 +170,7 @@ def test_a_breakpoint_on_a_312_ray_cluster_and_armed_elsewhere(
             assert armed["callbacks for elsewhere"] == 0, armed
             assert (armed["gettrace"], armed["pydevd"]) == ("None", False), armed
 
-            child, _configuration, thread_id = await ide.next_child(240)
+            child, _configuration, thread_id = await ide.next_child(240, while_running=proc)
             frames = await child.request("stackTrace", {"threadId": thread_id})
             top = frames["stackFrames"][0]
             assert (top["name"], top["line"], top["source"]["path"]) == (
