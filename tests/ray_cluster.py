@@ -242,3 +242,14 @@ def ray_start_head(env: dict[str, str], *options: str) -> Iterator[Head]:
         _kill(cluster)
         shutil.rmtree(temp_dir, ignore_errors=True)
         _HUB_PORTS.pop(f"127.0.0.1:{gcs_port}", None)
+
+
+def first_contact_bound() -> float:
+    """How long a first command may take against a cluster with no hub yet: the product's
+    own bounds for starting that hub (Ray's connect, then the hub's start), and a margin.
+    Past them it hangs, the defect this bound catches (2-3 min of retries at an address Ray
+    had rewritten). Not a speed goal: how fast the start is, is the benchmarks' to say.
+    (A function: the module that has the bounds imports Ray, which conftest does not.)"""
+    from raydebug.integrations.ray.hub_starter import HUB_WAIT_TIMEOUT, RAY_CONNECT_TIMEOUT
+
+    return RAY_CONNECT_TIMEOUT + HUB_WAIT_TIMEOUT + 15.0

@@ -22,7 +22,7 @@ import pexpect
 import pytest
 
 from helpers import HubProcess, attach, evaluate_and_continue, read_line, run, write_script
-from ray_cluster import Head, ray_start_head
+from ray_cluster import Head, first_contact_bound, ray_start_head
 from raydebug.client.dap import DapClient
 
 pytest.importorskip("ray")
@@ -78,7 +78,7 @@ def test_a_fresh_cluster_gets_its_hub_and_wins_over_the_local_one(head: Head, hu
     assert text.startswith("no sessions on the hub at "), listed.stdout
     assert f"the hub of the Ray cluster at {head.gcs}" in text, listed.stdout
     assert hub.client_address not in text, listed.stdout
-    assert took < 60, took
+    assert took < first_contact_bound(), took
     # The seconds the start takes are not spent silent; once started, nothing is said.
     assert listed.stderr.splitlines() == [
         f"raydebug: the Ray cluster at {head.gcs} has no raydebug hub yet: starting it (a "
@@ -123,8 +123,9 @@ def test_the_head_node_stops_promptly_with_the_hub_actor(head: Head):
     head.proc.send_signal(signal.SIGTERM)
     output, _ = head.proc.communicate(timeout=60)
     took = time.monotonic() - started
-    # Without the actor's drain watch the node waited 30 s for the actor's lease.
-    assert took < 10, f"{took:.1f} s: {output[-1500:]}"
+    # Without the actor's drain watch the node waited 30 s for the actor's lease; with it, a
+    # few seconds: 20 leaves a loaded machine room and still tells the two apart.
+    assert took < 20, f"{took:.1f} s: {output[-1500:]}"
     assert "did not finish draining" not in output
 
 
@@ -266,7 +267,7 @@ def test_the_head_node_stops_promptly_with_a_task_paused(head: Head, tmp_path: P
             took, stopped = run(stop_while_attached(), timeout=180)
         else:
             took, stopped = stop_head()
-        assert took < 10, f"{took:.1f} s: {stopped[-1500:]}"
+        assert took < 20, f"{took:.1f} s: {stopped[-1500:]}"  # not the lease's 30 s
         assert "did not finish draining" not in stopped
         rest, _ = job.communicate(timeout=60)
         output += rest

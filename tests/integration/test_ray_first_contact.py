@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from helpers import write_script
-from ray_cluster import ray_start_head
+from ray_cluster import first_contact_bound, ray_start_head
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -31,7 +31,6 @@ RAYDEBUG = [sys.executable, "-m", "raydebug"]
 # What a user's shell may carry that would make these tests pass without the fixes.
 NOT_SET = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN",
            "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")
-FIRST_CONTACT_BOUND = 60.0  # seconds a command may take, starting the cluster's hub included
 
 JOB = """
 import ray
@@ -74,9 +73,9 @@ def head() -> Iterator[Head]:
 
 
 def raydebug(*args: str, env: dict[str, str],
-             timeout: float = FIRST_CONTACT_BOUND) -> subprocess.CompletedProcess[str]:
+             timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*RAYDEBUG, *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+                          timeout=timeout or first_contact_bound())
 
 
 def test_list_starts_the_hub_of_a_loopback_cluster_with_rays_token(head: Head):
@@ -87,7 +86,7 @@ def test_list_starts_the_hub_of_a_loopback_cluster_with_rays_token(head: Head):
     text = " ".join(listed.stdout.split())
     assert text.startswith("no sessions on the hub at "), listed.stdout
     assert f"the hub of the Ray cluster at {head.gcs}" in text, listed.stdout
-    assert took < FIRST_CONTACT_BOUND, took
+    assert took < first_contact_bound(), took
     assert "InvalidAuthToken" not in listed.stderr, listed.stderr  # the refusal is not news
 
 
@@ -118,7 +117,7 @@ def test_link_keeps_to_loopback_as_every_command(head: Head):
     assert line.startswith("raydebug: no job runs on the cluster of the hub at "), line
     assert notes and all(note.startswith("raydebug: ") and (
         "starting it" in note or "linking from a task" in note) for note in notes), notes
-    assert took < FIRST_CONTACT_BOUND, took
+    assert took < first_contact_bound(), took
 
 
 def test_without_the_token_each_command_says_so_in_one_line(head: Head, tmp_path: Path):
