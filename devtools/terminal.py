@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import select
 import signal
 import sys
 from typing import Any
@@ -85,9 +87,23 @@ class Attach:
         return self.expect(end)
 
     def close(self) -> None:
-        if self.child.isalive():
-            self.child.kill(signal.SIGKILL)
-        self.child.close()
+        end_spawned(self.child)
+
+
+def end_spawned(child: pexpect.spawn, timeout: float = 30) -> None:
+    """Kill a pexpect ``child`` that may still run (SIGKILL), wait for its end, then close
+    it. pexpect's ``close()`` gives a process about half a second to be gone after its
+    signals, then raises "Could not terminate the child": a Ray driver's exit (its memory
+    and its threads torn down) took longer on a loaded machine."""
+    if child.isalive():
+        with contextlib.suppress(ProcessLookupError):
+            ended = os.pidfd_open(child.pid)  # readable once the process has exited
+            try:
+                child.kill(signal.SIGKILL)
+                select.select([ended], [], [], timeout)
+            finally:
+                os.close(ended)
+    child.close()
 
 
 def start_attach(hub: HubProcess, started: list[Attach], *args: str, **kw: Any) -> Attach:

@@ -21,6 +21,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from devtools.terminal import end_spawned
 from helpers import HubProcess, attach, evaluate_and_continue, read_line, run, write_script
 from ray_cluster import Head, first_contact_bound, ray_start_head
 from raydebug.client.dap import DapClient
@@ -108,8 +109,7 @@ def test_a_fresh_cluster_gets_its_hub_and_wins_over_the_local_one(head: Head, hu
         output, _ = job.communicate(timeout=120)
         assert "result 42" in output, output[-2000:]
     finally:
-        child.kill(signal.SIGKILL)
-        child.close()
+        end_spawned(child)
         if job is not None and job.poll() is None:
             job.kill()
             job.wait(timeout=30)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from devtools.terminal import end_spawned
 from helpers import write_script
 from ray_cluster import LOOPBACK
 
@@ -66,5 +66,4 @@ def test_a_workers_pause_notice_is_printed_above_the_drivers_pdb_prompt(cluster:
         child.sendline("c")
         child.expect_exact("driver continues")
     finally:
-        child.kill(signal.SIGKILL)
-        child.close()
+        end_spawned(child)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from devtools.terminal import LEAVE_PROMPT, PROMPT, Attach
+from devtools.terminal import LEAVE_PROMPT, PROMPT, Attach, end_spawned
 from helpers import TIMEOUT, HubProcess, finish, start_hub, write_script
 
 pytestmark = pytest.mark.integration
@@ -134,9 +134,7 @@ def test_without_follow_it_says_the_command_that_takes_you_back(
         back.sendline("")
         back.expect(pexpect.EOF)
     finally:
-        if back.isalive():
-            back.kill(signal.SIGKILL)
-        back.close()
+        end_spawned(back)
     code, out, _ = finish(hub.workers[0])
     assert code == 0 and "result 41" in out
 

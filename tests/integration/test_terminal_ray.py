@@ -4,7 +4,6 @@ a task, and a threaded actor whose paused calls are continued one at a time."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from devtools.terminal import PROMPT
+from devtools.terminal import PROMPT, end_spawned
 from helpers import stop, write_script
 from ray_cluster import LOOPBACK
 
@@ -102,7 +101,5 @@ def test_a_task_stepped_off_its_end_and_a_threaded_actor_continued_call_by_call(
         term.sendintr()
         term.expect(pexpect.EOF)
     finally:
-        if term.isalive():
-            term.kill(signal.SIGKILL)
-        term.close()
+        end_spawned(term)
         stop(driver)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from devtools.terminal import HINT_SOON, LEAVE_PROMPT, PROMPT, Attach, start_attach
+from devtools.terminal import HINT_SOON, LEAVE_PROMPT, PROMPT, Attach, end_spawned, start_attach
 from helpers import TIMEOUT, HubProcess, line_of, start_hub, stop, write_script
 
 pytestmark = pytest.mark.integration
@@ -165,9 +165,7 @@ def test_what_is_typed_as_the_session_ends_never_reaches_the_shell(
         assert shell.match.group(1) == ""
         assert "Traceback" not in str(shell.before)
     finally:
-        if shell.isalive():
-            shell.kill(signal.SIGKILL)
-        shell.close()
+        end_spawned(shell)
 
 
 def test_step_off_the_end_says_no_pydevd_advice(hub: HubProcess, attach: list[Attach],
