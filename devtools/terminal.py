@@ -90,16 +90,20 @@ class Attach:
         end_spawned(self.child)
 
 
-def end_spawned(child: pexpect.spawn, timeout: float = 30) -> None:
-    """Kill a pexpect ``child`` that may still run (SIGKILL), wait for its end, then close
-    it. pexpect's ``close()`` gives a process about half a second to be gone after its
+def end_spawned(child: pexpect.spawn, timeout: float = 30, *, group: bool = False) -> None:
+    """Kill a pexpect ``child`` that may still run (SIGKILL; ``group``: its whole process
+    group, e.g. a demo and the local Ray it started), wait for its end, then close it.
+    pexpect's ``close()`` gives a process about half a second to be gone after its
     signals, then raises "Could not terminate the child": a Ray driver's exit (its memory
     and its threads torn down) took longer on a loaded machine."""
     if child.isalive():
         with contextlib.suppress(ProcessLookupError):
             ended = os.pidfd_open(child.pid)  # readable once the process has exited
             try:
-                child.kill(signal.SIGKILL)
+                if group:
+                    os.killpg(child.pid, signal.SIGKILL)
+                else:
+                    child.kill(signal.SIGKILL)
                 select.select([ended], [], [], timeout)
             finally:
                 os.close(ended)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 
 import pexpect
 import pytest
+
+from devtools.terminal import end_spawned
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
@@ -37,9 +38,7 @@ def test_ctrl_c_at_the_prompt_cancels_the_line_and_the_demo_goes_on():
         demo.close()
         assert demo.exitstatus == 0
     finally:
-        if demo.isalive():
-            os.killpg(demo.pid, signal.SIGKILL)  # the demo and the local Ray it started
-            demo.close()
+        end_spawned(demo, group=True)  # the demo and the local Ray it started
 
 
 def test_the_demos_hint_to_come_back_works_pasted_into_a_shell_without_raydebug_on_path():
@@ -73,7 +72,5 @@ def test_the_demos_hint_to_come_back_works_pasted_into_a_shell_without_raydebug_
         assert "command not found" not in str(back.before)
     finally:
         for each in (back, demo):
-            if each is not None and each.isalive():
-                os.killpg(each.pid, signal.SIGKILL)
             if each is not None:
-                each.close()
+                end_spawned(each, group=True)

@@ -12,7 +12,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from devtools.terminal import PROMPT
+from devtools.terminal import PROMPT, end_spawned
 from helpers import ask_until, wait_processes
 from ray_cluster import LOOPBACK, hub_port, process_running, raydebug_cli, session_in, start_job
 
@@ -96,9 +96,8 @@ def test_next_off_the_end_of_a_paused_ray_task_ends_its_session(cluster: Any,
         out, err = driver.communicate(timeout=180)
         assert "result 42 next task" in out, err
     finally:
-        if term is not None and term.isalive():
-            term.kill(9)
-            term.close()
+        if term is not None:
+            end_spawned(term)
         if driver.poll() is None:
             driver.kill()
             driver.wait(timeout=30)
